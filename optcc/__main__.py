@@ -1,0 +1,5 @@
+import sys
+
+from optcc.cli import main
+
+sys.exit(main())

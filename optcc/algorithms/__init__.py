@@ -1,0 +1,22 @@
+"""Schedule generators. Each returns a Schedule for a Cluster; `build_schedule` picks by name."""
+from __future__ import annotations
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Schedule
+
+
+def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
+    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments."""
+    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
+        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    if algo == "ring":
+        from optcc.algorithms.ring import ring_allreduce
+        return ring_allreduce(cluster, segments)
+    if algo == "optcc":
+        from optcc.algorithms.optcc_single import optcc_allreduce
+        return optcc_allreduce(cluster, segments)
+    raise OptccError("--algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
+
+
+ALGORITHMS = ("ring", "optcc")

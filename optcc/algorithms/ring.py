@@ -1,0 +1,38 @@
+"""NCCL's ring AllReduce: reduce-scatter then all-gather over all p GPUs, k segments in turn.
+
+Each segment is cut into p shards (pieces of size 1/(k·p)). In reduce-scatter step t
+(t = 0..p−2) GPU i adds its shard (i − t) mod p into GPU i+1; after p−1 steps GPU i holds the
+full sum of shard (i+1) mod p, which the all-gather steps copy around the ring. Steps are
+synchronous, as in NCCL: every step lasts as long as its slowest link, shard · max ℓ. So the
+slot time is max ℓ · 2(p−1)/p = ℓ·T0: a straggler on the ring slows the whole collective by ℓ
+(paper, Section 1; PAPER.md "NCCL ring with the straggler on the ring (PXN rerouting)").
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+
+def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
+    if cluster.g != 1:
+        raise OptccError("--g", "the ring generator covers one GPU per server (g = 1); "
+                                "multi-GPU rings are issue #8")
+    p, k = cluster.p, segments
+    shard = Fraction(1, k * p)
+    step = shard * max(cluster.slowdown)
+    flows = []
+    for seg in range(k):
+        base = seg * p
+        for t in range(p - 1):            # reduce-scatter
+            start = (seg * 2 * (p - 1) + t) * step
+            for i in range(p):
+                flows.append(Flow(i, (i + 1) % p, base + (i - t) % p, "add", start))
+        for t in range(p - 1):            # all-gather
+            start = (seg * 2 * (p - 1) + p - 1 + t) * step
+            for i in range(p):
+                flows.append(Flow(i, (i + 1) % p, base + (i + 1 - t) % p, "copy", start))
+    meta = {"algorithm": "ring", "segments": k, "capacity": "exclusive"}
+    return Schedule(cluster, [shard] * (k * p), flows, meta=meta)

@@ -1,0 +1,47 @@
+"""The `optcc` command line: parse, call the packages, print (a table, or --json).
+
+Each subcommand lives in its own module under optcc/commands/ and defines
+`register(subparsers)`; modules are discovered automatically, so adding a command touches
+no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from optcc.errors import OptccError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="optcc",
+        description="AllReduce under network failures: bounds, optimal schedules, proofs, runs.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    import optcc.commands as commands
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"optcc.commands.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args)
+    except OptccError as e:
+        print(f"optcc: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("optcc: interrupted", file=sys.stderr)
+        return 130
+    return 0 if code is None else code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

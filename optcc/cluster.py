@@ -1,0 +1,179 @@
+"""Cluster: p GPUs, g per server, NIC bandwidth B, per-GPU slowdown ℓ_i, NVLink, latency α.
+
+Units (used across the project): a time is in units of n/B, where n is the AllReduce size in
+bytes and B the healthy NIC bandwidth. A flow of a piece of size s (a fraction of n) between
+two GPUs on the NIC takes s·max(ℓ_src, ℓ_dst)/rate; on NVLink it takes s·B/B_nvlink/rate.
+Slowdowns are exact Fractions so that proofs and timings are exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Iterable, Mapping
+
+from optcc.errors import OptccError
+from optcc.exact import fraction_to_json, parse_fraction
+
+DEFAULT_BANDWIDTH = Fraction(50 * 10**9)          # bytes/s: one 400 Gb/s NIC (issue #2)
+DEFAULT_NVLINK_BANDWIDTH = Fraction(450 * 10**9)  # bytes/s: H100-class NVLink per GPU (issue #2)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """An immutable cluster description; build it with `Cluster.build` or `Cluster.from_json`."""
+
+    p: int
+    g: int = 1
+    slowdown: tuple[Fraction, ...] = field(default=())
+    bandwidth: Fraction = DEFAULT_BANDWIDTH
+    nvlink_bandwidth: Fraction = DEFAULT_NVLINK_BANDWIDTH
+    alpha: Fraction = Fraction(0)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        p,
+        g=1,
+        stragglers: Mapping[int, object] | Iterable[tuple[int, object]] | None = None,
+        bandwidth=DEFAULT_BANDWIDTH,
+        nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
+        alpha=0,
+        field_prefix: str = "",
+    ) -> "Cluster":
+        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1)."""
+        pre = field_prefix
+        p = _positive_int(p, pre + "p")
+        if p < 2:
+            raise OptccError(pre + "p", f"an AllReduce needs at least 2 GPUs, got p = {p}")
+        g = _positive_int(g, pre + "g")
+        if p % g != 0:
+            raise OptccError(pre + "g", f"g = {g} GPUs per server does not divide p = {p}")
+        slowdown = [Fraction(1)] * p
+        seen: set[int] = set()
+        items = stragglers.items() if isinstance(stragglers, Mapping) else (stragglers or [])
+        for i, (rank, ell) in enumerate(items):
+            where = f"{pre}stragglers[{i}]"
+            rank = _int(rank, where + ".rank")
+            if not 0 <= rank < p:
+                raise OptccError(where + ".rank", f"rank {rank} is out of range 0..{p - 1}")
+            if rank in seen:
+                raise OptccError(where + ".rank", f"rank {rank} is given twice")
+            seen.add(rank)
+            ell = parse_fraction(ell, where + ".ell")
+            if ell < 1:
+                raise OptccError(where + ".ell", f"slowdown ℓ must be ≥ 1, got {ell}")
+            slowdown[rank] = ell
+        bandwidth = _positive_fraction(bandwidth, pre + "bandwidth")
+        nvlink_bandwidth = _positive_fraction(nvlink_bandwidth, pre + "nvlink_bandwidth")
+        alpha = parse_fraction(alpha, pre + "alpha")
+        if alpha < 0:
+            raise OptccError(pre + "alpha", f"latency must be ≥ 0 seconds, got {alpha}")
+        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha)
+
+    @classmethod
+    def from_json(cls, data, field_prefix: str = "cluster.") -> "Cluster":
+        """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
+        if not isinstance(data, dict):
+            raise OptccError(field_prefix.rstrip("."), "expected an object")
+        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha"}
+        for key in data:
+            if key not in known:
+                raise OptccError(field_prefix + key, f"unknown key (known: {', '.join(sorted(known))})")
+        if "p" not in data:
+            raise OptccError(field_prefix + "p", "missing")
+        raw = data.get("stragglers", [])
+        if not isinstance(raw, list):
+            raise OptccError(field_prefix + "stragglers", "expected a list of {rank, ell}")
+        pairs = []
+        for i, s in enumerate(raw):
+            if not isinstance(s, dict) or set(s) != {"rank", "ell"}:
+                raise OptccError(f"{field_prefix}stragglers[{i}]", "expected an object {\"rank\": R, \"ell\": L}")
+            pairs.append((s["rank"], s["ell"]))
+        return cls.build(
+            data["p"], data.get("g", 1), pairs,
+            data.get("bandwidth", DEFAULT_BANDWIDTH),
+            data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
+            data.get("alpha", 0), field_prefix=field_prefix,
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "p": self.p,
+            "g": self.g,
+            "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self.stragglers.items()],
+            "bandwidth": fraction_to_json(self.bandwidth),
+            "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
+            "alpha": fraction_to_json(self.alpha),
+        }
+
+    # ---- derived views ------------------------------------------------------------------
+    @property
+    def stragglers(self) -> dict[int, Fraction]:
+        """rank -> ℓ for every GPU slower than B, in rank order."""
+        return {r: l for r, l in enumerate(self.slowdown) if l != 1}
+
+    @property
+    def healthy(self) -> list[int]:
+        return [r for r, l in enumerate(self.slowdown) if l == 1]
+
+    @property
+    def servers(self) -> int:
+        return self.p // self.g
+
+    def server_of(self, rank: int) -> int:
+        return rank // self.g
+
+    @property
+    def nvlink_speedup(self) -> Fraction:
+        """B_nvlink / B: how many times faster NVLink moves a byte than a healthy NIC."""
+        return self.nvlink_bandwidth / self.bandwidth
+
+    def nic_time(self, src: int, dst: int, size: Fraction, rate: Fraction = Fraction(1)) -> Fraction:
+        """Duration (units of n/B) of a NIC flow: the slower end sets the speed (paper's model)."""
+        return size * max(self.slowdown[src], self.slowdown[dst]) / rate
+
+    def nvlink_time(self, size: Fraction, rate: Fraction = Fraction(1)) -> Fraction:
+        return size / (self.nvlink_speedup * rate)
+
+    def describe(self) -> str:
+        parts = [f"p={self.p}"]
+        if self.g != 1:
+            parts.append(f"g={self.g}")
+        for r, l in self.stragglers.items():
+            parts.append(f"straggler {r}:ℓ={l}")
+        return ", ".join(parts)
+
+
+def parse_straggler(text: str, field: str = "--straggler") -> tuple[int, Fraction]:
+    """Parse 'RANK:ELL' (ELL a decimal or an exact fraction like 8/7)."""
+    if not isinstance(text, str) or text.count(":") != 1:
+        raise OptccError(field, f"expected RANK:ELL such as 0:2 or 0:8/7, got {text!r}")
+    rank_text, ell_text = text.split(":")
+    try:
+        rank = int(rank_text)
+    except ValueError:
+        raise OptccError(field, f"rank must be an integer in {text!r}") from None
+    return rank, parse_fraction(ell_text, field)
+
+
+def _int(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise OptccError(field, f"expected an integer, got {value!r}")
+    return value
+
+
+def _positive_int(value, field: str) -> int:
+    value = _int(value, field)
+    if value < 1:
+        raise OptccError(field, f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_fraction(value, field: str) -> Fraction:
+    x = parse_fraction(value, field)
+    if x <= 0:
+        raise OptccError(field, f"expected a positive number, got {x}")
+    return x

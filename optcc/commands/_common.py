@@ -1,0 +1,100 @@
+"""Shared argument helpers for subcommands: the cluster flags and JSON/table printing."""
+from __future__ import annotations
+
+import json
+import sys
+from fractions import Fraction
+
+from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
+from optcc.errors import OptccError
+
+DEFAULT_N_BYTES = 2**30
+
+
+def add_cluster_args(parser, p_required: bool = True) -> None:
+    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth --alpha."""
+    parser.add_argument("--p", type=int, required=p_required, help="number of GPUs")
+    parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
+    parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
+                        help="slowed GPU and its slowdown ℓ ≥ 1, e.g. 0:2 or 0:8/7 (repeatable)")
+    parser.add_argument("--bandwidth", default=str(DEFAULT_BANDWIDTH),
+                        help="healthy NIC bandwidth B in bytes/s (default 50e9 = 400 Gb/s)")
+    parser.add_argument("--nvlink-bandwidth", default=str(DEFAULT_NVLINK_BANDWIDTH),
+                        help="NVLink bandwidth per GPU in bytes/s (default 450e9)")
+    parser.add_argument("--alpha", default="0", help="per-message latency α in seconds (default 0)")
+    parser.add_argument("--cluster", metavar="FILE", help="read the cluster from a JSON file instead")
+
+
+def cluster_from_args(args) -> Cluster:
+    if getattr(args, "cluster", None):
+        try:
+            with open(args.cluster) as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            raise OptccError("--cluster", f"no such file {args.cluster!r}") from None
+        except json.JSONDecodeError as e:
+            raise OptccError("--cluster", f"not valid JSON: {e}") from None
+        return Cluster.from_json(data, field_prefix="cluster.")
+    if args.p is None:
+        raise OptccError("--p", "give --p (or --cluster FILE)")
+    pairs = [parse_straggler(s) for s in args.straggler]
+    stragglers = []
+    seen = set()
+    for rank, ell in pairs:
+        if rank in seen:
+            raise OptccError("--straggler", f"rank {rank} is given twice")
+        seen.add(rank)
+        stragglers.append((rank, ell))
+    try:
+        return Cluster.build(args.p, args.g, stragglers, _number(args.bandwidth, "--bandwidth"),
+                             _number(args.nvlink_bandwidth, "--nvlink-bandwidth"),
+                             _number(args.alpha, "--alpha"))
+    except OptccError as e:
+        raise OptccError(_flag(e.field), e.message) from None
+
+
+def _flag(field: str) -> str:
+    if field.startswith("stragglers"):
+        return "--straggler"
+    return "--" + field.replace("_", "-")
+
+
+def _number(text: str, flag: str):
+    from optcc.exact import parse_fraction
+    try:
+        return parse_fraction(text, flag)
+    except OptccError:
+        try:
+            return Fraction(float(text)) if text.strip().lower() not in {"nan", "inf", "-inf"} else parse_fraction(text, flag)
+        except ValueError:
+            raise OptccError(flag, f"expected a number, got {text!r}") from None
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(x):
+    if isinstance(x, Fraction):
+        return float(x)
+    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+
+
+def print_table(headers, rows, file=None) -> None:
+    """A plain aligned table, right-aligned numbers, as nccl-tests prints."""
+    file = file or sys.stdout
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for j, r in enumerate(cells):
+        print("  ".join(c.rjust(w) if j else c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=file)
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, Fraction):
+        v = float(v)
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)

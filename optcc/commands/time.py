@@ -1,0 +1,54 @@
+"""`optcc time FILE`: slot and event time of a schedule, against T0 and the lower bound."""
+from __future__ import annotations
+
+from optcc.commands._common import DEFAULT_N_BYTES, print_json, print_table
+from optcc.errors import OptccError
+from optcc.schedule import Schedule
+from optcc.timing import time_schedule, units_to_seconds
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("time", help="time a schedule (slot and event models) against T0 and the bound")
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    if args.n <= 0:
+        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    schedule = Schedule.load(args.file)
+    rep = time_schedule(schedule, args.n)
+    c = schedule.cluster
+    out = {
+        "slot_time": float(rep.slot_time),
+        "event_time": float(rep.event_time),
+        "t0": float(rep.t0),
+        "lower_bound": None if rep.lower_bound is None else float(rep.lower_bound),
+        "ratio_to_t0": rep.ratio_to_t0(),
+        "ratio_to_lower_bound": rep.ratio_to_lower_bound(),
+        "seconds": {"slot": units_to_seconds(c, rep.slot_time, args.n),
+                    "event": units_to_seconds(c, rep.event_time, args.n)},
+        "n_bytes": args.n,
+        "capacity_model": rep.capacity,
+        "capacity_ok": rep.violation is None,
+        "capacity_violation": None if rep.violation is None else rep.violation.describe(schedule),
+    }
+    if args.json:
+        print_json(out)
+    else:
+        print(f"# {schedule.meta.get('algorithm', 'schedule')} on {c.describe()}, "
+              f"{len(schedule.flows)} flows, n = {args.n} bytes, times in units of n/B")
+        rows = [
+            ["slot time", out["slot_time"], out["seconds"]["slot"]],
+            ["event time", out["event_time"], out["seconds"]["event"]],
+            ["T0 (fault-free)", out["t0"], units_to_seconds(c, rep.t0, args.n)],
+            ["lower bound", out["lower_bound"],
+             None if rep.lower_bound is None else units_to_seconds(c, rep.lower_bound, args.n)],
+        ]
+        print_table(["", "n/B", "seconds"], rows)
+        lb = out["ratio_to_lower_bound"]
+        print(f"slot / T0 = {out['ratio_to_t0']:.4f}" + ("" if lb is None else f", slot / lower bound = {lb:.4f}"))
+        print(f"capacity ({rep.capacity}): " + ("ok" if rep.violation is None else "VIOLATED: " + out["capacity_violation"]))
+    return 0 if rep.violation is None else 1

@@ -1,0 +1,242 @@
+"""Schedule: the IR every package exchanges (DESIGN.md, "Schedule").
+
+- `pieces`: sizes of the pieces the data is cut into, exact Fractions of n summing to 1.
+- Every rank holds one value per piece, a linear combination of the ranks' inputs for that
+  piece; initially rank r holds input_r.
+- `Flow(src, dst, piece, op, start, link, rate, coef)`: at time `start` the flow reads the
+  current value of (src, piece); when it lands (start + duration) dst either adds
+  coef × value ("add") or overwrites with it ("copy"). `rate` is the fraction of the slower
+  end's bandwidth the flow uses (1 = the whole port, the paper's rule).
+- `LocalOp(rank, piece, time, coef)`: rank scales its value of piece by the integer coef at
+  `time` (multi-straggler combination rules need a signed step).
+- Times are exact Fractions in units of n/B (see optcc.cluster).
+
+Semantics at one instant t: flows that end at t land first, then local ops at t apply, then
+flows that start at t read. JSON format "optcc-schedule/1" round-trips exactly.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from fractions import Fraction
+from typing import NamedTuple
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.exact import fraction_to_json, parse_fraction
+
+FORMAT = "optcc-schedule/1"
+LINKS = ("nic", "nvlink")
+OPS = ("add", "copy")
+ONE = Fraction(1)
+
+
+class Flow(NamedTuple):
+    src: int
+    dst: int
+    piece: int
+    op: str
+    start: Fraction
+    link: str = "nic"
+    rate: Fraction = ONE
+    coef: int = 1
+
+
+class LocalOp(NamedTuple):
+    rank: int
+    piece: int
+    time: Fraction
+    coef: int
+
+
+class Schedule:
+    """Pieces, flows and local ops on a Cluster, plus free-form `meta` (algorithm, params)."""
+
+    def __init__(self, cluster: Cluster, pieces, flows, local_ops=(), meta=None):
+        self.cluster = cluster
+        self.pieces: list[Fraction] = [Fraction(x) for x in pieces]
+        self.flows: list[Flow] = list(flows)
+        self.local_ops: list[LocalOp] = list(local_ops)
+        self.meta: dict = dict(meta or {})
+
+    def __repr__(self):
+        return (f"Schedule({self.cluster.describe()}, {len(self.pieces)} pieces, "
+                f"{len(self.flows)} flows, meta={self.meta})")
+
+    # ---- checks -------------------------------------------------------------------------
+    def validate(self) -> "Schedule":
+        """Raise OptccError naming the first bad field (path as in the JSON file)."""
+        _validate_pieces(self.pieces)
+        p, g = self.cluster.p, self.cluster.g
+        n_pieces = len(self.pieces)
+        for i, f in enumerate(self.flows):
+            where = f"flows[{i}]"
+            for name in ("src", "dst", "piece", "coef"):
+                v = getattr(f, name)
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise OptccError(f"{where}.{name}", f"expected an integer, got {v!r}")
+            if not 0 <= f.src < p:
+                raise OptccError(where + ".src", f"rank {f.src} is out of range 0..{p - 1}")
+            if not 0 <= f.dst < p:
+                raise OptccError(where + ".dst", f"rank {f.dst} is out of range 0..{p - 1}")
+            if f.src == f.dst:
+                raise OptccError(where + ".dst", f"a flow cannot go from rank {f.src} to itself")
+            if not 0 <= f.piece < n_pieces:
+                raise OptccError(where + ".piece", f"piece {f.piece} is out of range 0..{n_pieces - 1}")
+            if f.op not in OPS:
+                raise OptccError(where + ".op", f"expected one of {OPS}, got {f.op!r}")
+            if f.op == "copy" and f.coef != 1:
+                raise OptccError(where + ".coef", "a copy flow has no coefficient (must be 1)")
+            if f.coef == 0:
+                raise OptccError(where + ".coef", "coefficient 0 moves nothing")
+            if not isinstance(f.start, Fraction) or f.start < 0:
+                raise OptccError(where + ".start", f"expected a time ≥ 0, got {f.start!r}")
+            if f.link not in LINKS:
+                raise OptccError(where + ".link", f"expected one of {LINKS}, got {f.link!r}")
+            if f.link == "nvlink" and f.src // g != f.dst // g:
+                raise OptccError(where + ".link", f"NVLink joins GPUs of one server; ranks {f.src} and "
+                                                  f"{f.dst} are on servers {f.src // g} and {f.dst // g}")
+            if not isinstance(f.rate, Fraction) or not 0 < f.rate <= 1:
+                raise OptccError(where + ".rate", f"expected a fraction in (0, 1], got {f.rate!r}")
+        for i, op in enumerate(self.local_ops):
+            where = f"local_ops[{i}]"
+            if not 0 <= op.rank < p:
+                raise OptccError(where + ".rank", f"rank {op.rank} is out of range 0..{p - 1}")
+            if not 0 <= op.piece < n_pieces:
+                raise OptccError(where + ".piece", f"piece {op.piece} is out of range 0..{n_pieces - 1}")
+            if not isinstance(op.time, Fraction) or op.time < 0:
+                raise OptccError(where + ".time", f"expected a time ≥ 0, got {op.time!r}")
+            if isinstance(op.coef, bool) or not isinstance(op.coef, int) or op.coef == 0:
+                raise OptccError(where + ".coef", f"expected a non-zero integer, got {op.coef!r}")
+        return self
+
+    # ---- JSON ---------------------------------------------------------------------------
+    def to_json(self) -> dict:
+        flows = []
+        for f in self.flows:
+            d = {"src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op,
+                 "start": fraction_to_json(f.start)}
+            if f.link != "nic":
+                d["link"] = f.link
+            if f.rate != 1:
+                d["rate"] = fraction_to_json(f.rate)
+            if f.coef != 1:
+                d["coef"] = f.coef
+            flows.append(d)
+        out = {
+            "format": FORMAT,
+            "meta": self.meta,
+            "cluster": self.cluster.to_json(),
+            "pieces": [fraction_to_json(x) for x in self.pieces],
+            "flows": flows,
+        }
+        if self.local_ops:
+            out["local_ops"] = [{"rank": o.rank, "piece": o.piece, "time": fraction_to_json(o.time),
+                                 "coef": o.coef} for o in self.local_ops]
+        return out
+
+    @classmethod
+    def from_json(cls, data) -> "Schedule":
+        if not isinstance(data, dict):
+            raise OptccError("(top level)", "expected a JSON object")
+        if data.get("format") != FORMAT:
+            raise OptccError("format", f"expected {FORMAT!r}, got {data.get('format')!r}")
+        known = {"format", "meta", "cluster", "pieces", "flows", "local_ops"}
+        for key in data:
+            if key not in known:
+                raise OptccError(key, f"unknown key (known: {', '.join(sorted(known))})")
+        for key in ("cluster", "pieces", "flows"):
+            if key not in data:
+                raise OptccError(key, "missing")
+        cluster = Cluster.from_json(data["cluster"])
+        if not isinstance(data["pieces"], list):
+            raise OptccError("pieces", "expected a list of sizes (fractions of n)")
+        pieces = [parse_fraction(x, f"pieces[{i}]") for i, x in enumerate(data["pieces"])]
+        if not isinstance(data["flows"], list):
+            raise OptccError("flows", "expected a list of flows")
+        cache: dict = {}
+
+        def frac(value, where):
+            key = (type(value), value)
+            try:
+                return cache[key]
+            except (KeyError, TypeError):
+                x = parse_fraction(value, where)
+                try:
+                    cache[key] = x
+                except TypeError:
+                    pass
+                return x
+
+        flow_keys = {"src", "dst", "piece", "op", "start", "link", "rate", "coef"}
+        flows = []
+        for i, d in enumerate(data["flows"]):
+            where = f"flows[{i}]"
+            if not isinstance(d, dict):
+                raise OptccError(where, "expected an object")
+            for key in d:
+                if key not in flow_keys:
+                    raise OptccError(f"{where}.{key}", f"unknown key (known: {', '.join(sorted(flow_keys))})")
+            for key in ("src", "dst", "piece", "op", "start"):
+                if key not in d:
+                    raise OptccError(f"{where}.{key}", "missing")
+            flows.append(Flow(d["src"], d["dst"], d["piece"], d["op"], frac(d["start"], where + ".start"),
+                              d.get("link", "nic"), frac(d.get("rate", 1), where + ".rate"), d.get("coef", 1)))
+        local_ops = []
+        raw_ops = data.get("local_ops", [])
+        if not isinstance(raw_ops, list):
+            raise OptccError("local_ops", "expected a list")
+        for i, d in enumerate(raw_ops):
+            where = f"local_ops[{i}]"
+            if not isinstance(d, dict) or set(d) != {"rank", "piece", "time", "coef"}:
+                raise OptccError(where, "expected an object {rank, piece, time, coef}")
+            local_ops.append(LocalOp(d["rank"], d["piece"], frac(d["time"], where + ".time"), d["coef"]))
+        meta = data.get("meta", {})
+        if not isinstance(meta, dict):
+            raise OptccError("meta", "expected an object")
+        return cls(cluster, pieces, flows, local_ops, meta).validate()
+
+    def canonical_bytes(self) -> bytes:
+        """Canonical JSON (sorted keys, no spaces): what the certificate hash is taken over."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+
+    def sha256(self) -> str:
+        return hashlib.sha256(self.canonical_bytes()).hexdigest()
+
+    def save(self, path: str) -> None:
+        """Write atomically: a failure leaves no half-written file behind."""
+        text = json.dumps(self.to_json(), separators=(",", ":"))
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def load(cls, path: str) -> "Schedule":
+        try:
+            with open(path) as fh:
+                data = json.load(fh)
+        except FileNotFoundError:
+            raise OptccError(path, "no such file") from None
+        except json.JSONDecodeError as e:
+            raise OptccError(path, f"not valid JSON: {e}") from None
+        return cls.from_json(data)
+
+
+def _validate_pieces(pieces):
+    if not pieces:
+        raise OptccError("pieces", "a schedule needs at least one piece")
+    for i, x in enumerate(pieces):
+        if not isinstance(x, Fraction) or x <= 0:
+            raise OptccError(f"pieces[{i}]", f"expected a positive fraction of n, got {x!r}")
+    total = sum(pieces)
+    if total != 1:
+        raise OptccError("pieces", f"piece sizes must add up to 1 (the whole vector), they add up to {total}")

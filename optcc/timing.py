@@ -1,0 +1,296 @@
+"""Timing of a Schedule on its Cluster: the slot model and the as-soon-as-possible event model.
+
+Both are exact (Fractions) and in units of n/B (see optcc.cluster).
+
+Slot model: every flow runs at its stated start for its duration,
+  NIC:    size · max(ℓ_src, ℓ_dst) / rate        (the slower end sets the speed: paper's model)
+  NVLink: size · (B / B_nvlink) / rate
+and capacity is checked per port (rank, link, send|recv) under one of two models:
+  exclusive (default, the paper's rule): the rates of the flows on a port sum to ≤ 1 at every
+    instant — with rate 1, one flow per NIC direction, even when the other end is a straggler;
+  shared: the bandwidth the flows take from a port, rate · (slower end's bandwidth) / (port's
+    bandwidth), sums to ≤ 1 (what the lower bounds assume).
+A schedule states its model in meta["capacity"]; the default is "exclusive".
+
+Event model: each flow starts as soon as the flows it depends on (the writes to the value it
+reads that landed by its slot start) have landed and its ports are free (the flows before it on
+its ports, in slot order, have ended); every flow costs α more (α from the Cluster, converted to
+units of n/B with the message size n). With α = 0 it is never slower than the slot model.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+CAPACITY_MODELS = ("exclusive", "shared")
+
+
+def durations(schedule: Schedule) -> list[Fraction]:
+    """Duration of every flow of the schedule (same order as schedule.flows)."""
+    c = schedule.cluster
+    slow = c.slowdown
+    speed_nv = c.nvlink_speedup
+    pieces = schedule.pieces
+    cache: dict = {}
+    out = []
+    for f in schedule.flows:
+        if f.link == "nic":
+            key = (pieces[f.piece], max(slow[f.src], slow[f.dst]), f.rate)
+        else:
+            key = (pieces[f.piece], None, f.rate)
+        d = cache.get(key)
+        if d is None:
+            if f.link == "nic":
+                d = key[0] * key[1] / f.rate
+            else:
+                d = key[0] / (speed_nv * f.rate)
+            cache[key] = d
+        out.append(d)
+    return out
+
+
+def capacity_model(schedule: Schedule) -> str:
+    model = schedule.meta.get("capacity", "exclusive")
+    if model not in CAPACITY_MODELS:
+        raise OptccError("meta.capacity", f"expected one of {CAPACITY_MODELS}, got {model!r}")
+    return model
+
+
+def port_usage(schedule: Schedule, flow: Flow, rank: int, model: str) -> Fraction:
+    """Fraction of `rank`'s port (on the flow's link) that the flow occupies."""
+    if model == "exclusive" or flow.link == "nvlink":
+        return flow.rate
+    slow = schedule.cluster.slowdown
+    # port bandwidth B/ℓ_rank; flow speed rate · B / max(ℓ)
+    return flow.rate * slow[rank] / max(slow[flow.src], slow[flow.dst])
+
+
+@dataclass
+class CapacityViolation:
+    port: tuple          # (rank, link, "send" | "recv")
+    time: Fraction       # the instant the port is over capacity
+    load: Fraction       # total usage at that instant (> 1)
+    flows: list          # indices of the flows on the port at that instant
+
+    def describe(self, schedule: Schedule) -> str:
+        rank, link, direction = self.port
+        listed = "; ".join(_describe_flow(schedule, i) for i in self.flows[:4])
+        return (f"{link} {direction} port of rank {rank} carries {_fmt(self.load)} of its capacity at "
+                f"t = {_fmt(self.time)} n/B: {listed}")
+
+
+def _describe_flow(schedule, i):
+    f = schedule.flows[i]
+    return f"flows[{i}] {f.src}->{f.dst} piece {f.piece} {f.op} start {_fmt(f.start)}"
+
+
+def _fmt(x: Fraction) -> str:
+    return str(x) if x.denominator == 1 else f"{x} (≈{float(x):.6g})"
+
+
+class IntegerTimes:
+    """All starts and ends of a schedule on one integer grid (time = value / scale), for speed."""
+
+    def __init__(self, schedule: Schedule, durs: list | None = None):
+        durs = durs if durs is not None else durations(schedule)
+        flows = schedule.flows
+        values = {f.start for f in flows} | set(durs) | {op.time for op in schedule.local_ops}
+        scale = 1
+        for den in {v.denominator for v in values}:
+            scale = scale * den // math.gcd(scale, den)
+        self.scale = scale
+        self.starts = [f.start.numerator * (scale // f.start.denominator) for f in flows]
+        dur_int = {d: d.numerator * (scale // d.denominator) for d in set(durs)}
+        self.durs = [dur_int[d] for d in durs]
+        self.ends = [a + b for a, b in zip(self.starts, self.durs)]
+        self.op_times = [op.time.numerator * (scale // op.time.denominator) for op in schedule.local_ops]
+
+    def to_fraction(self, value: int) -> Fraction:
+        return Fraction(value, self.scale)
+
+
+def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTimes | None = None):
+    """Return the first CapacityViolation (earliest in time), or None if every port is within capacity."""
+    model = model or capacity_model(schedule)
+    grid = grid or IntegerTimes(schedule)
+    flows = schedule.flows
+    if not flows:
+        return None
+    if all(f.rate == 1 for f in flows) and (model == "exclusive" or not schedule.cluster.stragglers):
+        return _check_exclusive_unit_rates(schedule, grid)
+    by_port = defaultdict(list)
+    for i, f in enumerate(flows):
+        by_port[(f.src, f.link, "send")].append(i)
+        by_port[(f.dst, f.link, "recv")].append(i)
+    first = None
+    for port, idx in by_port.items():
+        rank = port[0]
+        events = []
+        for i in idx:
+            u = port_usage(schedule, flows[i], rank, model)
+            events.append((grid.starts[i], 1, u, i))
+            events.append((grid.ends[i], 0, u, i))   # ends sort before starts at equal times
+        events.sort(key=lambda e: (e[0], e[1]))
+        load = Fraction(0)
+        active: dict[int, Fraction] = {}
+        for t, kind, u, i in events:
+            if kind == 0:
+                load -= u
+                del active[i]
+            else:
+                load += u
+                active[i] = u
+                if load > 1:
+                    if first is None or t < first.time * grid.scale:
+                        first = CapacityViolation(port, grid.to_fraction(t), load, sorted(active))
+                    break
+    return first
+
+
+def _check_exclusive_unit_rates(schedule: Schedule, grid: IntegerTimes):
+    """Fast path for one-flow-per-port schedules: sort each port's flows by start, compare neighbours."""
+    flows = schedule.flows
+    n = len(flows)
+    src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)
+    dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
+    nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
+    big = max(grid.ends) >= 2**62
+    dtype = object if big else np.int64
+    starts = np.array(grid.starts, dtype=dtype)
+    ends = np.array(grid.ends, dtype=dtype)
+    port = np.concatenate([src * 4 + nv * 2, dst * 4 + nv * 2 + 1])
+    st = np.concatenate([starts, starts])
+    en = np.concatenate([ends, ends])
+    idx = np.concatenate([np.arange(n), np.arange(n)])
+    order = np.lexsort((en, st, port))
+    port, st, en, idx = port[order], st[order], en[order], idx[order]
+    same = port[1:] == port[:-1]
+    bad = same & (st[1:] < en[:-1])
+    if not bad.any():
+        return None
+    cand = np.nonzero(bad)[0]
+    j = cand[np.argmin(st[1:][cand])]
+    key = int(port[j])
+    rank, nvlink, recv = key // 4, (key // 2) % 2, key % 2
+    return CapacityViolation((rank, "nvlink" if nvlink else "nic", "recv" if recv else "send"),
+                             grid.to_fraction(int(st[j + 1])), Fraction(2), sorted([int(idx[j]), int(idx[j + 1])]))
+
+
+def slot_time(schedule: Schedule, grid: IntegerTimes | None = None) -> Fraction:
+    """Makespan of the schedule as stated: the latest flow end or local-op time."""
+    grid = grid or IntegerTimes(schedule)
+    return grid.to_fraction(max(grid.ends + grid.op_times, default=0))
+
+
+def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None) -> Fraction:
+    """As-soon-as-possible makespan keeping the slot schedule's dependencies and port order.
+
+    `alpha_units` is the per-flow latency in units of n/B (α·B/n).
+    """
+    grid = grid or IntegerTimes(schedule)
+    flows = schedule.flows
+    scale = grid.scale * alpha_units.denominator
+    mult = alpha_units.denominator
+    alpha = alpha_units.numerator * grid.scale
+    starts, slot_end = grid.starts, grid.ends
+    durs = [d * mult for d in grid.durs]
+    # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).
+    order = sorted([(starts[i], 1, i) for i in range(len(flows))]
+                   + [(t, 0, j) for j, t in enumerate(grid.op_times)])
+    pending_writes: dict = defaultdict(list)   # (rank, piece) -> heap of (slot_end, event_end)
+    landed_write: dict = defaultdict(int)
+    pending_port: dict = defaultdict(list)     # port -> heap of (slot_end, event_end)
+    port_free: dict = defaultdict(int)
+    finish = 0
+    push, pop = heapq.heappush, heapq.heappop
+
+    def landed(heaps, landed_max, key, t):
+        best = landed_max[key]
+        h = heaps.get(key)
+        if h and h[0][0] <= t:
+            while h and h[0][0] <= t:
+                e = pop(h)[1]
+                if e > best:
+                    best = e
+            landed_max[key] = best
+        return best
+
+    for t, kind, i in order:
+        if kind == 0:
+            op = schedule.local_ops[i]
+            key = (op.rank, op.piece)
+            ready = landed(pending_writes, landed_write, key, t)
+            push(pending_writes[key], (t, ready))
+            finish = max(finish, ready)
+            continue
+        f = flows[i]
+        ready = landed(pending_writes, landed_write, (f.src, f.piece), t)
+        sp, rp = (f.src, f.link, 0), (f.dst, f.link, 1)
+        a = landed(pending_port, port_free, sp, t)
+        b = landed(pending_port, port_free, rp, t)
+        if a > ready:
+            ready = a
+        if b > ready:
+            ready = b
+        end = ready + alpha + durs[i]
+        e = slot_end[i]
+        push(pending_writes[(f.dst, f.piece)], (e, end))
+        push(pending_port[sp], (e, end))
+        push(pending_port[rp], (e, end))
+        if end > finish:
+            finish = end
+    return Fraction(finish, scale)
+
+
+@dataclass
+class TimingReport:
+    slot_time: Fraction
+    event_time: Fraction
+    t0: Fraction
+    lower_bound: Fraction | None
+    capacity: str
+    violation: CapacityViolation | None
+    n_bytes: int
+
+    def ratio_to_t0(self) -> float:
+        return float(self.slot_time / self.t0)
+
+    def ratio_to_lower_bound(self) -> float | None:
+        return None if self.lower_bound is None else float(self.slot_time / self.lower_bound)
+
+
+def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
+    """Slot time, event time (with the cluster's α at message size n), T0, lower bound, capacity check."""
+    from bounds.closed_form import fault_free_optimum, lower_bound
+
+    c = schedule.cluster
+    grid = IntegerTimes(schedule)
+    model = capacity_model(schedule)
+    violation = check_capacity(schedule, model, grid)
+    alpha_units = c.alpha * c.bandwidth / n_bytes
+    try:
+        lb = lower_bound(c)
+    except OptccError:
+        lb = None
+    return TimingReport(
+        slot_time=slot_time(schedule, grid),
+        event_time=event_time(schedule, alpha_units, grid),
+        t0=fault_free_optimum(c.p, c.g),
+        lower_bound=lb,
+        capacity=model,
+        violation=violation,
+        n_bytes=n_bytes,
+    )
+
+
+def units_to_seconds(cluster, units: Fraction, n_bytes: int) -> float:
+    """Convert a time in units of n/B into seconds for an n-byte AllReduce."""
+    return float(units * n_bytes / cluster.bandwidth)
