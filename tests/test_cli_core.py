@@ -1,0 +1,43 @@
+"""CLI: schedule/time/simulate end to end, --json twins, bad input exits 2 naming the field."""
+import json
+
+import pytest
+
+from optcc.cli import main
+
+
+def test_schedule_time_simulate(tmp_path, capsys):
+    path = str(tmp_path / "ring.json")
+    assert main(["schedule", "--algo", "ring", "--p", "5", "--straggler", "0:2", "-k", "2", "-o", path]) == 0
+    capsys.readouterr()
+    assert main(["time", path, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["slot_time"] == pytest.approx(3.2) and out["t0"] == pytest.approx(1.6)
+    assert out["lower_bound"] == pytest.approx(2.0) and out["ratio_to_lower_bound"] == pytest.approx(1.6)
+    assert out["seconds"]["slot"] == pytest.approx(3.2 * 2**30 / 50e9)
+    assert main(["simulate", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"correct": True, "first_wrong": None}
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--p", "1"], "--p"),
+    (["--p", "4", "--straggler", "0:0.5"], "--straggler"),
+    (["--p", "4", "--straggler", "4:2"], "--straggler"),
+    (["--p", "4", "--straggler", "0:nan"], "--straggler"),
+    (["--p", "4", "--straggler", "1:2", "--straggler", "1:3"], "--straggler"),
+    (["--p", "6", "--g", "4"], "--g"),
+    (["--p", "4", "--segments", "0"], "--segments"),
+])
+def test_bad_input_exits_2_and_names_the_field(argv, field, tmp_path, capsys):
+    out = tmp_path / "s.json"
+    assert main(["schedule", "--algo", "ring", "-o", str(out)] + argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"optcc: error: {field}:")
+    assert not out.exists()
+
+
+def test_loading_a_bad_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "optcc-schedule/1", "cluster": {"p": 3}, "pieces": [1], "flows": [{"src": 0}]}')
+    assert main(["time", str(bad)]) == 2
+    assert "flows[0].dst: missing" in capsys.readouterr().err
