@@ -36,24 +36,29 @@ CAPACITY_MODELS = ("exclusive", "shared")
 def durations(schedule: Schedule) -> list[Fraction]:
     """Duration of every flow of the schedule (same order as schedule.flows)."""
     c = schedule.cluster
-    slow = c.slowdown
+    # Classes of equal values, so the per-flow work is integer dictionary look-ups.
+    size_ids: dict = {}
+    piece_class = [size_ids.setdefault(x, len(size_ids)) for x in schedule.pieces]
+    sizes = list(size_ids)
+    slow_ids: dict = {}
+    rank_class = [slow_ids.setdefault(x, len(slow_ids)) for x in c.slowdown]
+    slows = list(slow_ids)
     speed_nv = c.nvlink_speedup
-    pieces = schedule.pieces
     cache: dict = {}
     out = []
+    append = out.append
     for f in schedule.flows:
-        if f.link == "nic":
-            key = (pieces[f.piece], max(slow[f.src], slow[f.dst]), f.rate)
-        else:
-            key = (pieces[f.piece], None, f.rate)
+        a, b = rank_class[f.src], rank_class[f.dst]
+        key = (piece_class[f.piece], a if a > b else b, f.link == "nic", id(f.rate))
         d = cache.get(key)
         if d is None:
+            size = sizes[key[0]]
             if f.link == "nic":
-                d = key[0] * key[1] / f.rate
+                d = size * max(slows[a], slows[b]) / f.rate
             else:
-                d = key[0] / (speed_nv * f.rate)
+                d = size / (speed_nv * f.rate)
             cache[key] = d
-        out.append(d)
+        append(d)
     return out
 
 
@@ -102,14 +107,22 @@ class IntegerTimes:
     def __init__(self, schedule: Schedule, durs: list | None = None):
         durs = durs if durs is not None else durations(schedule)
         flows = schedule.flows
-        values = {f.start for f in flows} | set(durs) | {op.time for op in schedule.local_ops}
+        dens = {f.start.denominator for f in flows} | {d.denominator for d in set(durs)}
+        dens |= {op.time.denominator for op in schedule.local_ops}
         scale = 1
-        for den in {v.denominator for v in values}:
+        for den in dens:
             scale = scale * den // math.gcd(scale, den)
         self.scale = scale
-        self.starts = [f.start.numerator * (scale // f.start.denominator) for f in flows]
-        dur_int = {d: d.numerator * (scale // d.denominator) for d in set(durs)}
-        self.durs = [dur_int[d] for d in durs]
+        by_id: dict = {}   # many flows share one Fraction object; convert each object once
+        starts = []
+        for f in flows:
+            x = by_id.get(id(f.start))
+            if x is None:
+                x = by_id[id(f.start)] = f.start.numerator * (scale // f.start.denominator)
+            starts.append(x)
+        self.starts = starts
+        dur_int = {id(d): d.numerator * (scale // d.denominator) for d in durs}
+        self.durs = [dur_int[id(d)] for d in durs]
         self.ends = [a + b for a, b in zip(self.starts, self.durs)]
         self.op_times = [op.time.numerator * (scale // op.time.denominator) for op in schedule.local_ops]
 
