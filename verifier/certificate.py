@@ -1,0 +1,52 @@
+"""Proof certificates: a small JSON file tying a proved Proof to the schedule's sha256.
+
+The runner accepts a schedule whose certificate matches without proving it again; the
+certificate is only as good as the hash (sha256 of the schedule's canonical JSON).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import z3
+
+from optcc.errors import OptccError
+from verifier.proof import PROPERTIES
+
+FORMAT = "optcc-certificate/1"
+
+
+def write_certificate(proof, schedule, path: str) -> None:
+    """Write the certificate atomically; refuses a proof that did not prove all five properties."""
+    if not proof.proved or set(proof.properties) != set(PROPERTIES):
+        raise OptccError("certificate", "only a proof of all five properties gets a certificate")
+    data = {"format": FORMAT, "schedule_sha256": schedule.sha256(), "proved": True,
+            "properties": {k: bool(proof.properties[k]) for k in PROPERTIES},
+            "z3_version": z3.get_version_string(), "seconds": round(proof.seconds, 6)}
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-cert-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def certificate_matches(schedule, path: str) -> bool:
+    """True iff `path` is a certificate of this exact schedule with every property proved."""
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("proved") is not True:
+        return False
+    props = data.get("properties")
+    if not isinstance(props, dict) or any(props.get(k) is not True for k in PROPERTIES):
+        return False
+    return data.get("schedule_sha256") == schedule.sha256()

@@ -1,0 +1,61 @@
+"""Per-piece event order on the integer time grid, and the rank-relabelled signature of a piece.
+
+Order at one instant (optcc.schedule semantics, same tie-break as optcc.simulate):
+landings (phase 0), then local ops (phase 1), then reads (phase 2); ties by index.
+"""
+from __future__ import annotations
+
+from optcc.schedule import Schedule
+from optcc.timing import IntegerTimes
+
+LAND, LOCAL, READ = 0, 1, 2
+
+
+def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
+    """For every piece, its events (time, phase, index) sorted in execution order."""
+    events: list[list] = [[] for _ in schedule.pieces]
+    starts, ends = grid.starts, grid.ends
+    for i, f in enumerate(schedule.flows):
+        ev = events[f.piece]
+        ev.append((starts[i], READ, i))
+        ev.append((ends[i], LAND, i))
+    for j, op in enumerate(schedule.local_ops):
+        events[op.piece].append((grid.op_times[j], LOCAL, j))
+    for ev in events:
+        ev.sort()
+    return events
+
+
+def piece_signature(schedule: Schedule, events) -> tuple:
+    """The piece's operations in execution order with ranks and flows renamed by first use.
+
+    Two pieces with equal signatures compute the same final values up to a permutation of
+    ranks, so the sum property holds for one exactly when it holds for the other (the
+    property — every rank ends with Σ inputs — is symmetric under permuting ranks).
+    Entries: (READ, src_label), (LAND, flow_label, dst_label, is_add, coef), (LOCAL, rank_label, coef).
+    """
+    flows, ops = schedule.flows, schedule.local_ops
+    label: dict[int, int] = {}
+    flow_label: dict[int, int] = {}
+    out = []
+    for _, phase, i in events:
+        if phase == READ:
+            src = flows[i].src
+            a = label.get(src)
+            if a is None:
+                a = label[src] = len(label)
+            flow_label[i] = len(flow_label)
+            out.append((READ, a))
+        elif phase == LAND:
+            f = flows[i]
+            b = label.get(f.dst)
+            if b is None:
+                b = label[f.dst] = len(label)
+            out.append((LAND, flow_label[i], b, f.op == "add", f.coef))
+        else:
+            op = ops[i]
+            a = label.get(op.rank)
+            if a is None:
+                a = label[op.rank] = len(label)
+            out.append((LOCAL, a, op.coef))
+    return tuple(out)

@@ -1,0 +1,88 @@
+"""prove_allreduce: run the five properties on a Schedule and collect a Proof.
+
+Properties (docs/verifier.md has the precise statements):
+  sum        Z3 proof that every rank ends with Σ inputs of every piece (verifier.sum_property)
+  causality  no read before a dependency lands, no racing overwrite (verifier.causality)
+  capacity   optcc.timing.check_capacity under the schedule's capacity model
+  time       ends at optcc.timing.slot_time, not below bounds.closed_form.lower_bound
+  runnable   batched isend/irecv pair one to one per start time (verifier.port_checks)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from optcc.errors import OptccError
+from optcc.timing import IntegerTimes
+from verifier.causality import check_causality
+from verifier.events import piece_events
+from verifier.port_checks import check_capacity_property, check_runnable
+from verifier.sum_property import SumChecker
+from verifier.time_property import check_time
+
+PROPERTIES = ("sum", "causality", "capacity", "time", "runnable")
+
+
+@dataclass
+class Proof:
+    proved: bool
+    properties: dict[str, bool]
+    counterexample: dict | None
+    seconds: float
+    counterexamples: dict[str, dict] = field(default_factory=dict)   # every failed property
+    facts: dict = field(default_factory=dict)                         # finish, bound, stats, notes
+
+    def to_json(self) -> dict:
+        return {"proved": self.proved, "properties": dict(self.properties),
+                "counterexample": self.counterexample, "seconds": self.seconds,
+                "failed": {k: v for k, v in self.counterexamples.items()},
+                "facts": {k: (str(v) if v is not None and not isinstance(v, (int, float, str, dict, list, bool)) else v)
+                          for k, v in self.facts.items()},
+                "z3_version": z3.get_version_string()}
+
+
+def prove_allreduce(schedule, *, properties=None) -> Proof:
+    """Prove (or refute, with a counterexample) that `schedule` is a correct, runnable AllReduce.
+
+    `properties`: an iterable of names from PROPERTIES to check (default: all five); the
+    Proof's `properties` dict has exactly the checked names. Raises OptccError on bad input.
+    """
+    wanted = PROPERTIES if properties is None else tuple(properties)
+    for name in wanted:
+        if name not in PROPERTIES:
+            raise OptccError("properties", f"unknown property {name!r} (known: {', '.join(PROPERTIES)})")
+    t0 = time.perf_counter()
+    schedule.validate()
+    grid = IntegerTimes(schedule)
+    results: dict[str, bool] = {}
+    failures: dict[str, dict] = {}
+    facts: dict = {}
+    for name in PROPERTIES:
+        if name not in wanted:
+            continue
+        if name == "sum":
+            checker = SumChecker(schedule, grid, piece_events(schedule, grid))
+            ok, cx = checker.check()
+            facts.update(checker.stats)
+        elif name == "causality":
+            ok, cx = check_causality(schedule, grid)
+        elif name == "capacity":
+            ok, cx = check_capacity_property(schedule, grid)
+        elif name == "time":
+            ok, cx, time_facts = check_time(schedule, grid)
+            facts.update(time_facts)
+        else:
+            ok, cx = check_runnable(schedule, grid)
+        results[name] = ok
+        if not ok:
+            failures[name] = cx
+    first = next((failures[n] for n in PROPERTIES if n in failures), None)
+    if first is not None:
+        first = dict(first)
+        also = [n for n in PROPERTIES if n in failures and n != first["property"]]
+        if also:
+            first["also_failed"] = also
+    return Proof(proved=all(results.values()), properties=results, counterexample=first,
+                 seconds=time.perf_counter() - t0, counterexamples=failures, facts=facts)

@@ -1,0 +1,80 @@
+"""Concrete symbolic run of one piece that remembers which flow produced every value.
+
+Used only to explain a failure: the values are plain coefficient dicts over real rank ids,
+and each carries the flow (or local op) that wrote it and the values it was made from.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from verifier.events import LAND, LOCAL, READ
+
+
+@dataclass
+class Value:
+    coefs: dict[int, int]
+    writer: tuple | None = None          # ("flow", index) or ("local_op", index); None = the input
+    time: int = 0                        # grid time the value was written
+    parents: list = field(default_factory=list)
+
+
+def run_piece(schedule, events) -> dict[int, Value]:
+    """Final Value of every rank that touches the piece (ranks not listed keep their input)."""
+    flows, ops = schedule.flows, schedule.local_ops
+    values: dict[int, Value] = {}
+    carried: dict[int, Value] = {}
+
+    def get(rank):
+        v = values.get(rank)
+        if v is None:
+            v = values[rank] = Value({rank: 1})
+        return v
+
+    for t, phase, i in events:
+        if phase == READ:
+            carried[i] = get(flows[i].src)
+        elif phase == LAND:
+            f = flows[i]
+            src = carried.pop(i)
+            if f.op == "add":
+                old = get(f.dst)
+                out = dict(old.coefs)
+                for r, c in src.coefs.items():
+                    v = out.get(r, 0) + f.coef * c
+                    if v:
+                        out[r] = v
+                    else:
+                        out.pop(r, None)
+                values[f.dst] = Value(out, ("flow", i), t, [old, src])
+            else:
+                values[f.dst] = Value(dict(src.coefs), ("flow", i), t, [src])
+        else:
+            op = ops[i]
+            old = get(op.rank)
+            values[op.rank] = Value({r: op.coef * c for r, c in old.coefs.items()}, ("local_op", i), t, [old])
+    return values
+
+
+def first_wrong_write(final: Value, plain: bool):
+    """The earliest write in the value's history that produced a coefficient outside {0, 1}.
+
+    Only meaningful for `plain` schedules (every add has coefficient +1 and there are no local
+    ops): there every correct intermediate value is a partial sum with coefficients in {0, 1},
+    so the first value that counts an input twice is where a double count was introduced.
+    Returns the writer tuple or None (no such value: the fault is a missing contribution).
+    """
+    if not plain:
+        return None
+    best = None
+    seen = set()
+    stack = [final]
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.writer is not None and any(c not in (0, 1) for c in v.coefs.values()):
+            if best is None or (v.time, v.writer) < (best.time, best.writer):
+                best = v
+        stack.extend(v.parents)
+    return None if best is None else best.writer
