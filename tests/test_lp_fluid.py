@@ -1,0 +1,144 @@
+"""Fluid LP (lp_models.fluid): closed forms, duals, equivalence classes, server level."""
+from fractions import Fraction as F
+
+import pytest
+
+from bounds.closed_form import (lower_bound_multi_straggler, lower_bound_single_straggler,
+                                lower_bound_straggler_server)
+from lp_models.fluid import exclusive_single_straggler_formula, solve_fluid_lp
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+
+PS = [3, 4, 5, 7, 8, 13, 16, 31, 48, 64]
+ELLS = [F(1), F(8, 7), F(3, 2), F(7, 4), F(2), F(3), F(4)]
+
+
+def _ells(ell, m):
+    """m slowdowns, the first ℓ, the others strictly between 1 and ℓ (or 1 when ℓ = 1)."""
+    return [ell] + [1 + (ell - 1) * F(j + 1, j + 2) for j in range(m - 1)]
+
+
+def _rel(a, b):
+    return abs(a - b) / abs(b)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_shared_optimum_equals_closed_form(m):
+    for p in PS:
+        for ell in ELLS:
+            ells = _ells(ell, m)
+            cluster = Cluster.build(p, stragglers={r: e for r, e in enumerate(ells)})
+            res = solve_fluid_lp(cluster, "shared")
+            assert res.optimal, res.status
+            want = float(lower_bound_multi_straggler(p, ells))
+            assert _rel(res.objective, want) < 1e-9, (p, ells, res.objective, want)
+            if m == 1:
+                assert _rel(res.objective, float(lower_bound_single_straggler(p, ell))) < 1e-9
+
+
+def test_exclusive_single_straggler_matches_derived_formula():
+    for p in PS:
+        for ell in ELLS:
+            cluster = Cluster.build(p, stragglers={0: ell})
+            exc = solve_fluid_lp(cluster, "exclusive")
+            sh = solve_fluid_lp(cluster, "shared")
+            want = float(exclusive_single_straggler_formula(p, ell))
+            assert _rel(exc.objective, want) < 1e-9, (p, ell, exc.objective, want)
+            assert exc.objective >= sh.objective * (1 - 1e-12)
+            if ell >= 2 or ell == 1:
+                assert _rel(exc.objective, sh.objective) < 1e-9
+            else:
+                assert exc.objective > sh.objective * (1 + 1e-6)
+
+
+def test_exclusive_gap_at_p8_ell_1_5_is_about_4_5_percent():
+    cluster = Cluster.build(8, stragglers={3: F(3, 2)})
+    exc = solve_fluid_lp(cluster, "exclusive").objective
+    sh = solve_fluid_lp(cluster, "shared").objective
+    assert _rel(sh, 42 / 23) < 1e-9                 # Theorem 1: 2·1.5·7/(1.5·7+1)
+    assert _rel(exc, 21 / 11) < 1e-9                # derived: 2·1.5·7/(1.5·6+2)
+    assert 0.044 < exc / sh - 1 < 0.046
+
+
+@pytest.mark.parametrize("capacity", ["shared", "exclusive"])
+def test_duals_certify_the_optimum_and_name_binding_capacities(capacity):
+    for p, ells in [(8, [F(3, 2)]), (16, [F(3), F(2)]), (5, [F(8, 7), F(8, 7)]), (6, [])]:
+        cluster = Cluster.build(p, stragglers={r: e for r, e in enumerate(ells)})
+        res = solve_fluid_lp(cluster, capacity)
+        assert res.duals, "GLOP returns duals"
+        assert _rel(res.certificate_bound(), res.objective) < 1e-9
+        assert sum(res.duals.values()) > 0
+        # every row with a positive dual is tight (complementary slackness)
+        for name, d in res.duals.items():
+            if d > 1e-9:
+                assert name in res.binding, (name, res.binding)
+    # ℓ above the crossover: only the straggler's port binds (cut bound ℓ)
+    res = solve_fluid_lp(Cluster.build(8, stragglers={0: 3}), "shared")
+    assert all("rank 0" in name for name in res.binding) and res.binding
+    # ℓ below the crossover: every port binds (volume bound)
+    res = solve_fluid_lp(Cluster.build(8, stragglers={0: F(3, 2)}), "shared")
+    assert len(res.binding) == 4
+
+
+def test_reduced_and_full_models_agree():
+    cases = [(3, {0: F(3, 2)}), (8, {2: F(8, 7)}), (17, {0: 2, 9: F(4, 3)}),
+             (32, {1: 3, 2: F(5, 4), 30: F(5, 4)}), (48, {7: F(3, 2)}), (48, {0: F(9, 8), 1: F(3, 2), 2: 4})]
+    for p, stragglers in cases:
+        cluster = Cluster.build(p, stragglers=stragglers)
+        for capacity in ("shared", "exclusive"):
+            red = solve_fluid_lp(cluster, capacity, reduce_classes=True)
+            full = solve_fluid_lp(cluster, capacity, reduce_classes=False)
+            assert len(full.classes) == p and len(red.classes) == len(set(cluster.slowdown))
+            assert _rel(red.objective, full.objective) < 1e-9, (p, stragglers, capacity)
+
+
+def test_p_10000_solves_on_classes():
+    cluster = Cluster.build(10000, stragglers={0: F(3, 2), 1: F(8, 7)})
+    res = solve_fluid_lp(cluster, "shared")
+    assert len(res.classes) == 3
+    assert _rel(res.objective, float(lower_bound_multi_straggler(10000, [F(3, 2), F(8, 7)]))) < 1e-9
+
+
+def test_server_level_shared_optimum_equals_theorem_3():
+    for g in (2, 4, 8):
+        for q in (2, 3, 4, 8, 32):
+            p = g * q
+            for ell in (F(8, 7), F(3, 2), F(2), F(3)):
+                # NVLink-rich (the paper's setting): NVLink far faster than a NIC
+                cluster = Cluster.build(p, g, {r: ell for r in range(g)}, nvlink_bandwidth=10**15)
+                res = solve_fluid_lp(cluster, "shared")
+                assert res.level == "server"
+                want = float(lower_bound_straggler_server(p, g, ell))
+                assert _rel(res.objective, want) < 1e-9, (p, g, ell, res.objective, want)
+                exc = solve_fluid_lp(cluster, "exclusive")
+                # exclusive, per NIC: the g = 1 formula on q servers, divided by g (derived)
+                assert _rel(exc.objective, float(exclusive_single_straggler_formula(q, ell) / g)) < 1e-9
+
+
+def test_server_level_nvlink_row_binds_when_nvlink_is_slow():
+    cluster = Cluster.build(16, 8, {}, nvlink_bandwidth=50 * 10**9)      # NVLink as slow as a NIC
+    res = solve_fluid_lp(cluster, "shared")
+    assert "nvlink[every server]" in res.binding
+    assert _rel(res.objective, 2 * 7 / 8) < 1e-9
+
+
+def test_server_level_refuses_mixed_servers():
+    with pytest.raises(OptccError, match="server 0 mixes"):
+        solve_fluid_lp(Cluster.build(8, 4, {0: 2}), "shared")
+
+
+@pytest.mark.parametrize("solver", ["highs", "pdlp", "clp"])
+def test_other_solvers_agree(solver):
+    cluster = Cluster.build(12, stragglers={0: F(3, 2), 4: F(6, 5)})
+    ref = solve_fluid_lp(cluster, "exclusive").objective
+    res = solve_fluid_lp(cluster, "exclusive", solver=solver)
+    assert res.solver == solver and res.optimal
+    assert _rel(res.objective, ref) < 1e-6          # PDLP is a first-order method: 1e-6
+
+
+def test_unknown_solver_and_capacity_are_refused():
+    cluster = Cluster.build(4, stragglers={0: 2})
+    with pytest.raises(OptccError, match="--solver"):
+        solve_fluid_lp(cluster, solver="gurobi")
+    with pytest.raises(OptccError, match="capacity"):
+        solve_fluid_lp(cluster, "half")
