@@ -1,0 +1,260 @@
+"""Baseline AllReduce schedules the paper compares against, built as Schedules so they can be
+timed, simulated and proved like OptCC.
+
+- `pxn_ring_allreduce`: NCCL's ring with the straggler on it (PXN rerouting keeps the job
+  alive; the ring runs at the slowest link, so it costs ℓ·T0). g = 1: optcc.algorithms.ring.
+- `flat_ring_allreduce`: NCCL's ring over all p GPUs when g > 1, one channel per NIC
+  (derived reading of the paper's NCCLNoFailure in Figure 10, PAPER.md "Derived, to read the
+  claims right"): 2(p−1)/(p·g) · ℓ_max.
+- `hierarchical_ring_allreduce`: NVLink reduce-scatter in each server, g parallel inter-server
+  rings (one per NIC) over q = p/g servers, NVLink all-gather: 2(g−1)/(g·s_nv) + 2(q−1)/p · ℓ_max
+  (derived; s_nv = B_nvlink/B). Its NIC part is the hierarchical optimum T0 = 2(p−g)/(g·p).
+- `r2ccl_allreduce`: R2CCL-AllReduce as PAPER.md describes its repository (arXiv 2512.25059;
+  src/r2cc/allreduce/r2cc_allreduce.cc): a global AllReduce on (1−Y) of the data runs alongside
+  a healthy-only AllReduce on Y; then the degraded node's Y part is reduced into a helper and
+  broadcast from the helper, pipelined in K chunks. See `r2ccl_slot_time` for its exact time.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.algorithms.ring import ring_allreduce
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+ONE = Fraction(1)
+
+
+def pxn_ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
+    """NCCL ring with the straggler on the ring: g = 1 ring, g > 1 flat ring (both ℓ_max·fault-free)."""
+    if cluster.g == 1:
+        return ring_allreduce(cluster, segments)
+    return flat_ring_allreduce(cluster)
+
+
+# ---- flat ring for g > 1 -------------------------------------------------------------------
+def flat_ring_allreduce(cluster: Cluster) -> Schedule:
+    """Ring over all p GPUs, g channels (one per NIC); each channel carries 1/g of the data.
+
+    Channel c visits each server's GPUs starting at local index c, so the server-boundary hop
+    of channel c leaves from local (c−1) mod g over its NIC and enters local c: every NIC sends
+    and receives exactly one channel. The g−1 NVLink hops a GPU serves at once share its
+    NVLink port at rate 1/(g−1). Steps are synchronous (NCCL): a step lasts one NIC hop,
+    shard·ℓ_max, shard = 1/(g·p). Total 2(p−1)/(g·p)·ℓ_max (derived).
+    """
+    p, g = cluster.p, cluster.g
+    if g == 1:
+        return ring_allreduce(cluster, 1)
+    if cluster.nvlink_speedup * Fraction(1, g - 1) < 1:
+        raise OptccError("nvlink_bandwidth", "the flat ring assumes NVLink hops at rate 1/(g−1) "
+                                             "are no slower than a NIC hop")
+    shard = Fraction(1, g * p)
+    step = shard * max(cluster.slowdown)
+    nv_rate = Fraction(1, g - 1)
+    flows = []
+    for c in range(g):
+        order = [s * g + (c + i) % g for s in range(cluster.servers) for i in range(g)]
+        base = c * p
+        for t in range(2 * (p - 1)):
+            start = t * step
+            for pos in range(p):
+                src, dst = order[pos], order[(pos + 1) % p]
+                nic = src // g != dst // g
+                link, rate = ("nic", ONE) if nic else ("nvlink", nv_rate)
+                if t < p - 1:       # reduce-scatter: position pos adds its shard (pos − t) into pos+1
+                    piece, op = base + (pos - t) % p, "add"
+                else:               # all-gather: copy the full sums around
+                    piece, op = base + (pos + 1 - (t - (p - 1))) % p, "copy"
+                flows.append(Flow(src, dst, piece, op, start, link, rate))
+    meta = {"algorithm": "flat_ring", "channels": g, "capacity": "exclusive"}
+    return Schedule(cluster, [shard] * (g * p), flows, meta=meta)
+
+
+def flat_ring_slot_time(cluster: Cluster) -> Fraction:
+    """Derived: 2(p−1)/(g·p)·ℓ_max (units n/B)."""
+    return Fraction(2 * (cluster.p - 1), cluster.g * cluster.p) * max(cluster.slowdown)
+
+
+# ---- hierarchical ring ---------------------------------------------------------------------
+def hierarchical_ring_allreduce(cluster: Cluster) -> Schedule:
+    """NVLink reduce-scatter (g−1 steps), g inter-server rings over q servers, NVLink all-gather.
+
+    Pieces: p pieces of 1/p; shard j of a server = pieces j·q .. j·q+q−1. After the NVLink
+    reduce-scatter GPU with local index l holds its server's partial sum of shard (l+1) mod g;
+    the q GPUs with local index l then run a ring AllReduce of that shard over the NICs.
+    """
+    p, g, q = cluster.p, cluster.g, cluster.servers
+    if g == 1:
+        return ring_allreduce(cluster, 1)
+    piece = Fraction(1, p)
+    nv_rate = Fraction(1, q)                 # q pieces of a shard move at once on one NVLink port
+    step_nv = Fraction(1, g) / cluster.nvlink_speedup
+    step_nic = piece * max(cluster.slowdown)
+    flows = []
+
+    def shard_pieces(j):
+        return range(j * q, j * q + q)
+
+    t = Fraction(0)
+    for step in range(g - 1):                # NVLink reduce-scatter inside every server
+        for s in range(q):
+            for l in range(g):
+                src, dst = s * g + l, s * g + (l + 1) % g
+                for pc in shard_pieces((l - step) % g):
+                    flows.append(Flow(src, dst, pc, "add", t, "nvlink", nv_rate))
+        t += step_nv
+    if q > 1:
+        for step in range(2 * (q - 1)):      # g inter-server rings, one per local index
+            for l in range(g):
+                j = (l + 1) % g              # the shard GPU l reduced
+                for s in range(q):
+                    src, dst = s * g + l, ((s + 1) % q) * g + l
+                    if step < q - 1:
+                        pc, op = j * q + (s - step) % q, "add"
+                    else:
+                        pc, op = j * q + (s + 1 - (step - (q - 1))) % q, "copy"
+                    flows.append(Flow(src, dst, pc, op, t))
+            t += step_nic
+    for step in range(g - 1):                # NVLink all-gather inside every server
+        for s in range(q):
+            for l in range(g):
+                src, dst = s * g + l, s * g + (l + 1) % g
+                for pc in shard_pieces((l + 1 - step) % g):
+                    flows.append(Flow(src, dst, pc, "copy", t, "nvlink", nv_rate))
+        t += step_nv
+    meta = {"algorithm": "hierarchical_ring", "capacity": "exclusive"}
+    return Schedule(cluster, [piece] * p, flows, meta=meta)
+
+
+def hierarchical_ring_slot_time(cluster: Cluster) -> Fraction:
+    """Derived: 2(g−1)/(g·s_nv) + 2(q−1)/p·ℓ_max (units n/B; s_nv = B_nvlink/B)."""
+    p, g, q = cluster.p, cluster.g, cluster.servers
+    if g == 1:
+        return Fraction(2 * (p - 1), p) * max(cluster.slowdown)
+    return (Fraction(2 * (g - 1), g) / cluster.nvlink_speedup
+            + Fraction(2 * (q - 1), p) * max(cluster.slowdown))
+
+
+# ---- R2CCL-AllReduce -----------------------------------------------------------------------
+def _single_straggler(cluster: Cluster) -> tuple[int, Fraction]:
+    if cluster.g != 1:
+        raise OptccError("--g", "the R2CCL schedule is built for one GPU per server (g = 1)")
+    if len(cluster.stragglers) != 1:
+        raise OptccError("--straggler", "R2CCL-AllReduce needs exactly one degraded node")
+    (rank, ell), = cluster.stragglers.items()
+    if cluster.p < 2:
+        raise OptccError("--p", "R2CCL needs a healthy helper")
+    return rank, ell
+
+
+def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=None) -> Fraction:
+    """Exact slot time of `r2ccl_allreduce` (derived from its construction, units n/B).
+
+    With X = 1 − 1/ℓ and tail fraction Y (default Y = X):
+      T1 = 2(p−1)/p · (1−Y)·ℓ            global ring on the main part, straggler-paced
+      T2 = 2(p−2)/(p−1) · Y/X            healthy-only ring on the tail at the spare rate X
+      T3 = (K+1)·ℓY/K + (p−2)·Y/(K·S)    reduce into the helper then pipelined chain broadcast
+      T  = max(T1, T2) + T3.
+    As S → ∞ this is PAPER.md's R2CCL formula with the (1 + 1/K) factor on T3 = ℓY.
+    """
+    _, ell = _single_straggler(cluster)
+    p, k, s = cluster.p, chunks, subpieces
+    x = 1 - 1 / ell
+    y = x if tail is None else Fraction(tail)
+    t1 = Fraction(2 * (p - 1), p) * (1 - y) * ell
+    t2 = Fraction(2 * (p - 2), p - 1) * y / x if y else Fraction(0)
+    t3 = (k + 1) * ell * y / k + (p - 2) * y / (k * s)
+    return max(t1, t2) + t3
+
+
+def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=None) -> Schedule:
+    """R2CCL-AllReduce on a cluster with one degraded node (g = 1), capacity model "shared".
+
+    Main part (1−Y): ring AllReduce over all p nodes; flows touching the straggler run at rate 1
+    (its whole, slow port), healthy–healthy flows at rate 1/ℓ so every step lasts shard·ℓ.
+    Tail Y: ring AllReduce over the p−1 healthy nodes at rate X = 1 − 1/ℓ, the healthy ports'
+    spare share (R2CCL's "healthy-only AllReduce on the lost fraction"). Then for each of K
+    chunks (S sub-pieces each): the straggler's tail is added into the helper (the first
+    healthy node) back to back; once chunk c has fully landed the helper broadcasts it along
+    the chain helper → healthy nodes → straggler (copy; the last hop into the straggler sets
+    the pace). Requires 0 < Y < 1 and ℓ > 1.
+    """
+    rank, ell = _single_straggler(cluster)
+    if ell <= 1:
+        raise OptccError("--straggler", "R2CCL needs a degraded node (ℓ > 1)")
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise OptccError("chunks", f"expected a positive integer, got {chunks!r}")
+    if isinstance(subpieces, bool) or not isinstance(subpieces, int) or subpieces < 1:
+        raise OptccError("subpieces", f"expected a positive integer, got {subpieces!r}")
+    p, k, s = cluster.p, chunks, subpieces
+    x = 1 - 1 / ell
+    y = x if tail is None else Fraction(tail)
+    if not 0 < y < 1:
+        raise OptccError("tail", f"the tail fraction Y must be in (0, 1), got {y}")
+    healthy = [r for r in range(p) if r != rank]
+    ring_all = list(range(p))
+
+    # Pieces: main part cut in p shards; tail cut at the common refinement of the healthy
+    # ring's p−1 shards and the K·S broadcast sub-pieces.
+    main_shard = (1 - y) / p
+    cuts = sorted({Fraction(i, p - 1) for i in range(p)} | {Fraction(i, k * s) for i in range(k * s + 1)})
+    tail_pieces = [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]   # as fractions of Y
+    pieces = [main_shard] * p + [(b - a) * y for a, b in tail_pieces]
+
+    def tail_range(a: Fraction, b: Fraction):
+        """(piece index, share of [a, b)) for every refinement piece inside [a, b) of the tail."""
+        out = []
+        for i, (lo, hi) in enumerate(tail_pieces):
+            if lo >= a and hi <= b:
+                out.append((p + i, (hi - lo) / (b - a)))
+        return out
+
+    flows: list[Flow] = []
+    # Global ring on the main part.
+    step1 = main_shard * ell
+    for t in range(2 * (p - 1)):
+        for i in range(p):
+            src, dst = ring_all[i], ring_all[(i + 1) % p]
+            rate = ONE if rank in (src, dst) else 1 / ell
+            if t < p - 1:
+                piece, op = (i - t) % p, "add"
+            else:
+                piece, op = (i + 1 - (t - (p - 1))) % p, "copy"
+            flows.append(Flow(src, dst, piece, op, t * step1, "nic", rate))
+    t1 = 2 * (p - 1) * step1
+    # Healthy-only ring on the tail, at rate X (split over the refinement pieces of each shard).
+    h = len(healthy)
+    step2 = y / (h * x) if h > 1 else Fraction(0)
+    for t in range(2 * (h - 1)):
+        for i in range(h):
+            src, dst = healthy[i], healthy[(i + 1) % h]
+            if t < h - 1:
+                shard, op = (i - t) % h, "add"
+            else:
+                shard, op = (i + 1 - (t - (h - 1))) % h, "copy"
+            for piece, share in tail_range(Fraction(shard, h), Fraction(shard + 1, h)):
+                flows.append(Flow(src, dst, piece, op, t * step2, "nic", x * share))
+    t2 = 2 * (h - 1) * step2
+    # Reduce into the helper, then chain broadcast, K chunks of S sub-pieces.
+    start3 = max(t1, t2)
+    helper = healthy[0]
+    chain = healthy + [rank]
+    sub = Fraction(1, k * s)                  # sub-piece, as a fraction of Y
+    u, v = sub * y, sub * y * ell             # healthy hop, hop touching the straggler
+    for c in range(k):
+        for j in range(s):
+            idx = c * s + j
+            for piece, share in tail_range(idx * sub, (idx + 1) * sub):
+                flows.append(Flow(rank, helper, piece, "add", start3 + idx * v, "nic", share))
+        bcast = start3 + (c + 1) * s * v       # chunk c has landed in the helper
+        for j in range(s):
+            idx = c * s + j
+            for hop in range(len(chain) - 1):
+                src, dst = chain[hop], chain[hop + 1]
+                start = bcast + j * v + hop * u
+                for piece, share in tail_range(idx * sub, (idx + 1) * sub):
+                    flows.append(Flow(src, dst, piece, "copy", start, "nic", share))
+    meta = {"algorithm": "r2ccl", "chunks": k, "subpieces": s, "tail": str(y), "helper": helper,
+            "capacity": "shared"}
+    return Schedule(cluster, pieces, flows, meta=meta)
