@@ -95,7 +95,7 @@ def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
     for h in claim.hypotheses:
         if h is sp.true:
             raise ValueError(f"hypothesis of {claim.name} evaluated to True; build it with evaluate=False")
-        solver.add(to_z3(h, env))
+        solver.add(_hypothesis_to_z3(h, env))
     n, d = to_z3(claim.numerator, env), to_z3(claim.denominator, env)
     solver.add(z3.Not(z3.And(d != 0, _OPS[claim.op](n * d))))
     answer = solver.check()
@@ -107,6 +107,17 @@ def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
         _confirm_counterexample(claim, cex)
         return ProofResult(claim, False, cex, "sat")
     return ProofResult(claim, False, None, str(answer))
+
+
+def _hypothesis_to_z3(h, env):
+    """`lhs op rhs` with rational sides → (N·D op 0 and D ≠ 0), where lhs − rhs = N/D."""
+    ops = {sp.LessThan: "<=", sp.StrictLessThan: "<", sp.GreaterThan: ">=", sp.StrictGreaterThan: ">"}
+    op = next((o for cls, o in ops.items() if isinstance(h, cls)), None)
+    if op is None:
+        return to_z3(h, env)
+    num, den = sp.fraction(sp.cancel(sp.together(h.lhs - h.rhs)))
+    n, d = to_z3(sp.expand(num), env), to_z3(sp.expand(den), env)
+    return z3.And(d != 0, _OPS[op](n * d))
 
 
 def _value(v):

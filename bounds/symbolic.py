@@ -216,7 +216,7 @@ def straggler_servers(slowdowns) -> Bound:
     nodes divided by g."""
     slowdowns = [sp.sympify(x) for x in slowdowns]
     qq = p / g
-    cut = Term("cut", sp.Max(*[x / g for x in slowdowns]), " ".join(servers_cut.__doc__.split()),
+    cut = Term("cut", sp.Max(*slowdowns) / g, " ".join(servers_cut.__doc__.split()),
                "derived: bounds/symbolic.py servers_cut")
     vol = Term("volume", 2 * (qq - 1) / (g * (qq - len(slowdowns)) + sum(g / x for x in slowdowns)),
                " ".join(servers_volume.__doc__.split()), "derived: bounds/symbolic.py servers_volume")
