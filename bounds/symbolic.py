@@ -97,7 +97,7 @@ def theorem1_volume() -> Term:
     into each of the p−1 others), so the NICs send at least 2(p−1)·n bytes in total. Together
     the NICs send at most (p−1)·B + B/ℓ bytes per second. Dividing gives
     T ≥ 2(p−1)/(p−1+1/ℓ)·n/B."""
-    return _term("volume", 2 * (p - 1) / ((p - 1) + 1 / ell), theorem1_volume,
+    return _term("volume", 2 * ell * (p - 1) / (ell * (p - 1) + 1), theorem1_volume,
                  "paper: Theorem 1 (volume term); argument derived (PAPER.md 'Lower bounds')")
 
 
@@ -130,8 +130,7 @@ def theorem3_volume() -> Term:
     The healthy servers' NICs send at most (q−1)·g·B bytes per second and the straggler
     server's g·B/ℓ. Dividing gives T ≥ 2(q−1)/(g(q−1)+g/ℓ)·n/B, which is the paper's form
     after q = p/g."""
-    qq = p / g
-    return _term("volume", 2 * (qq - 1) / (g * (qq - 1) + g / ell), theorem3_volume,
+    return _term("volume", 2 * ell * (p - g) / (g * (ell * (p - g) + g)), theorem3_volume,
                  "paper: Theorem 3 (volume term); argument derived")
 
 
