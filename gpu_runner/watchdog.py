@@ -1,0 +1,57 @@
+"""A rank never hangs: if one wait lasts longer than the timeout, say what was awaited and exit.
+
+The executor calls `waiting(describe)` before every blocking wait and `beat()` after it; a
+daemon thread checks the time since the last beat and, past `timeout_s`, prints a clear error
+(which rank, what it waited for, for how long) and ends the process with EXIT_TIMEOUT. This is a
+backstop beside the process group's own timeout, which some waits (gloo p2p) may not honour.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+EXIT_TIMEOUT = 124
+EXIT_ERROR = 3
+
+
+class Watchdog:
+    def __init__(self, rank: int, timeout_s: float, label: str = "optcc-runner"):
+        self.rank = rank
+        self.timeout_s = float(timeout_s)
+        self.label = label
+        self._last = time.monotonic()
+        self._what = lambda: "start-up"
+        self._enabled = True
+        self._thread = threading.Thread(target=self._loop, name="optcc-watchdog", daemon=True)
+        self._thread.start()
+
+    def waiting(self, describe) -> None:
+        """`describe`: a string or a zero-argument callable giving one (built only on timeout)."""
+        self._what = describe
+
+    def beat(self) -> None:
+        self._last = time.monotonic()
+
+    def phase(self, describe) -> None:
+        self._what = describe
+        self._last = time.monotonic()
+
+    def disable(self) -> None:
+        self._enabled = False
+
+    def _loop(self) -> None:
+        period = min(1.0, max(0.05, self.timeout_s / 20))
+        while True:
+            time.sleep(period)
+            if not self._enabled:
+                continue
+            idle = time.monotonic() - self._last
+            # a little slack so that the process group's own (more specific) timeout reports first
+            if idle > self.timeout_s * 1.05 + 0.5:
+                what = self._what() if callable(self._what) else self._what
+                print(f"{self.label} rank {self.rank}: error: timed out after {idle:.1f} s "
+                      f"(timeout {self.timeout_s:g} s) waiting for {what}; a peer rank is dead or hung",
+                      file=sys.stderr, flush=True)
+                os._exit(EXIT_TIMEOUT)

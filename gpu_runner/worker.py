@@ -1,0 +1,230 @@
+"""One rank's process: join the process group, run the schedule (or torch's all_reduce), check, time.
+
+Started by torchrun (`python -m gpu_runner ...`) or by gpu_runner.launch (optcc run / bench /
+testbed), which set the usual env:// variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+LOCAL_RANK). Rank 0 gathers the figures of all ranks with two small all_reduces and writes
+them as JSON (--result FILE) and/or prints them. Any failure ends the process with a one-line
+message "optcc-runner rank R: error: ..." and a non-zero code, never a hang (see watchdog.py).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import timedelta
+
+from gpu_runner.watchdog import EXIT_ERROR, Watchdog
+
+DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
+# machine epsilon of each float dtype (IEEE / bfloat16 definitions)
+EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m gpu_runner",
+                                 description="Run a proved optcc Schedule with torch.distributed "
+                                             "(launch with torchrun --nproc-per-node P).")
+    ap.add_argument("--schedule", metavar="FILE", help="Schedule JSON (optcc-schedule/1)")
+    ap.add_argument("--algo", choices=("schedule", "torch"), default="schedule",
+                    help="'schedule' runs FILE; 'torch' runs dist.all_reduce (baseline)")
+    ap.add_argument("--certificate", metavar="FILE", help="verifier certificate for FILE (skips re-proving)")
+    ap.add_argument("--size", type=int, default=1 << 20, help="bytes per rank (default 1 MiB)")
+    ap.add_argument("--sizes", help="comma-separated sizes in bytes (bench mode)")
+    ap.add_argument("--dtype", choices=DTYPES, default="float32")
+    ap.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+                    help="seconds any rank waits for a peer before giving up (default 60)")
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--iters", type=int, default=1)
+    ap.add_argument("--mode", choices=("run", "bench"), default="run")
+    ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
+    ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
+    # set by gpu_runner.launch after the parent proved the schedule (its sha256 is re-checked here)
+    ap.add_argument("--trusted-sha256", help=argparse.SUPPRESS)
+    # fault injection for tests: "die:RANK" or "hang:RANK" (after the process group is up)
+    ap.add_argument("--inject-fault", help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        return _main(args, rank)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - every failure becomes one clear line and an exit
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"optcc-runner rank {rank}: error: {type(e).__name__}: {msg}", file=sys.stderr, flush=True)
+        if os.environ.get("OPTCC_RUNNER_TRACEBACK"):
+            traceback.print_exc()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(EXIT_ERROR)   # do not hang in process-group teardown after a peer failure
+
+
+def _load_schedule(args):
+    from optcc.schedule import Schedule
+    if not args.schedule:
+        raise ValueError("--schedule FILE is required with --algo schedule")
+    schedule = Schedule.load(args.schedule)
+    if args.trusted_sha256:
+        if schedule.sha256() != args.trusted_sha256:
+            raise ValueError(f"{args.schedule} changed after it was proved (sha256 differs); refusing")
+    else:
+        from gpu_runner.proof import require_proof
+        require_proof(schedule, args.certificate)
+    return schedule
+
+
+def _main(args, rank: int) -> int:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    schedule = _load_schedule(args) if args.algo == "schedule" else None
+    if schedule is not None and schedule.cluster.p != world:
+        raise ValueError(f"the schedule is for {schedule.cluster.p} ranks but WORLD_SIZE is {world}")
+    import torch
+    import torch.distributed as dist
+
+    watchdog = Watchdog(rank, args.timeout)
+    watchdog.phase("the process group to form (rendezvous with every rank)")
+
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
+    sync = torch.zeros(1, device=device)
+    dist.all_reduce(sync)           # every rank takes part in the first collective (NCCL rule)
+    watchdog.beat()
+
+    from gpu_runner.executor import SUPPORTED_DTYPES, Executor
+    dtype = SUPPORTED_DTYPES[args.dtype]
+    executor = Executor(schedule, rank, watchdog=watchdog) if schedule is not None else None
+
+    def barrier():
+        watchdog.waiting("the barrier before a timed run")
+        dist.all_reduce(sync)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        watchdog.beat()
+
+    def one_size(size_bytes: int) -> dict:
+        elem = torch.empty((), dtype=dtype).element_size()
+        count = size_bytes // elem
+        inp = make_input(rank, count, dtype, device)
+        ref = inp.clone()
+        watchdog.waiting("torch's reference all_reduce")
+        dist.all_reduce(ref)
+        absref = inp.double().abs()
+        dist.all_reduce(absref)
+        watchdog.beat()
+        work = inp.clone()
+        if executor is not None:
+            executor.prepare(work)
+        times = []
+        for it in range(args.warmup + args.iters):
+            work.copy_(inp)
+            barrier()
+            if args.inject_fault:
+                inject_fault(args.inject_fault, rank, watchdog)
+            t0 = time.perf_counter()
+            if executor is not None:
+                executor.run(work)
+            else:
+                watchdog.waiting("torch's all_reduce")
+                dist.all_reduce(work)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            watchdog.beat()
+            if it >= args.warmup:
+                times.append(t1 - t0)
+        wrong, max_err = count_wrong(work, ref, absref, args.dtype, world)
+        stats = torch.tensor([float(wrong), 0.0, 0.0], dtype=torch.float64, device=device)
+        mx = torch.tensor([sum(times) / max(len(times), 1), max_err], dtype=torch.float64, device=device)
+        watchdog.waiting("gathering the results")
+        dist.all_reduce(stats)
+        dist.all_reduce(mx, op=dist.ReduceOp.MAX)
+        watchdog.beat()
+        return {"size": count * elem, "count": count, "type": args.dtype,
+                "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
+                "correct": int(stats[0]) == 0}
+
+    if args.mode == "run":
+        rows = [one_size(args.size)]
+    else:
+        sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
+        rows = [one_size(s) for s in sizes]
+    watchdog.phase("shutdown")
+    out = {"backend": backend, "world_size": world, "algo": args.algo,
+           "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
+           "device": str(device), "rows": rows}
+    if args.mode == "run":
+        out.update({"correct": rows[0]["correct"], "seconds": rows[0]["seconds"]})
+    if rank == 0:
+        if args.result:
+            tmp = args.result + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump(out, fh)
+            os.replace(tmp, args.result)
+        if args.json:
+            print(json.dumps(out))
+        elif not args.result:
+            for r in rows:
+                print(f"rank 0: {out['algo']} {r['size']} bytes {r['type']} on {world} ranks "
+                      f"({backend}): {'correct' if r['correct'] else 'WRONG'} ({r['wrong']} wrong), "
+                      f"{r['seconds'] * 1e3:.3f} ms")
+    watchdog.beat()
+    dist.barrier() if backend == "gloo" else dist.all_reduce(sync)
+    watchdog.disable()
+    dist.destroy_process_group()
+    return 0
+
+
+def inject_fault(spec: str, rank: int, watchdog) -> None:
+    """Test hook: 'die:R' ends rank R abruptly, 'hang:R' makes it sleep (watchdog off) mid-run."""
+    kind, fault_rank = spec.split(":")
+    if int(fault_rank) != rank:
+        return
+    if kind == "die":
+        os._exit(17)
+    watchdog.disable()
+    time.sleep(3600)
+
+
+def make_input(rank: int, count: int, dtype, device):
+    """Deterministic per-rank data: integers in [-1000, 1000] or standard normals."""
+    import torch
+    gen = torch.Generator().manual_seed(1000 + rank)
+    if dtype in (torch.int32, torch.int64):
+        x = torch.randint(-1000, 1001, (count,), generator=gen, dtype=dtype)
+    else:
+        x = torch.randn(count, generator=gen).to(dtype)
+    return x.to(device)
+
+
+def count_wrong(result, ref, absref, dtype_name: str, world: int) -> tuple[int, float]:
+    """Elements differing from torch's all_reduce: exactly (ints) or beyond the float bound.
+
+    Float bound (derived): each of two summation orders errs by at most (p−1)·eps·Σ|x_i| plus a
+    final rounding, so two results differ by at most (2(p−1)+1)·eps·Σ|x_i| (+ a tiny floor).
+    """
+    if dtype_name not in EPS:
+        diff = (result != ref)
+        return int(diff.sum()), float((result.double() - ref.double()).abs().max()) if result.numel() else 0.0
+    err = (result.double() - ref.double()).abs()
+    bound = (2 * (world - 1) + 1) * EPS[dtype_name] * absref + 1e-30
+    return int((err > bound).sum()), float(err.max()) if err.numel() else 0.0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

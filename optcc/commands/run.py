@@ -1,0 +1,58 @@
+"""`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
+from __future__ import annotations
+
+from optcc.commands._common import print_json
+from optcc.errors import OptccError
+
+DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("run", help="prove a schedule, then run it with torch.distributed on local processes")
+    parser.add_argument("--nproc", type=int, required=True, help="number of local ranks (= the schedule's p)")
+    parser.add_argument("--schedule", required=True, metavar="FILE", help="Schedule JSON")
+    parser.add_argument("--certificate", metavar="FILE", help="verifier certificate (skips re-proving)")
+    parser.add_argument("--size", type=int, default=1 << 20, help="bytes per rank (default 1 MiB)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
+                        help="auto: NCCL when CUDA is available, else gloo")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
+    parser.add_argument("--iters", type=int, default=1, help="timed runs (default 1)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    if args.nproc < 2:
+        raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
+    if args.size <= 0:
+        raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
+    if args.timeout <= 0:
+        raise OptccError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    if args.iters < 1 or args.warmup < 0:
+        raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
+    try:
+        from gpu_runner.launch import launch_trusted, prepare_schedule
+    except ImportError as e:
+        raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
+    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate)
+    res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
+                         args.timeout, args.iters, args.warmup, args.backend)
+    if not res.ok:
+        raise OptccError("run", "the run failed: " + res.describe_failure())
+    r = res.result
+    row = r["rows"][0]
+    out = {"correct": r["correct"], "seconds": r["seconds"], "backend": r["backend"],
+           "world_size": r["world_size"], "size": row["size"], "count": row["count"],
+           "dtype": row["type"], "wrong": row["wrong"], "max_abs_error": row["max_abs_error"],
+           "algorithm": schedule.meta.get("algorithm"), "proof": note}
+    if args.json:
+        print_json(out)
+    else:
+        print(f"# {out['algorithm'] or 'schedule'} on {schedule.cluster.describe()}: {note}")
+        print(f"{out['world_size']} ranks ({out['backend']}), {out['size']} bytes {out['dtype']}: "
+              f"{'correct' if out['correct'] else 'WRONG'} ({out['wrong']} wrong elements, "
+              f"max |error| {out['max_abs_error']:.3g}), {out['seconds'] * 1e3:.3f} ms")
+    return 0 if out["correct"] else 1
