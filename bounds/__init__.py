@@ -1,12 +1,17 @@
-"""Lower bounds on AllReduce time under asymmetric bandwidth.
+"""Lower bounds on AllReduce time under asymmetric bandwidth (units of n/B).
 
-`bounds.closed_form` evaluates the closed forms numerically (exact Fractions); the symbolic
-derivations (sympy) live beside it and must agree with it.
+- `bounds.closed_form`: exact Fraction evaluation (fast, no sympy import); the stable API.
+- `bounds.symbolic`: the sympy expressions, each bound = max{cut term, volume term}, with the
+  argument for each term (paper: Theorems 1 and 3; derived: multi-straggler, server-aggregate).
+- `bounds.proofs`: sympy reduction to polynomials + Z3 proofs of the O(1/p) headline.
+- `bounds.sweep`: lambdify/numpy evaluation over sweeps.
+- `bounds.report`: what `optcc bound` prints, including the derivation steps.
 """
 from bounds.closed_form import (
     fault_free_optimum,
     lower_bound,
     lower_bound_multi_straggler,
+    lower_bound_servers,
     lower_bound_single_straggler,
     lower_bound_straggler_server,
 )
@@ -15,6 +20,7 @@ __all__ = [
     "fault_free_optimum",
     "lower_bound",
     "lower_bound_multi_straggler",
+    "lower_bound_servers",
     "lower_bound_single_straggler",
     "lower_bound_straggler_server",
 ]
