@@ -49,7 +49,7 @@ def durations(schedule: Schedule) -> list[Fraction]:
     append = out.append
     for f in schedule.flows:
         a, b = rank_class[f.src], rank_class[f.dst]
-        key = (piece_class[f.piece], a if a > b else b, f.link == "nic", id(f.rate))
+        key = (piece_class[f.piece], a if slows[a] >= slows[b] else b, f.link == "nic", id(f.rate))
         d = cache.get(key)
         if d is None:
             size = sizes[key[0]]
@@ -273,11 +273,12 @@ class TimingReport:
     violation: CapacityViolation | None
     n_bytes: int
 
-    def ratio_to_t0(self) -> float:
-        return float(self.slot_time / self.t0)
+    def ratio_to_t0(self) -> float | None:
+        """None where T0 is 0 (a single server: no traffic has to cross a NIC)."""
+        return float(self.slot_time / self.t0) if self.t0 else None
 
     def ratio_to_lower_bound(self) -> float | None:
-        return None if self.lower_bound is None else float(self.slot_time / self.lower_bound)
+        return float(self.slot_time / self.lower_bound) if self.lower_bound else None
 
 
 def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
