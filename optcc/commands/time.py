@@ -49,6 +49,7 @@ def run(args) -> int:
         ]
         print_table(["", "n/B", "seconds"], rows)
         lb = out["ratio_to_lower_bound"]
-        print(f"slot / T0 = {out['ratio_to_t0']:.4f}" + ("" if lb is None else f", slot / lower bound = {lb:.4f}"))
+        r0 = out["ratio_to_t0"]
+        print(("slot / T0 = -" if r0 is None else f"slot / T0 = {r0:.4f}") + ("" if lb is None else f", slot / lower bound = {lb:.4f}"))
         print(f"capacity ({rep.capacity}): " + ("ok" if rep.violation is None else "VIOLATED: " + out["capacity_violation"]))
     return 0 if rep.violation is None else 1
