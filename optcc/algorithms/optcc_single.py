@@ -1,0 +1,234 @@
+"""OptCC for one straggler, one GPU per server: a shard-level periodic four-stage pipeline.
+
+What is the paper's (PAPER.md "OptCC", Figures 4-7): the four stages per segment (1: ring
+reduce-scatter among the H = p−1 healthy GPUs over p−2 hops, 2: each healthy GPU uploads its
+partial shard to the straggler S, 3: S adds its input and sends each shard's sum back, 4: ring
+all-gather among the healthy GPUs); one flow per NIC direction at a time; stages of different
+segments overlap on disjoint ports; for ℓ < 2 the straggler's bubbles are filled with a
+point-to-point AllReduce between the healthy GPUs and S (Figure 7).
+
+What is ours (derived; the paper's slot tables and its four patterns A-D are lost): the slot
+pattern below. Units: δ = shard size (a healthy-to-healthy shard flow takes δ), slot length
+λ = max(δ, ℓδ/2), H healthy GPUs in ring order h = 0..H−1 (the healthy ranks, increasing),
+ring link h → h+1 (mod H).
+
+- Jobs. Shard o of segment σ is a job with base slot B(σ,o) = 2Hσ + 2(H−1−o). Each period
+  of 2H slots has H windows of 2 slots; window of node o = slots [B, B+2). In it S receives
+  job (σ,o)'s upload from o and sends job (σ,o+1)'s download to o+1 (uploaded one window
+  earlier). Both block only ring link o → o+1, which carries nothing in that window; all other
+  links carry one shard hop per slot, every slot (at ℓ = 2 every port is busy all the time).
+- Ring hops, relative to the job's base slot (τ_RS(j): hop j = link o+j → o+j+1, j = 1..H−1,
+  ends at o before the upload at 0; τ_AG(j): hop j = link o+j → o+j+1, j = 0..H−2, after the
+  download lands at 4):
+    H odd:  τ_RS(j) = 2j + 1 − 2H,                    τ_AG(j) = 2j + 4;
+    H even: τ_RS(j) = 2j − 1 − 2H (j ≤ H/2), 2j + 1 − 2H (j > H/2);
+            τ_AG(j) = 2j + 4 (j ≤ H/2 − 2),   2j + 6 (j ≥ H/2 − 1).
+  Per link (offset q = slot − window start of that link, mod 2H) these put RS hops and AG hops
+  on distinct residues that together with the link's own window {0, 1} cover Z_2H exactly
+  (H odd: RS = 4j+1, AG = 4j+4; H even: RS = {3,7,..} then {5,9,..}, AG = {4,8,..} then
+  {2,6,..}), so no link carries two hops at once and none during its window.
+- Prologue/epilogue: segment 0's reduce-scatter and segment k−1's all-gather are plain
+  synchronous ring steps (H−1 steps of δ each) before the pipeline starts and after the last
+  download, so fill and drain cost 2(H−1)δ ≈ 2 shards of time in total, not O(p) segments.
+- ℓ < 2 (Figure 7's idea, our layout): the window stays 2δ (the ring needs it), the shard
+  upload takes only ℓδ, so each window also carries x = (2/ℓ − 1)δ of point-to-point data:
+  node o uploads its raw input of P2P piece σ right after its shard upload; in period σ+1 S
+  sends the P2P sum to o right after job (σ+1,o)'s download. k−1 P2P pieces (σ = 0..k−2).
+  This exactly reaches the exclusive-model fluid optimum (see `exclusive_fluid_optimum`).
+- ℓ ≥ 2: slot λ = ℓδ/2, the shard upload fills the window, healthy hops take δ ≤ λ.
+- p = 2: the two GPUs exchange their whole vectors at once (time ℓ, the cut bound).
+- ℓ = 1 (no straggler): rank 0 plays S; the same construction then takes ≈ T0·(1 + 1/k).
+
+Slot time (derived from the construction; `optcc_slot_time`, tested equal to the generated
+schedule): ℓ ≥ 2: (2(H−1) + (Hk+1)ℓ)δ with δ = 1/(kH); ℓ < 2, k ≥ 2: (2Hk + 2H)δ with
+δ = 1/(kH + (k−1)(2/ℓ−1)); ℓ < 2, k = 1: (4H − 2 + ℓ)/H; p = 2: ℓ.
+So at ℓ = 2 the ratio to Theorem 1's bound ℓ is 1 + 1/k.
+
+Slot table, p = 5, ℓ = 2, straggler 0, k = 2 (rows = GPUs, columns = slots of δ = 1/(kH) =
+1/8 n/B; cell = destination of the flow the GPU sends, '.' idle; a straggler flow spans 2
+slots). Slots 0-2: prologue RS; 3-20: pipeline (period 8 slots, windows of 2 slots: GPU 4
+uploads while 0 downloads to 1, then 3 uploads while 0 downloads to 4, ...); 21-23: epilogue AG.
+Slot time 24·δ = 3 = ℓ(1 + 1/k); regenerate with `slot_table(optcc_allreduce(c, 2))`:
+
+    GPU 012345678901234567890123
+    0   .....4433221144332211...
+    1   222.2...2002.222.00..222
+    2   333...300.3333.003...333
+    3   444..00.444.4004...4.444
+    4   11100.11..1001..11...111
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+
+def exclusive_fluid_optimum(p: int, ell) -> Fraction:
+    """Derived: best time (n/B) with one flow per NIC direction, fluid data, one straggler.
+
+    Let u = bytes per byte of data that the straggler receives (and sends); u ≥ 1 (cut).
+    Any AllReduce moves ≥ 2(p−1)·n bytes (volume argument of Theorem 1). A straggler flow
+    occupies the healthy end for ℓ per byte too, so the p−1 healthy send ports need
+    2(p−1) − 2u + ℓu = 2(p−1) − (2−ℓ)u in total, the straggler ℓu. Balancing gives
+    u* = 2(p−1)/(ℓ(p−2)+2), T = ℓu*; for ℓ ≥ 2, u = 1 and T = ℓ. Hence
+    T_ex = max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). Achieved in the limit k → ∞ by `optcc_allreduce`.
+    """
+    ell = Fraction(ell)
+    return max(ell, 2 * ell * (p - 1) / (ell * (p - 2) + 2))
+
+
+def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
+    if cluster.g != 1:
+        raise OptccError("--g", "the single-straggler OptCC covers one GPU per server (g = 1); "
+                                "multi-GPU servers are issue #8")
+    stragglers = cluster.stragglers
+    if len(stragglers) > 1:
+        raise OptccError("--straggler", f"single-straggler OptCC got {len(stragglers)} stragglers "
+                                        f"(ranks {sorted(stragglers)}); several stragglers are issue #8")
+    if not stragglers:
+        return 0, Fraction(1)
+    (rank, ell), = stragglers.items()
+    return rank, ell
+
+
+def _ring_offsets(H: int) -> tuple[list[int], list[int]]:
+    """τ_RS[j] (index j = 1..H−1, index 0 unused) and τ_AG[j] (j = 0..H−2), in slots."""
+    rs = [0] * H
+    ag = [0] * max(H - 1, 0)
+    for j in range(1, H):
+        if H % 2:
+            rs[j] = 2 * j + 1 - 2 * H
+        else:
+            rs[j] = 2 * j - 1 - 2 * H if j <= H // 2 else 2 * j + 1 - 2 * H
+    for j in range(H - 1):
+        if H % 2:
+            ag[j] = 2 * j + 4
+        else:
+            ag[j] = 2 * j + 4 if j <= H // 2 - 2 else 2 * j + 6
+    return rs, ag
+
+
+def _shard_size(H: int, k: int, ell: Fraction) -> Fraction:
+    """δ: the shard size (fraction of n)."""
+    if ell >= 2 or H == 1:
+        return Fraction(1, k * H)
+    return 1 / (k * H + (k - 1) * (2 / ell - 1))
+
+
+def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:
+    """Closed-form slot time (n/B) of `optcc_allreduce(cluster, segments)` (derived above)."""
+    _, ell = _straggler(cluster)
+    H, k = cluster.p - 1, segments
+    if H == 1:
+        return ell
+    d = _shard_size(H, k, ell)
+    if ell >= 2:
+        return (2 * (H - 1) + (H * k + 1) * ell) * d
+    if k == 1:
+        return (4 * H - 2 + ell) * d
+    return (2 * H * k + 2 * H) * d
+
+
+def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
+    """The schedule described in the module docstring: k segments, exclusive port model."""
+    s_rank, ell = _straggler(cluster)
+    k = segments
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise OptccError("--segments", f"expected a positive integer, got {k!r}")
+    p = cluster.p
+    H = p - 1
+    meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "straggler": s_rank,
+            "construction": "shard-level periodic ring pattern (derived), see optcc_single"}
+    if H == 1:
+        h = 1 - s_rank
+        flows = [Flow(h, s_rank, 0, "add", Fraction(0)), Flow(s_rank, h, 0, "add", Fraction(0))]
+        return Schedule(cluster, [Fraction(1)], flows, meta=meta)
+    healthy = [r for r in range(p) if r != s_rank]
+    d = _shard_size(H, k, ell)
+    small = ell < 2
+    x = (2 / ell - 1) * d if small else Fraction(0)       # P2P piece size
+    lam = d if small else ell * d / 2                        # slot length
+    # Integer tick grid: δ, λ, ℓδ all multiples of `unit`.
+    unit = _gcd_frac(_gcd_frac(d, lam), ell * d)
+    dt, lt, ut = int(d / unit), int(lam / unit), int(ell * d / unit)
+    cache: dict[int, Fraction] = {}
+
+    def at(ticks: int) -> Fraction:
+        f = cache.get(ticks)
+        if f is None:
+            f = cache[ticks] = ticks * unit
+        return f
+
+    rs, ag = _ring_offsets(H)
+    O = (H - 1) * dt                                         # prologue length in ticks
+    flows: list[Flow] = []
+    app = flows.append
+    # Prologue: synchronous ring reduce-scatter of segment 0 (node i sends shard i−t−1).
+    for t in range(H - 1):
+        st = at(t * dt)
+        for i in range(H):
+            app(Flow(healthy[i], healthy[(i + 1) % H], (i - t - 1) % H, "add", st))
+    last_end = 0
+    for sigma in range(k):
+        for o in range(H):
+            piece = sigma * H + o
+            base = O + (2 * H * sigma + 2 * (H - 1 - o)) * lt
+            if sigma >= 1:
+                for j in range(1, H):
+                    a = (o + j) % H
+                    app(Flow(healthy[a], healthy[(a + 1) % H], piece, "add", at(base + rs[j] * lt)))
+            app(Flow(healthy[o], s_rank, piece, "add", at(base)))
+            app(Flow(s_rank, healthy[o], piece, "copy", at(base + 2 * lt)))
+            last_end = max(last_end, base + 2 * lt + ut)
+            if small and sigma <= k - 2:
+                pp = k * H + sigma
+                app(Flow(healthy[o], s_rank, pp, "add", at(base + ut)))
+                nb = base + 2 * H * lt                     # job (σ+1, o)'s base
+                app(Flow(s_rank, healthy[o], pp, "copy", at(nb + 2 * lt + ut)))
+                last_end = max(last_end, nb + 4 * lt)
+            if sigma <= k - 2:
+                for j in range(H - 1):
+                    a = (o + j) % H
+                    st = base + ag[j] * lt
+                    app(Flow(healthy[a], healthy[(a + 1) % H], piece, "copy", at(st)))
+                    last_end = max(last_end, st + dt)
+    # Epilogue: synchronous ring all-gather of segment k−1 (node i sends shard i−t).
+    E = last_end
+    base_piece = (k - 1) * H
+    for t in range(H - 1):
+        st = at(E + t * dt)
+        for i in range(H):
+            app(Flow(healthy[i], healthy[(i + 1) % H], base_piece + (i - t) % H, "copy", st))
+    pieces = [d] * (k * H) + [x] * (k - 1 if small else 0)
+    return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def _gcd_frac(a: Fraction, b: Fraction) -> Fraction:
+    """Greatest common divisor of two positive fractions."""
+    from math import gcd
+    den = a.denominator * b.denominator // gcd(a.denominator, b.denominator)
+    return Fraction(gcd(int(a * den), int(b * den)), den)
+
+
+def slot_table(schedule: Schedule, slot: Fraction | None = None) -> str:
+    """Text table: rows = ranks, columns = slots of length `slot` (default: smallest piece's
+    healthy time), cell = destination of the NIC flow the rank sends in that slot."""
+    c = schedule.cluster
+    slot = slot or min(schedule.pieces)
+    from optcc.timing import durations
+    durs = durations(schedule)
+    end = max(f.start + dd for f, dd in zip(schedule.flows, durs))
+    n = -(-end // slot)
+    rows = [["."] * int(n) for _ in range(c.p)]
+    for f, dd in zip(schedule.flows, durs):
+        first = (f.start / slot).__floor__()
+        last = ((f.start + dd) / slot).__ceil__()
+        for col in range(first, last):
+            rows[f.src][col] = str(f.dst)
+    width = len(str(c.p - 1))
+    head = "GPU " + "".join(f"{i % 10}" for i in range(int(n)))
+    lines = [head] + [f"{r:>{width}}   " + "".join(row) for r, row in enumerate(rows)]
+    return "\n".join(lines)
