@@ -4,8 +4,13 @@ Precisely, with every flow occupying [start, start + duration) (durations from
 optcc.timing.durations, on the exact integer grid of optcc.timing.IntegerTimes):
 1. A flow that reads (src, piece) at time t depends on every write to (src, piece) that
    started before t; each must have landed by t:  no write w with w.start < t < w.end.
-   (Otherwise the reader would send a value the schedule meant to be updated, or on hardware
-   a half-received buffer.) Writes that start at t or later are not dependencies.
+   (Otherwise the reader sends a value the schedule meant to be updated, or on hardware a
+   buffer that is being received into.) Writes that start at t or later are not
+   dependencies. Such a racing read is a violation when what it carries can reach a final
+   value: we propagate a taint from the racing read through later reads, additions and
+   copies (an overwrite drops the old taint) and flag it if any rank's final value of the
+   piece is tainted. A racing read whose value is overwritten everywhere is dead traffic,
+   not an error (the reference simulation agrees: the result does not depend on it).
 2. The same for a local op on (rank, piece) at time t.
 3. No two flows write one (rank, piece) during overlapping intervals unless both are
    additions (additions commute; an overwrite racing anything makes the result depend on
@@ -15,6 +20,8 @@ The first violation in time is reported, naming the flows and their times.
 from __future__ import annotations
 
 from collections import defaultdict
+
+from verifier.events import LAND, READ
 
 
 def check_causality(schedule, grid):
@@ -31,14 +38,20 @@ def check_causality(schedule, grid):
         if worst is None or (t, tie) < worst[:2]:
             worst = (t, tie, cx)
 
-    for i, f in enumerate(flows):                               # 1. reads
+    racing: dict[int, int] = {}                                 # 1. reads: reader -> write
+    for i, f in enumerate(flows):
         ws = writes.get((f.src, f.piece))
         if not ws:
             continue
         t = starts[i]
         for w in ws:
             if starts[w] < t < ends[w]:
-                consider(t, (0, i, w), _read_race(schedule, grid, i, w))
+                racing.setdefault(i, w)
+    if racing:
+        live = _reaching_final(schedule, grid, set(racing))
+        for i, w in racing.items():
+            if i in live:
+                consider(starts[i], (0, i, w), _read_race(schedule, grid, i, w))
     for j, op in enumerate(schedule.local_ops):                 # 2. local ops
         t = grid.op_times[j]
         for w in writes.get((op.rank, op.piece), ()):
@@ -58,6 +71,37 @@ def check_causality(schedule, grid):
     if worst is None:
         return True, None
     return False, worst[2]
+
+
+def _reaching_final(schedule, grid, suspects: set[int]) -> set[int]:
+    """The suspect flows whose carried value reaches some rank's final value of its piece."""
+    flows = schedule.flows
+    pieces = {flows[i].piece for i in suspects}
+    events = defaultdict(list)
+    for i, f in enumerate(flows):
+        if f.piece in pieces:
+            events[f.piece].append((grid.starts[i], READ, i))
+            events[f.piece].append((grid.ends[i], LAND, i))
+    for j, op in enumerate(schedule.local_ops):       # local ops keep taint; order only matters for ties
+        if op.piece in pieces:
+            events[op.piece].append((grid.op_times[j], 1, -1 - j))
+    live: set[int] = set()
+    empty = frozenset()
+    for piece, ev in events.items():
+        ev.sort()
+        taint: dict[int, frozenset] = {}
+        carried: dict[int, frozenset] = {}
+        for _, phase, i in ev:
+            if phase == READ:
+                t = taint.get(flows[i].src, empty)
+                carried[i] = t | {i} if i in suspects else t
+            elif phase == LAND:
+                f = flows[i]
+                c = carried.pop(i)
+                taint[f.dst] = (taint.get(f.dst, empty) | c) if f.op == "add" else c
+        for t in taint.values():
+            live |= t
+    return live & suspects
 
 
 def _flow(schedule, grid, i) -> dict:

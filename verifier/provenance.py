@@ -16,6 +16,7 @@ class Value:
     writer: tuple | None = None          # ("flow", index) or ("local_op", index); None = the input
     time: int = 0                        # grid time the value was written
     parents: list = field(default_factory=list)
+    overwritten: dict | None = None      # a copy's target value before it was overwritten
 
 
 def run_piece(schedule, events) -> dict[int, Value]:
@@ -47,7 +48,8 @@ def run_piece(schedule, events) -> dict[int, Value]:
                         out.pop(r, None)
                 values[f.dst] = Value(out, ("flow", i), t, [old, src])
             else:
-                values[f.dst] = Value(dict(src.coefs), ("flow", i), t, [src])
+                old = get(f.dst)
+                values[f.dst] = Value(dict(src.coefs), ("flow", i), t, [src], old.coefs)
         else:
             op = ops[i]
             old = get(op.rank)
@@ -55,16 +57,18 @@ def run_piece(schedule, events) -> dict[int, Value]:
     return values
 
 
-def first_wrong_write(final: Value, plain: bool):
-    """The earliest write in the value's history that produced a coefficient outside {0, 1}.
+def first_wrong_write(final: Value, plain: bool, missing=()):
+    """The earliest write in the value's history (its provenance DAG) that went wrong.
 
-    Only meaningful for `plain` schedules (every add has coefficient +1 and there are no local
-    ops): there every correct intermediate value is a partial sum with coefficients in {0, 1},
-    so the first value that counts an input twice is where a double count was introduced.
-    Returns the writer tuple or None (no such value: the fault is a missing contribution).
+    Only for `plain` schedules (every add has coefficient +1, no local ops), where every
+    correct intermediate value is a partial sum with coefficients in {0, 1}. "Went wrong" is
+    either producing a coefficient outside {0, 1} (an input counted twice) or a copy that
+    overwrote a value holding an input in `missing` with one lacking it (an input discarded).
+    Returns the writer tuple or None (e.g. the fault is a flow that is absent).
     """
     if not plain:
         return None
+    missing = set(missing)
     best = None
     seen = set()
     stack = [final]
@@ -73,7 +77,10 @@ def first_wrong_write(final: Value, plain: bool):
         if id(v) in seen:
             continue
         seen.add(id(v))
-        if v.writer is not None and any(c not in (0, 1) for c in v.coefs.values()):
+        bad = v.writer is not None and (
+            any(c not in (0, 1) for c in v.coefs.values())
+            or (v.overwritten is not None and any(r in v.overwritten and r not in v.coefs for r in missing)))
+        if bad:
             if best is None or (v.time, v.writer) < (best.time, best.writer):
                 best = v
         stack.extend(v.parents)

@@ -70,11 +70,11 @@ class SumChecker:
         missing = [r for r, d in wrong.items() if d["actual"] == 0]
         extra = [r for r, d in wrong.items() if d["actual"] != 0]
         plain = not s.local_ops and all(f.coef == 1 for f in s.flows)
-        culprit = first_wrong_write(v, plain) if v is not None else None
+        culprit = first_wrong_write(v, plain, missing) if v is not None else None
         last = v.writer if v is not None else None
         parts = []
         if missing:
-            parts.append(f"inputs of ranks {_short(missing)} never reach it")
+            parts.append(f"it is missing the inputs of ranks {_short(missing)}")
         if extra:
             parts.append("wrong coefficient for ranks " + _short(
                 [f"{r} (×{wrong[r]['actual']})" for r in extra]))

@@ -1,0 +1,58 @@
+"""`optcc verify FILE`: prove a schedule is a correct AllReduce (Z3), or print a counterexample.
+
+Exit 0 proved, 1 refuted, 2 bad input (OptccError, handled by optcc.cli).
+"""
+from __future__ import annotations
+
+from optcc.commands._common import print_json, print_table
+from optcc.schedule import Schedule
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("verify", help="prove a schedule computes the AllReduce (Z3), or show a counterexample")
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--certificate", metavar="OUT", help="on success write a proof certificate (JSON) here")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from verifier import prove_allreduce, write_certificate
+
+    schedule = Schedule.load(args.file)
+    proof = prove_allreduce(schedule)
+    if proof.proved and args.certificate:
+        write_certificate(proof, schedule, args.certificate)
+    if args.json:
+        out = proof.to_json()
+        out = {"proved": out["proved"], "properties": out["properties"],
+               "counterexample": out["counterexample"], "seconds": out["seconds"],
+               "facts": out["facts"], "z3_version": out["z3_version"]}
+        print_json(out)
+    else:
+        f = proof.facts
+        print(f"# {schedule.meta.get('algorithm', 'schedule')} on {schedule.cluster.describe()}, "
+              f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows")
+        print_table(["property", "result"],
+                    [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()])
+        if "piece_groups" in f:
+            print(f"sum: {f['pieces']} pieces in {f['piece_groups']} group(s) up to rank permutation, "
+                  f"{f['expressions']} distinct expressions, {f['z3_queries']} Z3 quer"
+                  f"{'y' if f['z3_queries'] == 1 else 'ies'}")
+        if "finish" in f:
+            lb = f.get("lower_bound")
+            print(f"time: ends at {f['finish']} n/B" + ("" if lb is None else f", lower bound {lb} n/B"))
+        if f.get("note"):
+            print("note: " + f["note"])
+        if proof.counterexample:
+            cx = proof.counterexample
+            print(f"COUNTEREXAMPLE ({cx['property']}): {cx['message']}")
+            if cx["property"] == "sum":
+                print("  inputs: " + ", ".join(f"{k.split(' ')[0]}={v}" for k, v in list(cx["inputs"].items())[:16]))
+                print("  wrong coefficients (rank: expected -> actual): " + ", ".join(
+                    f"{r}: {d['expected']} -> {d['actual']}" for r, d in list(cx["wrong_coefficients"].items())[:16]))
+            if cx.get("also_failed"):
+                print("  also refuted: " + ", ".join(cx["also_failed"]))
+        print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s"
+              + (f"; certificate written to {args.certificate}" if proof.proved and args.certificate else ""))
+    return 0 if proof.proved else 1
