@@ -47,7 +47,8 @@ So at ℓ = 2 the ratio to Theorem 1's bound ℓ is 1 + 1/k.
 Slot table, p = 5, ℓ = 2, straggler 0, k = 2 (rows = GPUs, columns = slots of δ = 1/(kH) =
 1/8 n/B; cell = destination of the flow the GPU sends, '.' idle; a straggler flow spans 2
 slots). Slots 0-2: prologue RS; 3-20: pipeline (period 8 slots, windows of 2 slots: GPU 4
-uploads while 0 downloads to 1, then 3 uploads while 0 downloads to 4, ...); 21-23: epilogue AG.
+uploads (0 has nothing to send yet), then GPU 3 uploads while 0 sends GPU 4 its shard's sum,
+...); 21-23: epilogue AG.
 Slot time 24·δ = 3 = ℓ(1 + 1/k); regenerate with `slot_table(optcc_allreduce(c, 2))`:
 
     GPU 012345678901234567890123
