@@ -1,0 +1,21 @@
+"""`optcc paper-checks`: every claim of the paper beside our number, with a PASS/FAIL/OPEN verdict."""
+from __future__ import annotations
+
+from optcc.commands._common import print_json
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("paper-checks", help="check the paper's claims against our bounds, schedules and models")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--figures", metavar="DIR", help="also write PNG redraws of Figures 8 and 10 into DIR")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from paper_checks.report import render_text, run_paper_checks
+    report = run_paper_checks(args.figures)
+    if args.json:
+        print_json(report)
+    else:
+        print(render_text(report))
+    return 0

@@ -1,0 +1,94 @@
+"""PNG redraws of the paper's Figures 8 (g = 1) and 10 (g = 4) from our α-β models (matplotlib Agg).
+
+Panels as in the paper: (a) ℓ = 8/7 against p at 8 GiB, (b) ℓ = 8/7 against message size at
+p = 128, (c)/(d) the same for ℓ = 2. Lines: OptCC, NCCLNoFailure, ring with straggler (PXN),
+R2CCL (K = 4), lower bound
+(all at α = 5 µs), plus OptCC at α = 0 (dotted) since α decides OptCC's best segment count. Missing algorithms are named in the panel, never drawn.
+"""
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+
+from paper_checks import models as M
+from paper_checks import optcc_model as O
+from paper_checks import settings as S
+
+STYLE = {
+    "OptCC": dict(color="tab:red", marker="o", lw=2.2),
+    "OptCC at α = 0": dict(color="tab:red", ls=":", lw=1.6),
+    "NCCLNoFailure": dict(color="tab:green", marker="s", lw=1.6),
+    "Ring w/ straggler (PXN)": dict(color="tab:gray", marker="^", lw=1.6),
+    "R2CCL (K = 4)": dict(color="tab:blue", marker="D", lw=1.6),
+    "Lower bound": dict(color="black", ls="--", lw=1.4),
+}
+
+
+def _series(p: int, g: int, ell: Fraction, n_bytes: int) -> dict:
+    """AllReduce time in ms for each line at one point (α-β models, α = settings.ALPHA_SECONDS)."""
+    au = M.alpha_units(n_bytes)
+    ms = lambda units: 1000 * M.seconds(units, n_bytes)
+    out = {
+        "NCCLNoFailure": ms(M.nccl_no_failure_time(p, g, au)),
+        "Ring w/ straggler (PXN)": ms(M.pxn_ring_time(p, g, ell, au)),
+        "Lower bound": ms(M.lower_bound_time(p, g, ell, au)),
+    }
+    if g == 1:
+        out["R2CCL (K = 4)"] = ms(M.r2ccl_time(p, ell, au))
+        if O.optcc_single_available():
+            out["OptCC"] = ms(O.optcc_best_time(p, ell, au)[0])
+            out["OptCC at α = 0"] = ms(O.optcc_best_time(p, ell)[0])
+    else:   # node-level R2CCL: q servers of g NICs each (model)
+        out["R2CCL (K = 4)"] = ms(M.r2ccl_time(p // g, ell, au * g) / g)
+    return out
+
+
+def _panel(ax, xs, points, xlabel, title, missing):
+    names = [n for n in STYLE if n in points[0]]
+    for name in names:
+        ax.plot(xs, [pt[name] for pt in points], label=name, markersize=4, **STYLE[name])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("AllReduce time (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    if missing:
+        ax.text(0.02, 0.97, missing, transform=ax.transAxes, va="top", fontsize=8, color="tab:red")
+
+
+def draw_figure(g: int, path: str) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ps = S.P_FIGURE8 if g == 1 else S.P_FIGURE10
+    if g == 1:
+        missing = None if O.optcc_single_available() else "OptCC: " + O.NOT_BUILT_SINGLE
+    else:
+        missing = "OptCC (g = 4): " + O.NOT_BUILT_MULTI_GPU
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    for row, ell in enumerate((S.ELL_1_OF_8, S.ELL_4_OF_8)):
+        lost = {S.ELL_1_OF_8: "1", S.ELL_4_OF_8: "4"}[ell]
+        pts = [_series(p, g, ell, S.MESSAGE_BYTES) for p in ps]
+        _panel(axes[row][0], ps, pts, "GPUs p",
+               f"ℓ = {ell} ≈ {float(ell):.2f} (lost {lost} of 8 NICs), N = 8 GiB", missing)
+        axes[row][0].set_xscale("log", base=2)
+        axes[row][0].set_xticks(ps, [str(p) for p in ps])
+        sizes = S.MESSAGE_SWEEP_BYTES
+        pts = [_series(S.P_SIZE_SWEEP, g, ell, n) for n in sizes]
+        _panel(axes[row][1], [n / S.GIB for n in sizes], pts, "message size N (GiB)",
+               f"ℓ = {ell} ≈ {float(ell):.2f}, p = {S.P_SIZE_SWEEP}", missing)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10)
+    which = "Figure 8: single straggler, g = 1" if g == 1 else f"Figure 10: straggler server, g = {g}"
+    fig.suptitle(f"Redraw of the paper's {which} — α-β model, 400 Gb/s per GPU, α = "
+                 f"{float(S.ALPHA_SECONDS) * 1e6:g} µs (not SimAI)", fontsize=12)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.96))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_figures(directory: str) -> list[str]:
+    os.makedirs(directory, exist_ok=True)
+    return [draw_figure(1, os.path.join(directory, "figure8.png")),
+            draw_figure(S.G_FIGURE10, os.path.join(directory, "figure10.png"))]
