@@ -1,0 +1,83 @@
+"""Baseline schedules: correct (simulated), within capacity, and timed exactly as their formulas say."""
+from fractions import Fraction as F
+
+import pytest
+
+from optcc.algorithms.baselines import (
+    flat_ring_allreduce, flat_ring_slot_time, hierarchical_ring_allreduce, hierarchical_ring_slot_time,
+    pxn_ring_allreduce, r2ccl_allreduce, r2ccl_slot_time,
+)
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.simulate import simulate
+from optcc.timing import check_capacity, event_time, slot_time
+from paper_checks import models as M
+
+
+@pytest.mark.parametrize("p,ell", [(2, 2), (3, 2), (5, F(3, 2)), (8, 2), (8, F(8, 7)), (6, 3)])
+@pytest.mark.parametrize("k,s", [(1, 1), (4, 2)])
+def test_r2ccl_schedule_correct_and_exactly_timed(p, ell, k, s):
+    c = Cluster.build(p, stragglers={p // 2: ell})
+    sch = r2ccl_allreduce(c, k, s).validate()
+    assert simulate(sch).correct
+    assert check_capacity(sch) is None
+    assert slot_time(sch) == r2ccl_slot_time(c, k, s)
+
+
+def test_r2ccl_hand_computed_n8_ell2():
+    # X = Y = 1/2: T1 = 2·7/8·1/2·2 = 7/4, T2 = 2·6/7·1 = 12/7, T3 = (K+1)/K·ℓY = 5/4 (K = 4),
+    # chain fill (N−2)·Y/(K·S) = 6·(1/2)/(4·2) = 3/8.
+    c = Cluster.build(8, stragglers={0: 2})
+    assert slot_time(r2ccl_allreduce(c, 4, 2)) == F(7, 4) + F(5, 4) + F(3, 8)
+    # S → ∞ limit is the cost model with K = 4, and without chunking PAPER.md's 11/7 · T0.
+    assert M.r2ccl_time(8, 2) == F(7, 4) + F(5, 4)
+    assert M.r2ccl_time(8, 2, chunks=None) / M.t0(8) == F(11, 7) == M.r2ccl_ratio_formula(8, 2)
+
+
+def test_r2ccl_ratio_formula_matches_model_for_many_n_and_ell():
+    for n in (3, 4, 8, 16, 64):
+        for ell in (F(8, 7), F(4, 3), F(2)):
+            assert M.r2ccl_time(n, ell, chunks=None) / M.t0(n) == M.r2ccl_ratio_formula(n, ell)
+
+
+def test_r2ccl_refuses_bad_clusters():
+    with pytest.raises(OptccError):
+        r2ccl_allreduce(Cluster.build(4), 4)                    # no degraded node
+    with pytest.raises(OptccError):
+        r2ccl_allreduce(Cluster.build(4, stragglers={0: 2, 1: 2}), 4)
+    with pytest.raises(OptccError):
+        r2ccl_allreduce(Cluster.build(4, stragglers={0: 2}), 0)
+
+
+@pytest.mark.parametrize("p,g", [(8, 2), (16, 4), (8, 4)])
+@pytest.mark.parametrize("ell", [1, 2])
+def test_multi_gpu_rings(p, g, ell):
+    stragglers = {r: ell for r in range(g)} if ell != 1 else {}
+    c = Cluster.build(p, g, stragglers=stragglers)
+    for build, formula, model in [
+        (flat_ring_allreduce, flat_ring_slot_time, lambda au: M.flat_ring_time(p, g, ell, au)),
+        (hierarchical_ring_allreduce, hierarchical_ring_slot_time, lambda au: M.hierarchical_ring_time(p, g, ell, au)),
+    ]:
+        sch = build(c).validate()
+        assert simulate(sch).correct
+        assert check_capacity(sch) is None
+        assert slot_time(sch) == formula(c) == model(0)
+        au = F(1, 1000)
+        assert event_time(sch, au) == model(au)
+
+
+def test_hand_values_multi_gpu():
+    c = Cluster.build(16, 4)
+    assert flat_ring_slot_time(c) == F(2 * 15, 4 * 16)                 # 15/32
+    assert hierarchical_ring_slot_time(c) == F(2 * 3, 4) / 9 + F(2 * 3, 16)   # NVLink 9× faster
+    assert pxn_ring_allreduce(Cluster.build(16, 4, stragglers={0: 2, 1: 2, 2: 2, 3: 2})).meta["algorithm"] == "flat_ring"
+
+
+@pytest.mark.parametrize("p", [3, 5, 8])
+def test_ring_alpha_model_matches_event_model(p):
+    from optcc.algorithms.ring import ring_allreduce
+    for ell in (1, F(8, 7), 2):
+        stragglers = {1: ell} if ell != 1 else {}
+        sch = ring_allreduce(Cluster.build(p, stragglers=stragglers))
+        for au in (F(0), F(1, 100)):
+            assert event_time(sch, au) == M.ring_time(p, ell, au)
