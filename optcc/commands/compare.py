@@ -1,0 +1,58 @@
+"""`optcc compare`: lower bound, fluid LP (shared, exclusive), ILP, OptCC and rings in one table."""
+from __future__ import annotations
+
+from optcc.commands._common import DEFAULT_N_BYTES, add_cluster_args, cluster_from_args, print_json, print_table
+from optcc.errors import OptccError
+from optcc.timing import units_to_seconds
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("compare", help="lower bound vs LP/ILP optimum vs OptCC vs ring on one cluster")
+    add_cluster_args(parser)
+    parser.add_argument("--segments", "-k", type=int, default=8, help="pipeline segments k (default 8)")
+    parser.add_argument("--ilp", action="store_true", help="also search an optimal tree schedule with CP-SAT (p ≤ 4)")
+    parser.add_argument("--ilp-pieces", type=int, default=2, help="equal pieces for the ILP (default 2)")
+    parser.add_argument("--ilp-time-limit", type=float, default=30.0, help="CP-SAT time limit in seconds (default 30)")
+    parser.add_argument("--solver", default="glop", help="LP solver: glop (default), pdlp, highs, clp, scip")
+    parser.add_argument("--no-prove", action="store_true", help="skip the Z3 proofs of the schedules")
+    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from lp_models.comparison import compare
+
+    if args.n <= 0:
+        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    if args.ilp_time_limit <= 0:
+        raise OptccError("--ilp-time-limit", f"expected a positive number of seconds, got {args.ilp_time_limit}")
+    cluster = cluster_from_args(args)
+    out = compare(cluster, args.segments, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
+                  ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove)
+    out["n_bytes"] = args.n
+    if args.json:
+        print_json(out)
+        return 0
+    t0, lb = out["t0"], out["lower_bound"]
+    print(f"# AllReduce on {out['cluster']}, k = {args.segments}, n = {args.n} bytes; times in units of n/B")
+
+    def row(name, value, proved="-", source=""):
+        if value is None:
+            return [name, None, None, None, None, proved, source]
+        return [name, value, units_to_seconds(cluster, value, args.n), value / t0,
+                None if lb is None else value / lb, proved, source]
+
+    rows = [row("lower bound", lb, source="closed form (bounds)"),
+            row("T0 (fault-free optimum)", t0, source="closed form"),
+            row("fluid LP, shared", out["lp_optimum"], source=f"LP {out['lp']['shared']['solver']}"),
+            row("fluid LP, exclusive", out["lp_optimum_exclusive"], source=f"LP {out['lp']['exclusive']['solver']}")]
+    if args.ilp:
+        rows.append(row("ILP optimum (trees)", out["ilp_optimum"], source="CP-SAT"))
+    for name, a in out["algorithms"].items():
+        proved = {True: "yes", False: "NO", None: "-"}[a["proved"]]
+        rows.append(row(name, a["time"], proved, a["source"]))
+    print_table(["", "n/B", "seconds", "/T0", "/bound", "proved", "source"], rows)
+    for note in out["notes"]:
+        print("note:", note)
+    return 0
