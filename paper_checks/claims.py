@@ -268,7 +268,7 @@ def check_r2ccl_57() -> Row:
                "The state of the art incurs up to 57% overhead (R2CCL, N = 8 nodes, ℓ = 2)",
                "paper, abstract; R2CCL model per PAPER.md", "57%",
                f"{_pct(formula - 1)} (T/T0 = 1 + N(ℓ−1)/(2(N−1)) = {formula})",
-               "model: R2CCL formula, last step perfectly pipelined, α = 0",
+               "R2CCL formula (model), last step perfectly pipelined, α = 0",
                f"|ours − 57%| ≤ {PERCENT_ROUNDING_PP} pp",
                PASS if ok else FAIL, 57.0, 100 * float(formula - 1),
                {"cost_model_ratio": float(model)})
