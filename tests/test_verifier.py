@@ -77,7 +77,7 @@ def test_dropped_input_names_the_overwriting_flow():
 
 def test_double_count_names_the_first_wrong_flow():
     s = ring(4, 1, 1)
-    extra = s.flows[0]._replace(start=F(2))           # adds rank 0's piece again, late and alone on its ports?
+    extra = s.flows[0]._replace(start=F(2))           # adds rank 0's piece again after the ring ends
     proof = prove_allreduce(Schedule(s.cluster, s.pieces, s.flows + [extra], meta=s.meta))
     cx = proof.counterexample
     assert cx["property"] == "sum"
