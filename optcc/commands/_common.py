@@ -86,8 +86,11 @@ def print_table(headers, rows, file=None) -> None:
     file = file or sys.stdout
     cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    for j, r in enumerate(cells):
-        print("  ".join(c.rjust(w) if j else c.ljust(w) for c, w in zip(r, widths)).rstrip(), file=file)
+    numeric = [i > 0 and all(isinstance(row[i], (int, float, Fraction)) or row[i] is None for row in rows)
+               for i in range(len(headers))]
+    for r in cells:
+        print("  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip(),
+              file=file)
 
 
 def _cell(v) -> str:
