@@ -51,8 +51,8 @@ def run(args) -> int:
                 print("  inputs: " + ", ".join(f"{k.split(' ')[0]}={v}" for k, v in list(cx["inputs"].items())[:16]))
                 print("  wrong coefficients (rank: expected -> actual): " + ", ".join(
                     f"{r}: {d['expected']} -> {d['actual']}" for r, d in list(cx["wrong_coefficients"].items())[:16]))
-            if cx.get("also_failed"):
-                print("  also refuted: " + ", ".join(cx["also_failed"]))
+            for name in cx.get("also_failed", []):
+                print(f"also refuted ({name}): {proof.counterexamples[name]['message']}")
         print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s"
               + (f"; certificate written to {args.certificate}" if proof.proved and args.certificate else ""))
     return 0 if proof.proved else 1
