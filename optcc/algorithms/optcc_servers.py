@@ -1,0 +1,225 @@
+"""OptCC for g GPUs per server and one straggler server: NVLink reduce-scatter, g inter-server
+single-straggler OptCC instances, NVLink all-gather, pipelined so NVLink work hides under NIC work.
+
+What is the paper's (PAPER.md "Several GPUs per server", Figures 13-19, Theorem 3): g GPUs per
+server, q = p/g servers, a failure slows all g GPUs of one server by ℓ; GPUs of a server talk
+over NVLink, servers over their NICs; NVLink phases (N bodies) and NIC phases (S bodies) are
+interleaved so the NICs keep working; intra-server reduction and broadcast are part of the
+algorithm; the inter-server part follows OptCC's four stages. The paper's eight-row N-S tables
+and its tail schedule are lost from our copy.
+
+What is ours (derived):
+- Decomposition. Local index l of every server forms instance l: the q GPUs {s·g + l} run the
+  single-straggler OptCC (optcc_single) over the server ring on 1/g of the data, with the
+  straggler server's GPU l as the straggler. Instances use disjoint NIC ports (GPU s·g+l has
+  its own NIC) and, being the same schedule on different ranks, have identical timing. An
+  instance piece π of size s becomes global piece l·P + π of size s/g; instance time t maps to
+  D + t/g (NIC flows of 1/g of the data take 1/g of the time).
+- What the instance needs from NVLink. At server s every NIC flow of instance l that touches
+  piece π (send or receive) must see GPU l's value of π be the server's partial sum: an NVLink
+  reduce-scatter batch RS(s, π) must end by the first touch ft(s, π). After the last NIC write
+  into (s, π) lands, at lw(s, π), GPU l holds the full sum and an NVLink all-gather batch
+  AG(s, π) copies it to the other g−1 GPUs.
+- A batch handles piece π of all g instances at once (their timing is identical): g−1 rounds,
+  in round t = 1..g−1 GPU j sends piece π of instance (j+t) mod g to GPU (j+t) mod g ("add" for
+  RS, its own instance's piece "copy" for AG): each round is a permutation, so one flow per
+  NVLink port direction (exclusive model). Batch length c(π) = (g−1)·(s/g)/s_nv, s_nv =
+  B_nvlink/B.
+- NVLink placement per server (one batch at a time): RS batches as late as possible before
+  their deadlines (backward pass), AG batches as early as possible after release, in release
+  order, in the gaps the RS batches leave. The instance starts at D = the largest lead any
+  server's RS batches need. Overlapping NVLink with NIC work is our reading of "the NICs never
+  idle": ports of different links are independent in the project's capacity model.
+- q = 1 (one server): NVLink reduce-scatter then all-gather of g pieces, 2(g−1)/(g·s_nv).
+
+Slot time (derived; `optcc_server_slot_time`, tested equal to the generated schedule): with
+T_1 = optcc_slot_time of the instance (q nodes, straggler ℓ, k segments) and c = (g−1)·δ/(g·s_nv)
+for the instance's shard δ (its largest piece), when c ≤ δ/g (NVLink moves a batch no slower
+than one healthy NIC ring step; s_nv ≥ g−1):
+    T = T_1/g + 2c + c        q ≥ 3 (two shards are first touched at instance time 0 at every
+                               healthy node: lead 2c; the last piece lands at T_1: tail c)
+    T = ℓ/g + 2c'             q = 2 (the two servers exchange everything: c' = (g−1)/(g·s_nv))
+Outside that regime the construction still holds (capacity is checked) but its time is the
+generated makespan; `optcc_server_slot_time` then raises.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+ONE = Fraction(1)
+
+
+def straggler_server(cluster: Cluster) -> tuple[int, Fraction]:
+    """(server index, ℓ) of the one straggler server; (0, 1) when no GPU is slow.
+
+    Raises OptccError unless every slow GPU is on one server and all g GPUs there share one ℓ.
+    """
+    g = cluster.g
+    slow = cluster.stragglers
+    if not slow:
+        return 0, ONE
+    servers = sorted({r // g for r in slow})
+    if len(servers) > 1:
+        raise OptccError("--straggler", f"the multi-GPU OptCC handles one straggler server; slow GPUs sit on "
+                                        f"servers {servers}")
+    s = servers[0]
+    ells = {cluster.slowdown[s * g + i] for i in range(g)}
+    if len(ells) != 1:
+        raise OptccError("--straggler", f"server {s} mixes slowdowns {sorted(map(str, ells))}; a straggler "
+                                        f"server has all its {g} GPUs at the same ℓ (a lost NIC slows the "
+                                        f"whole server through PXN)")
+    return s, ells.pop()
+
+
+def _instance_cluster(cluster: Cluster) -> tuple[Cluster, Fraction]:
+    s, ell = straggler_server(cluster)
+    q = cluster.servers
+    return Cluster.build(q, 1, {s: ell} if ell != 1 else None), ell
+
+
+def _check_segments(segments) -> int:
+    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
+        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    return segments
+
+
+def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
+    """Closed-form slot time (n/B) of `optcc_server_allreduce` (module docstring, derived)."""
+    k = _check_segments(segments)
+    g, q = cluster.g, cluster.servers
+    s_nv = cluster.nvlink_speedup
+    if q == 1:
+        straggler_server(cluster)
+        return Fraction(2 * (g - 1), g) / s_nv
+    inst, ell = _instance_cluster(cluster)
+    if q == 2:
+        return ell / g + 2 * Fraction(g - 1, g) / s_nv
+    t1 = optcc_slot_time(inst, k)
+    inst_sched_delta = _instance_shard(q, ell, k)
+    c = (g - 1) * inst_sched_delta / (g * s_nv)
+    if c > inst_sched_delta / g:
+        raise OptccError("nvlink_bandwidth", f"no closed form when NVLink is slower than g−1 = {g - 1} NICs "
+                                             f"(s_nv = {s_nv}); time the generated schedule instead")
+    return t1 / g + 3 * c
+
+
+def _instance_shard(q: int, ell: Fraction, k: int) -> Fraction:
+    from optcc.algorithms.optcc_single import _shard_size
+    return _shard_size(q - 1, k, ell)
+
+
+def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
+    """The schedule of the module docstring: exclusive port model, explicit starts."""
+    k = _check_segments(segments)
+    p, g, q = cluster.p, cluster.g, cluster.servers
+    s_star, ell = straggler_server(cluster)
+    s_nv = cluster.nvlink_speedup
+    meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "g": g,
+            "straggler_server": s_star,
+            "construction": "NVLink RS + g single-straggler OptCC instances + NVLink AG, "
+                            "see optcc_servers (derived)"}
+    if g == 1:
+        raise OptccError("--g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
+    if q == 1:
+        return _one_server(cluster, meta)
+    inst_cluster, _ = _instance_cluster(cluster)
+    inst = optcc_allreduce(inst_cluster, k)
+    P = len(inst.pieces)
+    gf = Fraction(g)
+    sizes = [x / gf for x in inst.pieces]
+    # First touch and last write of every (server, instance piece), in instance time.
+    from optcc.timing import durations
+    inf = None
+    ft: list[dict] = [dict() for _ in range(q)]
+    lw: list[dict] = [dict() for _ in range(q)]
+    for f, d in zip(inst.flows, durations(inst)):
+        for node in (f.src, f.dst):
+            cur = ft[node].get(f.piece, inf)
+            if cur is None or f.start < cur:
+                ft[node][f.piece] = f.start
+        end = f.start + d
+        cur = lw[f.dst].get(f.piece, inf)
+        if cur is None or end > cur:
+            lw[f.dst][f.piece] = end
+    batch = [Fraction(g - 1) * sz / s_nv for sz in sizes]   # length of one RS/AG batch of piece π
+    rnd = [sz / s_nv for sz in sizes]                      # one round of it
+    # RS batches: as late as possible (global time relative to the instance start D).
+    rs_start: list[dict] = []
+    lead = Fraction(0)
+    for s in range(q):
+        order = sorted(ft[s], key=lambda pi: ft[s][pi], reverse=True)
+        cur = None
+        starts = {}
+        for pi in order:
+            end = ft[s][pi] / gf
+            if cur is not None and cur < end:
+                end = cur
+            st = end - batch[pi]
+            starts[pi] = st
+            cur = st
+        rs_start.append(starts)
+        if cur is not None and -cur > lead:
+            lead = -cur
+    D = lead
+    flows: list[Flow] = []
+    app = flows.append
+    start_cache: dict = {}
+
+    def at(t_inst: Fraction) -> Fraction:
+        v = start_cache.get(t_inst)
+        if v is None:
+            v = start_cache[t_inst] = D + t_inst / gf
+        return v
+
+    for f in inst.flows:                      # g copies of the instance on the NICs
+        st = at(f.start)
+        for l in range(g):
+            app(Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, st))
+    ag_start_all = []
+    for s in range(q):
+        rs = sorted((D + st, pi) for pi, st in rs_start[s].items())
+        for st, pi in rs:
+            _batch(app, s, g, P, pi, st, rnd[pi], "add")
+        # AG batches: earliest, in release order, in the gaps between RS batches.
+        busy = [(st, st + batch[pi]) for st, pi in rs]
+        j = 0
+        t_free = Fraction(0)
+        for rel, pi in sorted((D + lw[s][pi] / gf, pi) for pi in lw[s]):
+            t = max(rel, t_free)
+            while j < len(busy) and busy[j][1] <= t:
+                j += 1
+            while j < len(busy) and busy[j][0] < t + batch[pi]:
+                t = max(t, busy[j][1])
+                j += 1
+            _batch(app, s, g, P, pi, t, rnd[pi], "copy")
+            t_free = t + batch[pi]
+            ag_start_all.append(t_free)
+    pieces = [sz for l in range(g) for sz in sizes]
+    meta["lead"] = str(D)
+    return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def _batch(app, s: int, g: int, P: int, pi: int, start: Fraction, rnd: Fraction, op: str) -> None:
+    """g−1 permutation rounds on server s for piece π of every instance (see module docstring)."""
+    base = s * g
+    for t in range(1, g):
+        st = start + (t - 1) * rnd
+        for j in range(g):
+            dst = (j + t) % g
+            inst = dst if op == "add" else j
+            app(Flow(base + j, base + dst, inst * P + pi, op, st, "nvlink"))
+
+
+def _one_server(cluster: Cluster, meta: dict) -> Schedule:
+    g = cluster.g
+    piece = Fraction(1, g)
+    rnd = piece / cluster.nvlink_speedup
+    flows: list[Flow] = []
+    _batch(flows.append, 0, g, 1, 0, Fraction(0), rnd, "add")
+    _batch(flows.append, 0, g, 1, 0, (g - 1) * rnd, rnd, "copy")
+    return Schedule(cluster, [piece] * g, flows, meta=meta)
