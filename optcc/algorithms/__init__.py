@@ -11,9 +11,15 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
     if algo == "ring":
+        if cluster.g > 1:
+            from optcc.algorithms.baselines import flat_ring_allreduce
+            return flat_ring_allreduce(cluster)
         from optcc.algorithms.ring import ring_allreduce
         return ring_allreduce(cluster, segments)
     if algo == "optcc":
+        if cluster.g > 1:
+            from optcc.algorithms.optcc_servers import optcc_server_allreduce
+            return optcc_server_allreduce(cluster, segments)
         from optcc.algorithms.optcc_single import optcc_allreduce
         return optcc_allreduce(cluster, segments)
     raise OptccError("--algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
