@@ -31,6 +31,7 @@ class LaunchResult:
     returncodes: list
     errors: list = field(default_factory=list)   # "rank R: ..." lines, first failure first
     wall_s: float = 0.0
+    exit_s: list = field(default_factory=list)   # seconds from launch to each rank's exit
 
     @property
     def ok(self) -> bool:
@@ -77,7 +78,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 logs.append((out, err))
                 procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env=env,
                                               start_new_session=True))
-            codes = _wait_all(procs, timeout_s, wall_limit_s, start)
+            codes, exit_s = _wait_all(procs, timeout_s, wall_limit_s, start)
         except BaseException:
             _kill(procs)
             raise
@@ -98,22 +99,28 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
         if os.path.exists(result_path):
             with open(result_path) as fh:
                 result = json.load(fh)
-        return LaunchResult(result, codes, errors, time.monotonic() - start)
+        return LaunchResult(result, codes, errors, time.monotonic() - start, exit_s)
 
 
-def _wait_all(procs, timeout_s, wall_limit_s, start) -> list:
+def _wait_all(procs, timeout_s, wall_limit_s, start):
     first_failure = None
+    exit_s = [None] * len(procs)
     while True:
         codes = [p.poll() for p in procs]
         now = time.monotonic()
+        for r, c in enumerate(codes):
+            if c is not None and exit_s[r] is None:
+                exit_s[r] = now - start
         if all(c is not None for c in codes):
-            return codes
+            return codes, exit_s
         if first_failure is None and any(c not in (None, 0) for c in codes):
             first_failure = now
         late = first_failure is not None and now - first_failure > timeout_s + GRACE_S
         if late or (wall_limit_s is not None and now - start > wall_limit_s):
             _kill([p for p, c in zip(procs, codes) if c is None])
-            return [p.wait() for p in procs]
+            codes = [p.wait() for p in procs]
+            now = time.monotonic()
+            return codes, [e if e is not None else now - start for e in exit_s]
         time.sleep(0.05)
 
 

@@ -1,0 +1,83 @@
+"""`optcc bench`: nccl-tests style AllReduce benchmark of a schedule, an algorithm or torch's own."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
+from optcc.errors import OptccError
+
+DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("bench", help="nccl-tests style AllReduce benchmark (size, time, algbw, busbw, lb, eff)")
+    parser.add_argument("--nproc", type=int, required=True, help="number of local ranks")
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--schedule", metavar="FILE", help="Schedule JSON (proved before it runs)")
+    what.add_argument("--algo", choices=("optcc", "ring", "torch"),
+                      help="build the schedule for the cluster flags ('torch' = dist.all_reduce)")
+    add_cluster_args(parser, p_required=False)
+    parser.add_argument("--segments", type=int, default=1, help="pipeline segments k for --algo (default 1)")
+    parser.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
+    parser.add_argument("-e", "--maxbytes", default="1M", help="largest size (default 1M)")
+    parser.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
+    parser.add_argument("-w", "--warmup-iters", type=int, default=2, help="untimed runs per size (default 2)")
+    parser.add_argument("-n", "--iters", type=int, default=5, help="timed runs per size (default 5)")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    try:
+        from gpu_runner.bench import HEADERS, format_table, parse_bytes, sweep, table_rows
+        from gpu_runner.launch import launch, prepare_schedule
+    except ImportError as e:
+        raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None
+    if args.nproc < 2:
+        raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
+    if args.iters < 1 or args.warmup_iters < 0:
+        raise OptccError("-n", "expected -n ≥ 1 and -w ≥ 0")
+    sizes = sweep(parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e"), args.stepfactor)
+    common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", args.dtype,
+              "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
+    with tempfile.TemporaryDirectory(prefix="optcc-bench-") as tmp:
+        if args.schedule or args.algo in ("optcc", "ring"):
+            if args.schedule:
+                path = args.schedule
+            else:
+                from optcc.algorithms import build_schedule
+                if args.p is None and not args.cluster:
+                    args.p = args.nproc
+                schedule = build_schedule(args.algo, cluster_from_args(args), args.segments)
+                path = os.path.join(tmp, f"{args.algo}.json")
+                schedule.save(path)
+            schedule, note = prepare_schedule(path, args.nproc)
+            cluster = schedule.cluster
+            worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), *common]
+            label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
+        else:
+            if args.p is None and not args.cluster:
+                args.p = args.nproc
+            cluster = cluster_from_args(args)
+            if cluster.p != args.nproc:
+                raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
+            worker = ["--algo", "torch", *common]
+            label = "torch.distributed.all_reduce"
+        res = launch(args.nproc, worker, args.timeout)
+    if not res.ok:
+        raise OptccError("bench", "the benchmark failed: " + res.describe_failure())
+    rows = table_rows(res.result, cluster)
+    if args.json:
+        print_json({"algorithm": label, "cluster": cluster.to_json(), "backend": res.result["backend"],
+                    "world_size": res.result["world_size"], "warmup": args.warmup_iters,
+                    "iters": args.iters, "rows": rows})
+    else:
+        print(f"# {label} on {cluster.describe()}, {res.result['world_size']} ranks "
+              f"({res.result['backend']}), warmup {args.warmup_iters}, iters {args.iters}")
+        print(f"# algbw/busbw in GB/s; lb_us = lower bound at B = {float(cluster.bandwidth):.4g} B/s; eff = lb/time")
+        print_table(HEADERS, format_table(rows))
+    return 0 if all(r["wrong"] == 0 for r in rows) else 1
