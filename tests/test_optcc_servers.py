@@ -1,0 +1,140 @@
+"""OptCC for g GPUs per server, one straggler server: simulation, ports, links, closed form,
+proofs, LP target, dispatch, errors (optcc/algorithms/optcc_servers.py)."""
+from fractions import Fraction as F
+
+import pytest
+
+from bounds.closed_form import lower_bound_straggler_server
+from optcc.algorithms import build_schedule
+from optcc.algorithms.optcc_servers import (optcc_server_allreduce, optcc_server_slot_time,
+                                            straggler_server)
+from optcc.algorithms.optcc_single import _shard_size
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.simulate import simulate
+from optcc.timing import check_capacity, slot_time
+
+B = 50 * 10**9
+
+
+def server_cluster(q, g, server, ell, nvlink=450 * 10**9):
+    slow = {r: ell for r in range(server * g, server * g + g)} if ell != 1 else None
+    return Cluster.build(q * g, g, slow, bandwidth=B, nvlink_bandwidth=nvlink)
+
+
+GRID = [(g, q, ell, k) for g in (2, 4, 8) for q in (2, 3, 4, 5)
+        for ell in (F(1), F(8, 7), F(3, 2), F(2), F(3)) for k in (1, 2, 3)
+        if g * q <= 24 and not (g == 8 and k == 3)]
+
+
+@pytest.mark.parametrize("g,q,ell,k", GRID)
+def test_correct_ports_and_closed_form(g, q, ell, k):
+    c = server_cluster(q, g, (q - 1) // 2, ell)
+    s = optcc_server_allreduce(c, k)
+    s.validate()
+    assert simulate(s).correct
+    assert check_capacity(s) is None                 # exclusive: one flow per port direction per link
+    assert slot_time(s) == optcc_server_slot_time(c, k)
+
+
+@pytest.mark.parametrize("g,q", [(2, 3), (4, 4), (8, 3)])
+def test_lead_is_two_batches_and_nics_never_idle_in_between(g, q):
+    """Derived claim of the docstring: the instance starts after 2 RS batches (q ≥ 3)."""
+    c = server_cluster(q, g, 1, F(2))
+    k = 3
+    s = optcc_server_allreduce(c, k)
+    delta = _shard_size(q - 1, k, F(2))
+    batch = (g - 1) * delta / (g * c.nvlink_speedup)
+    assert F(s.meta["lead"]) == 2 * batch
+    nic_starts = sorted(f.start for f in s.flows if f.link == "nic")
+    assert nic_starts[0] == 2 * batch
+
+
+def test_links_are_right_and_rates_are_whole_ports():
+    c = server_cluster(4, 4, 2, F(3, 2))
+    s = optcc_server_allreduce(c, 2)
+    g = c.g
+    for f in s.flows:
+        assert f.rate == 1
+        same = f.src // g == f.dst // g
+        assert (f.link == "nvlink") == same, f
+    nv = [f for f in s.flows if f.link == "nvlink"]
+    # every piece of every server is reduced and broadcast over NVLink: (g−1) adds + (g−1) copies
+    assert len(nv) == 2 * (g - 1) * c.servers * len(s.pieces)
+    assert sum(f.op == "add" for f in nv) == sum(f.op == "copy" for f in nv)
+
+
+@pytest.mark.parametrize("nv_speedup", [1, 2, 3])
+def test_slow_nvlink_still_correct_and_within_ports(nv_speedup):
+    """s_nv < g−1: no closed form (it raises), but the schedule stays correct and capacity-safe."""
+    c = server_cluster(4, 4, 1, F(8, 7), nvlink=nv_speedup * B)
+    s = optcc_server_allreduce(c, 2)
+    assert simulate(s).correct and check_capacity(s) is None
+    fast = slot_time(optcc_server_allreduce(server_cluster(4, 4, 1, F(8, 7)), 2))
+    assert slot_time(s) > fast
+    if nv_speedup < 3:
+        with pytest.raises(OptccError, match="nvlink_bandwidth"):
+            optcc_server_slot_time(c, 2)
+    else:
+        assert slot_time(s) == optcc_server_slot_time(c, 2)
+
+
+def test_one_server_is_nvlink_only():
+    c = Cluster.build(4, 4, {r: 2 for r in range(4)})
+    s = optcc_server_allreduce(c, 3)
+    assert simulate(s).correct and check_capacity(s) is None
+    assert all(f.link == "nvlink" for f in s.flows)
+    assert slot_time(s) == optcc_server_slot_time(c, 3) == F(2 * 3, 4) / 9
+
+
+@pytest.mark.parametrize("p,g,server,ell,k", [(8, 2, 1, F(2), 2), (8, 4, 0, F(3, 2), 2),
+                                              (12, 4, 2, F(8, 7), 2), (16, 8, 1, F(2), 1),
+                                              (12, 2, 3, F(3), 3)])
+def test_verifier_proves(p, g, server, ell, k):
+    from verifier import prove_allreduce
+    s = optcc_server_allreduce(server_cluster(p // g, g, server, ell), k)
+    proof = prove_allreduce(s)
+    assert proof.proved, proof
+
+
+def test_figure10_target_p16_generated_and_lp():
+    """Figure 10 setting, p = 16, g = 4, k = 64: generated = closed form, ≤ 3% over the LP."""
+    from lp_models.fluid import solve_fluid_lp
+    for ell in (F(8, 7), F(2)):
+        c = server_cluster(4, 4, 1, ell)
+        s = optcc_server_allreduce(c, 64)
+        assert check_capacity(s) is None
+        t = slot_time(s)
+        assert t == optcc_server_slot_time(c, 64)
+        lp = solve_fluid_lp(c, "exclusive")
+        assert lp.optimal
+        assert float(t) / lp.objective <= 1.03
+        assert t >= lower_bound_straggler_server(16, 4, ell)
+
+
+def test_build_schedule_dispatches_for_g_above_one():
+    c = server_cluster(3, 2, 0, F(2))
+    s = build_schedule("optcc", c, 2)
+    assert s.meta["algorithm"] == "optcc" and s.meta["g"] == 2
+    r = build_schedule("ring", c, 1)
+    assert r.meta["algorithm"] == "flat_ring"
+    assert simulate(r).correct
+
+
+@pytest.mark.parametrize("slow,match", [({0: 2, 1: 2, 4: 2, 5: 2}, "servers \\[0, 2\\]"),
+                                        ({0: 2}, "mixes slowdowns"),
+                                        ({2: 2, 3: F(3, 2)}, "mixes slowdowns")])
+def test_errors_name_the_field(slow, match):
+    c = Cluster.build(8, 2, slow)
+    with pytest.raises(OptccError, match=match) as e:
+        optcc_server_allreduce(c, 1)
+    assert e.value.field == "--straggler"
+
+
+def test_straggler_server_and_segment_errors():
+    assert straggler_server(Cluster.build(8, 4)) == (0, 1)
+    assert straggler_server(server_cluster(2, 4, 1, F(2))) == (1, F(2))
+    with pytest.raises(OptccError):
+        optcc_server_allreduce(server_cluster(2, 4, 1, F(2)), 0)
+    with pytest.raises(OptccError, match="--g"):
+        optcc_server_allreduce(Cluster.build(4, 1, {0: 2}), 1)
