@@ -1,0 +1,251 @@
+"""Shaped-network testbed: real asymmetric bandwidth between ranks, not a simulation (root only).
+
+Layout (DESIGN.md, "Runner"): one hub network namespace holding a bridge, and one namespace per
+rank joined to it by a veth pair created directly inside the namespaces (nothing is added to
+the machine's own namespace). Each rank's link is shaped in BOTH directions with tc tbf: the
+rank-side egress limits what it sends, the hub-side egress what it receives; healthy rate B,
+straggler rate B/ℓ. Addresses come from the benchmark range 198.18.0.0/15 only. gloo runs over
+TCP between the namespaces (GLOO_SOCKET_IFNAME=eth0).
+
+Everything created is removed on exit, also on Ctrl-C, SIGTERM or failure: deleting a namespace
+deletes its veth end, and the bridge goes with the hub namespace.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optcc.errors import OptccError
+
+SUBNET = "198.18.0"          # 198.18.0.0/24, inside the benchmark range 198.18.0.0/15 (RFC 2544)
+TBF_LATENCY_MS = 50          # queueing allowed before tbf drops (limit = rate × latency)
+
+
+def _sh(*cmd, check=True):
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise OptccError("testbed", f"`{' '.join(cmd)}` failed: {res.stderr.strip() or res.stdout.strip()}")
+    return res
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise OptccError("testbed", "needs root (it creates network namespaces and tc rate limits)")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            raise OptccError("testbed", f"needs the `{tool}` command (iproute2)")
+
+
+def tbf_args(rate_mbit: float) -> list[str]:
+    """tbf parameters: rate, a burst of ~2 ms at that rate (≥ 16 KiB), 50 ms of queue."""
+    rate_bps = rate_mbit * 1e6
+    burst = max(16 * 1024, int(rate_bps / 8 * 0.002))
+    return ["rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", f"{TBF_LATENCY_MS}ms"]
+
+
+class Testbed:
+    """Context manager: `with Testbed(p) as tb: tb.shape(rates); tb.prefix(rank) ...`."""
+
+    def __init__(self, p: int, tag: str | None = None):
+        if not 2 <= p <= 200:
+            raise OptccError("--p", f"the testbed takes 2 ≤ p ≤ 200 ranks, got {p}")
+        self.p = p
+        self.tag = tag or f"otb{os.getpid() % 100000}"
+        self.hub = f"{self.tag}h"
+        self.namespaces = [f"{self.tag}r{r}" for r in range(p)]
+        self.created: list[str] = []
+        self._old_term = None
+
+    def address(self, rank: int) -> str:
+        return f"{SUBNET}.{rank + 1}"
+
+    def prefix(self, rank: int) -> list[str]:
+        return ["ip", "netns", "exec", self.namespaces[rank]]
+
+    def hub_port(self, rank: int) -> str:
+        return f"{self.tag}v{rank}"
+
+    def __enter__(self):
+        self._old_term = signal.getsignal(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            self._create()
+        except BaseException:
+            self.remove()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+        return False
+
+    def _create(self):
+        require_root()
+        for ns in [self.hub, *self.namespaces]:
+            if ns in list_namespaces():
+                raise OptccError("testbed", f"network namespace {ns} already exists; remove it first")
+        _sh("ip", "netns", "add", self.hub)
+        self.created.append(self.hub)
+        _sh("ip", "-n", self.hub, "link", "set", "lo", "up")
+        _sh("ip", "-n", self.hub, "link", "add", "br0", "type", "bridge")
+        _sh("ip", "-n", self.hub, "link", "set", "br0", "up")
+        for r, ns in enumerate(self.namespaces):
+            _sh("ip", "netns", "add", ns)
+            self.created.append(ns)
+            # both veth ends are created inside namespaces: nothing appears on the host
+            _sh("ip", "-n", self.hub, "link", "add", self.hub_port(r), "type", "veth",
+                "peer", "name", "eth0", "netns", ns)
+            _sh("ip", "-n", self.hub, "link", "set", self.hub_port(r), "master", "br0", "up")
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+            _sh("ip", "-n", ns, "addr", "add", f"{self.address(r)}/24", "dev", "eth0")
+            _sh("ip", "-n", ns, "link", "set", "eth0", "up")
+
+    def shape(self, rates_mbit: list[float]) -> None:
+        """Rate-limit rank r's link to rates_mbit[r] in both directions (tbf)."""
+        if len(rates_mbit) != self.p:
+            raise ValueError("one rate per rank")
+        for r, rate in enumerate(rates_mbit):
+            _sh("ip", "netns", "exec", self.namespaces[r], "tc", "qdisc", "replace", "dev", "eth0",
+                "root", "tbf", *tbf_args(rate))
+            _sh("ip", "netns", "exec", self.hub, "tc", "qdisc", "replace", "dev", self.hub_port(r),
+                "root", "tbf", *tbf_args(rate))
+
+    def remove(self) -> None:
+        """Kill anything left in our namespaces (our own workers) and delete the namespaces."""
+        for ns in reversed(self.created):
+            pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            _sh("ip", "netns", "del", ns, check=False)
+        self.created = []
+        if self._old_term is not None:
+            signal.signal(signal.SIGTERM, self._old_term)
+            self._old_term = None
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def list_namespaces() -> list[str]:
+    out = _sh("ip", "netns", "list", check=False).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+@dataclass
+class Measurement:
+    name: str
+    seconds: float
+    correct: bool
+
+
+def measure(tb: Testbed, worker_args: list, timeout_s: float) -> Measurement | None:
+    from gpu_runner.launch import launch
+    res = launch(tb.p, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
+                 prefix=tb.prefix, env_extra={"GLOO_SOCKET_IFNAME": "eth0"},
+                 wall_limit_s=timeout_s * 10)
+    if not res.ok:
+        raise OptccError("testbed", "a run failed: " + res.describe_failure())
+    return res.result
+
+
+def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: int, segments: int,
+                iters: int = 2, warmup: int = 1, timeout_s: float = 120.0, plot: str | None = None,
+                with_ring: bool = True, log=None) -> dict:
+    """Measure torch all_reduce (fault-free, straggler), OptCC (straggler), optionally our ring."""
+    from bounds.closed_form import fault_free_optimum, lower_bound
+    from gpu_runner.launch import prepare_schedule
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    from optcc.timing import slot_time
+
+    require_root()
+    if not 0 <= straggler < p:
+        raise OptccError("--straggler", f"rank {straggler} is out of range 0..{p - 1}")
+    bandwidth = Fraction(str(rate_mbit)) * 10**6 / 8        # bytes/s of a healthy link
+    cluster = Cluster.build(p, stragglers={straggler: ell}, bandwidth=bandwidth)
+    healthy_rates = [rate_mbit] * p
+    straggler_rates = list(healthy_rates)
+    straggler_rates[straggler] = rate_mbit / float(ell)
+    log = log or (lambda msg: None)
+    n_over_b = size / float(bandwidth)
+    lb_s = float(lower_bound(cluster)) * n_over_b
+    t0_s = float(fault_free_optimum(p)) * n_over_b
+    common = ["--mode", "run", "--size", str(size), "--dtype", "float32", "--iters", str(iters),
+              "--warmup", str(warmup), "--backend", "gloo"]
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="optcc-testbed-") as tmp:
+        schedules = {}
+        for algo in (["optcc", "ring"] if with_ring else ["optcc"]):
+            s = build_schedule(algo, cluster, segments if algo == "optcc" else 1)
+            path = os.path.join(tmp, f"{algo}.json")
+            s.save(path)
+            s, _ = prepare_schedule(path, p)
+            schedules[algo] = (path, s)
+        with Testbed(p) as tb:
+            plan = [("torch fault-free", healthy_rates, ["--algo", "torch"]),
+                    ("torch straggler", straggler_rates, ["--algo", "torch"]),
+                    ("optcc straggler", straggler_rates,
+                     ["--schedule", schedules["optcc"][0], "--trusted-sha256", schedules["optcc"][1].sha256()])]
+            if with_ring:
+                plan.append(("ring (ours) straggler", straggler_rates,
+                             ["--schedule", schedules["ring"][0], "--trusted-sha256", schedules["ring"][1].sha256()]))
+            for name, rates, args in plan:
+                tb.shape(rates)
+                log(f"measuring {name} ...")
+                out = measure(tb, args + common, timeout_s)
+                runs[name] = {"seconds": out["seconds"], "correct": out["correct"]}
+                log(f"  {name}: {out['seconds']:.3f} s, correct={out['correct']}")
+    ff = runs["torch fault-free"]["seconds"]
+    rows = []
+    for name, r in runs.items():
+        rows.append({"name": name, "seconds": r["seconds"], "correct": r["correct"],
+                     "ratio_to_fault_free": r["seconds"] / ff, "ratio_to_lower_bound": r["seconds"] / lb_s})
+    optcc_s = runs["optcc straggler"]["seconds"]
+    torch_s = runs["torch straggler"]["seconds"]
+    result = {
+        "p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
+        "straggler_rate_mbit": straggler_rates[straggler], "size": size, "segments": segments,
+        "iters": iters, "lower_bound_seconds": lb_s, "t0_seconds": t0_s,
+        "optcc_schedule_seconds": float(slot_time(schedules["optcc"][1])) * n_over_b,
+        "rows": rows,
+        "speedup_optcc_vs_torch": torch_s / optcc_s,
+        "optcc_over_lower_bound": optcc_s / lb_s,
+        "targets": {"speedup_ge_1.5": torch_s / optcc_s >= 1.5, "within_15pct_of_bound": optcc_s / lb_s <= 1.15},
+    }
+    if plot:
+        write_chart(result, plot)
+        result["plot"] = plot
+    return result
+
+
+def write_chart(result: dict, path: str) -> None:
+    """Bar chart of the measured times with the lower bound as a line (matplotlib, Agg)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["name"] for r in result["rows"]]
+    secs = [r["seconds"] for r in result["rows"]]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = ["#7f7f7f", "#d62728", "#2ca02c", "#1f77b4"][:len(names)]
+    bars = ax.bar(names, secs, color=colors)
+    for b, s in zip(bars, secs):
+        ax.text(b.get_x() + b.get_width() / 2, s, f"{s:.2f} s", ha="center", va="bottom", fontsize=9)
+    ax.axhline(result["lower_bound_seconds"], color="k", linestyle="--", linewidth=1,
+               label=f"lower bound {result['lower_bound_seconds']:.2f} s")
+    ax.set_ylabel("AllReduce time (s)")
+    ax.set_title(f"p = {result['p']}, straggler {result['straggler']} at ℓ = {result['ell']:g}, "
+                 f"{result['rate_mbit']:g} Mbit/s links, {result['size'] / 2**20:g} MiB")
+    ax.legend()
+    plt.xticks(rotation=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,59 @@
+"""`optcc testbed`: torch all_reduce vs OptCC on a real shaped network of namespaces (root only)."""
+from __future__ import annotations
+
+import sys
+
+from optcc.cluster import parse_straggler
+from optcc.commands._common import print_json, print_table
+from optcc.errors import OptccError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("testbed", help="measure torch all_reduce and OptCC on tc-shaped network namespaces (root)")
+    parser.add_argument("--p", type=int, required=True, help="number of ranks (one namespace each)")
+    parser.add_argument("--straggler", required=True, metavar="RANK:ELL", help="slowed rank and ℓ, e.g. 0:2")
+    parser.add_argument("--rate", type=float, required=True, metavar="MBIT",
+                        help="healthy link rate in Mbit/s (straggler gets rate/ℓ), each direction")
+    parser.add_argument("--size", type=int, default=4 << 20, help="bytes per rank (default 4 MiB)")
+    parser.add_argument("--segments", type=int, default=4, help="OptCC pipeline segments k (default 4)")
+    parser.add_argument("--iters", type=int, default=2, help="timed runs per measurement (default 2)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
+    parser.add_argument("--no-ring", action="store_true", help="skip the extra bar: our ring executor")
+    parser.add_argument("--plot", default="testbed.png", metavar="PNG", help="bar chart path (default testbed.png)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    try:
+        from gpu_runner.testbed import run_testbed
+    except ImportError as e:
+        raise OptccError("testbed", f"needs the 'runner' extra (torch): {e}") from None
+    rank, ell = parse_straggler(args.straggler)
+    if ell <= 1:
+        raise OptccError("--straggler", f"the testbed compares a straggler network: ℓ must be > 1, got {ell}")
+    if not args.rate > 0:
+        raise OptccError("--rate", f"expected a positive rate in Mbit/s, got {args.rate}")
+    if args.size <= 0 or args.segments < 1 or args.iters < 1:
+        raise OptccError("--size", "expected positive --size, --segments and --iters")
+    log = (lambda m: None) if args.json else (lambda m: print("# " + m, file=sys.stderr, flush=True))
+    res = run_testbed(args.p, rank, ell, args.rate, args.size, args.segments, args.iters, args.warmup,
+                      args.timeout, args.plot, with_ring=not args.no_ring, log=log)
+    if args.json:
+        print_json(res)
+    else:
+        print(f"# p = {res['p']}, straggler {res['straggler']} at ℓ = {res['ell']:g}: links "
+              f"{res['rate_mbit']:g} Mbit/s, straggler {res['straggler_rate_mbit']:g} Mbit/s (tc tbf, both "
+              f"directions); {res['size']} bytes float32, {res['iters']} timed runs each")
+        print(f"# lower bound {res['lower_bound_seconds']:.3f} s, T0 {res['t0_seconds']:.3f} s, "
+              f"OptCC schedule (slot model) {res['optcc_schedule_seconds']:.3f} s")
+        print_table(["run", "seconds", "/ fault-free", "/ lower bound", "correct"],
+                    [[r["name"], f"{r['seconds']:.3f}", f"{r['ratio_to_fault_free']:.3f}",
+                      f"{r['ratio_to_lower_bound']:.3f}", r["correct"]] for r in res["rows"]])
+        t = res["targets"]
+        print(f"OptCC vs torch all_reduce on the straggler network: {res['speedup_optcc_vs_torch']:.3f}x "
+              f"(target ≥ 1.5: {'met' if t['speedup_ge_1.5'] else 'NOT met'}); OptCC / lower bound "
+              f"{res['optcc_over_lower_bound']:.3f} (target ≤ 1.15: {'met' if t['within_15pct_of_bound'] else 'NOT met'})")
+        print(f"chart: {res['plot']}")
+    return 0 if all(r["correct"] for r in res["rows"]) else 1
