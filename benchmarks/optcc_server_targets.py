@@ -1,0 +1,82 @@
+"""OptCC with g GPUs per server (one straggler server) against the issue-8 targets, slot model, α = 0.
+
+Figure 10 setting (paper): g = 4, p ∈ {16, 64, 256}, ℓ ∈ {8/7, 2}; k = 64 segments, NVLink 9×
+the NIC (cluster default). For each row: the slot time (n/B) of the generated schedule, whether
+it equals the closed form `optcc_server_slot_time` and passes the one-flow-per-port check
+(exclusive, NIC and NVLink), the server-level exclusive fluid LP optimum of the same capacity
+model (lp_models.fluid.solve_fluid_lp(cluster, "exclusive"): servers with g NICs, one flow per
+NIC direction at the slower end's speed, NVLink row 2(g−1)/(g·s_nv)), the ratio to it (target
+≤ 1.03), the ratio to Theorem 3's bound (paper) beside it, and for reading Figure 10 the ratios
+to T0 (hierarchical optimum) and to NCCLNoFailure (flat multi-channel ring, no failure,
+derived reading in PAPER.md), plus the hierarchical ring with the straggler (baseline).
+Rows with p above --generate-up-to (default 256) print the closed form only and say so.
+Run: /work/venv/bin/python benchmarks/optcc_server_targets.py [--generate-up-to P] [--k K]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from fractions import Fraction as F
+
+from bounds.closed_form import fault_free_optimum, lower_bound_straggler_server
+from lp_models.fluid import solve_fluid_lp
+from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time
+from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
+from optcc.cluster import Cluster
+from optcc.timing import IntegerTimes, check_capacity, slot_time
+
+ELLS = [("8/7", F(8, 7)), ("2", F(2))]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generate-up-to", type=int, default=256)
+    ap.add_argument("--k", type=int, default=64)
+    ap.add_argument("--g", type=int, default=4)
+    ap.add_argument("--p", default="16,64,256")
+    a = ap.parse_args(argv)
+    g, k = a.g, a.k
+    print(f"g={g}, k={k}, straggler server 1 (all {g} GPUs at ℓ), NVLink 9x NIC; times in n/B")
+    print(f"{'p':>4} {'ell':>4} {'flows':>8} {'slot':>9} {'source':>9} {'ports':>5} {'=cf':>4} {'LP':>8} "
+          f"{'/LP':>7} {'/Thm3':>7} {'/T0':>7} {'/NCCLnf':>7} {'hring/T0':>8} {'gen_s':>6}  target")
+    failures = 0
+    for p in map(int, a.p.split(",")):
+        for name, ell in ELLS:
+            c = Cluster.build(p, g, {r: ell for r in range(g, 2 * g)})
+            cf = optcc_server_slot_time(c, k)
+            flows, ports, cf_ok, gen = "-", "-", "-", float("nan")
+            if p <= a.generate_up_to:
+                t = time.perf_counter()
+                s = optcc_server_allreduce(c, k)
+                grid = IntegerTimes(s)
+                st = slot_time(s, grid)
+                ports_ok = check_capacity(s, grid=grid) is None
+                gen = time.perf_counter() - t
+                flows, source = len(s.flows), "generated"
+                ports, cf_ok = ("ok" if ports_ok else "BAD"), ("ok" if st == cf else "BAD")
+                failures += (not ports_ok) + (st != cf)
+                del s, grid
+            else:
+                st, source = cf, "closed"
+            lp = solve_fluid_lp(c, "exclusive")
+            if not lp.optimal:
+                print(f"{p:>4} {name:>4}  LP not optimal: {lp.status}")
+                failures += 1
+                continue
+            r_lp = float(st) / lp.objective
+            ok = r_lp <= 1.03
+            failures += not ok
+            t0 = fault_free_optimum(p, g)
+            nccl_nf = flat_ring_slot_time(Cluster.build(p, g))
+            print(f"{p:>4} {name:>4} {flows:>8} {float(st):>9.5f} {source:>9} {ports:>5} {cf_ok:>4} "
+                  f"{lp.objective:>8.5f} {r_lp:>7.4f} {float(st / lower_bound_straggler_server(p, g, ell)):>7.4f} "
+                  f"{float(st / t0):>7.4f} {float(st / nccl_nf):>7.4f} "
+                  f"{float(hierarchical_ring_slot_time(c) / t0):>8.4f} {gen:>6.1f}  "
+                  f"LP {'met' if ok else 'MISSED'}")
+    print("all targets met, port rule holds, closed form agrees" if not failures else f"{failures} FAILURES")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
