@@ -20,6 +20,9 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
         if cluster.g > 1:
             from optcc.algorithms.optcc_servers import optcc_server_allreduce
             return optcc_server_allreduce(cluster, segments)
+        if len(cluster.stragglers) >= 2:
+            from optcc.algorithms.optcc_multi import optcc_multi_allreduce
+            return optcc_multi_allreduce(cluster, segments)
         from optcc.algorithms.optcc_single import optcc_allreduce
         return optcc_allreduce(cluster, segments)
     raise OptccError("--algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
