@@ -23,7 +23,8 @@ from fractions import Fraction
 from optcc.errors import OptccError
 
 SUBNET = "198.18.0"          # 198.18.0.0/24, inside the benchmark range 198.18.0.0/15 (RFC 2544)
-TBF_LATENCY_MS = 50          # queueing allowed before tbf drops (limit = rate × latency)
+TCP_BUFFER = int(os.environ.get("OPTCC_TESTBED_TCP_BUFFER", 32 * 1024))   # bytes, per socket
+TBF_LIMIT_BYTES = 8 << 20    # tbf queue: larger than any TCP window here, so shaping delays, never drops
 
 
 def _sh(*cmd, check=True):
@@ -42,10 +43,11 @@ def require_root() -> None:
 
 
 def tbf_args(rate_mbit: float) -> list[str]:
-    """tbf parameters: rate, a burst of ~2 ms at that rate (≥ 16 KiB), 50 ms of queue."""
+    """tbf parameters: rate, a burst of ~2 ms at that rate (≥ 16 KiB), a deep queue (no drops:
+    a tail drop costs TCP a 200 ms retransmission timeout, which would measure TCP, not bandwidth)."""
     rate_bps = rate_mbit * 1e6
     burst = max(16 * 1024, int(rate_bps / 8 * 0.002))
-    return ["rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", f"{TBF_LATENCY_MS}ms"]
+    return ["rate", f"{rate_mbit}mbit", "burst", str(burst), "limit", str(TBF_LIMIT_BYTES)]
 
 
 class Testbed:
@@ -102,6 +104,14 @@ class Testbed:
                 "peer", "name", "eth0", "netns", ns)
             _sh("ip", "-n", self.hub, "link", "set", self.hub_port(r), "master", "br0", "up")
             _sh("ip", "-n", ns, "link", "set", "lo", "up")
+            # per-namespace sysctl: no TCP slow-start restart between a pair's successive flows
+            _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0",
+                check=False)
+            # small socket buffers: at most TCP_BUFFER bytes of one connection wait in a tbf queue,
+            # so a peer's small control message is not delayed behind megabytes of bulk data
+            for key in ("net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"):
+                _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w",
+                    f"{key}=4096 {TCP_BUFFER} {TCP_BUFFER}", check=False)
             _sh("ip", "-n", ns, "addr", "add", f"{self.address(r)}/24", "dev", "eth0")
             _sh("ip", "-n", ns, "link", "set", "eth0", "up")
 
@@ -110,10 +120,20 @@ class Testbed:
         if len(rates_mbit) != self.p:
             raise ValueError("one rate per rank")
         for r, rate in enumerate(rates_mbit):
-            _sh("ip", "netns", "exec", self.namespaces[r], "tc", "qdisc", "replace", "dev", "eth0",
-                "root", "tbf", *tbf_args(rate))
-            _sh("ip", "netns", "exec", self.hub, "tc", "qdisc", "replace", "dev", self.hub_port(r),
-                "root", "tbf", *tbf_args(rate))
+            for ns, dev in ((self.namespaces[r], "eth0"), (self.hub, self.hub_port(r))):
+                _sh("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev,
+                    "root", "tbf", *tbf_args(rate))
+
+    def dropped_packets(self) -> int:
+        """Packets dropped by all our tbf qdiscs so far (should stay 0)."""
+        total = 0
+        cmds = [(ns, "eth0") for ns in self.namespaces] + [(self.hub, self.hub_port(r)) for r in range(self.p)]
+        for ns, dev in cmds:
+            out = _sh("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev, check=False).stdout
+            for word_list in (line.split() for line in out.splitlines()):
+                if "dropped" in word_list:
+                    total += int(word_list[word_list.index("dropped") + 1].rstrip(","))
+        return total
 
     def remove(self) -> None:
         """Kill anything left in our namespaces (our own workers) and delete the namespaces."""
@@ -201,13 +221,16 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
             for name, rates, args in plan:
                 tb.shape(rates)
                 log(f"measuring {name} ...")
+                before = tb.dropped_packets()
                 out = measure(tb, args + common, timeout_s)
-                runs[name] = {"seconds": out["seconds"], "correct": out["correct"]}
-                log(f"  {name}: {out['seconds']:.3f} s, correct={out['correct']}")
+                drops = tb.dropped_packets() - before
+                runs[name] = {"seconds": out["seconds"], "correct": out["correct"], "dropped_packets": drops}
+                log(f"  {name}: {out['seconds']:.3f} s, correct={out['correct']}, tbf drops {drops}")
     ff = runs["torch fault-free"]["seconds"]
     rows = []
     for name, r in runs.items():
         rows.append({"name": name, "seconds": r["seconds"], "correct": r["correct"],
+                     "dropped_packets": r["dropped_packets"],
                      "ratio_to_fault_free": r["seconds"] / ff, "ratio_to_lower_bound": r["seconds"] / lb_s})
     optcc_s = runs["optcc straggler"]["seconds"]
     torch_s = runs["torch straggler"]["seconds"]
