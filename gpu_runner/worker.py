@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--sizes", help="comma-separated sizes in bytes (bench mode)")
     ap.add_argument("--dtype", choices=DTYPES, default="float32")
     ap.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="where the data lives (auto: cuda for nccl, cpu for gloo; gloo+cuda is allowed)")
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
                     help="seconds any rank waits for a peer before giving up (default 60)")
     ap.add_argument("--warmup", type=int, default=1)
@@ -96,13 +98,13 @@ def _main(args, rank: int) -> int:
     backend = args.backend
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    if backend == "nccl":
+    if backend == "nccl" or args.device == "cuda":
         torch.cuda.set_device(local_rank % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
     else:
         device = torch.device("cpu")
     dist.init_process_group(backend, timeout=timedelta(seconds=args.timeout))
-    sync = torch.zeros(1, device=device)
+    sync = torch.zeros(1, device=device if backend == "nccl" else "cpu")
     dist.all_reduce(sync)           # every rank takes part in the first collective (NCCL rule)
     watchdog.beat()
 

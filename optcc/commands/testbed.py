@@ -15,7 +15,7 @@ def register(sub) -> None:
     parser.add_argument("--rate", type=float, required=True, metavar="MBIT",
                         help="healthy link rate in Mbit/s (straggler gets rate/ℓ), each direction")
     parser.add_argument("--size", type=int, default=4 << 20, help="bytes per rank (default 4 MiB)")
-    parser.add_argument("--segments", type=int, default=4, help="OptCC pipeline segments k (default 4)")
+    parser.add_argument("--segments", type=int, default=32, help="OptCC pipeline segments k (default 32)")
     parser.add_argument("--iters", type=int, default=2, help="timed runs per measurement (default 2)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")

@@ -1,0 +1,254 @@
+"""One short prepared GPU check (≤ 5 minutes on one H200); results go to $OUT/gpu_results.json.
+
+Sections (each independent; an error is recorded and the next section runs; the JSON is
+rewritten after every section so a timeout still leaves what was measured):
+  env        torch/CUDA/NCCL versions, device name
+  virtual    the executor's CUDA data path: run_virtual (plans, scratch, in-place add_/copy_/mul_ on
+             CUDA tensors; transfers are device copies) for ring and OptCC at p ∈ {3,4,5,8}, all
+             five dtypes, lengths 1, 1001, 2^20+3; compared with the exact sum (float64)
+  nccl1      single-rank NCCL process group: per-step overhead of dist.batch_isend_irecv with m
+             matched self send/recv pairs (m = 1, 4, 8), 4 KiB and 4 MiB tensors, host-synchronised
+             per step and pipelined (synchronised once per 100 steps)
+  add        in-place landing add (dst.add_(src), and with alpha=−1 as signed coefs do) against a
+             plain torch.add(a, b) and torch.add(a, b, out=c): GB/s counting 3 × bytes per add
+  gloo_cuda  two gloo ranks with CUDA tensors through the real worker (ring, p = 2): does gloo's
+             send/recv take CUDA tensors? (recorded either way; NCCL needs one GPU per rank, so
+             multi-rank NCCL cannot run on one GPU)
+Run: `OUT=/some/dir bash gpu_runner/gpu_checks.sh` (or python -m gpu_runner.gpu_checks --out DIR).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+BUDGET_S = 240.0
+T_START = time.monotonic()
+DEVICE = "cuda"          # --cpu-dry-run sets "cpu": exercises the code paths on a machine without a GPU
+SIZES = (1, 1001, (1 << 20) + 3)
+
+
+def elapsed() -> float:
+    return time.monotonic() - T_START
+
+
+def section_env(torch):
+    info = {"torch": torch.__version__, "cuda_available": torch.cuda.is_available(),
+            "python": sys.version.split()[0]}
+    if torch.cuda.is_available():
+        info["device"] = torch.cuda.get_device_name(0)
+        info["cuda"] = torch.version.cuda
+        try:
+            info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception as e:  # noqa: BLE001
+            info["nccl"] = f"unknown ({e})"
+    return info
+
+
+def section_virtual(torch):
+    from gpu_runner.executor import run_virtual
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64]
+    results = []
+    dev = torch.device(DEVICE)
+    for algo in ("ring", "optcc"):
+        for p in (3, 4, 5, 8):
+            try:
+                sched = build_schedule(algo, Cluster.build(p, stragglers={0: 2}), 4)
+            except Exception as e:  # noqa: BLE001
+                results.append({"algo": algo, "p": p, "error": f"{type(e).__name__}: {e}"})
+                continue
+            for dtype in dtypes:
+                for n in SIZES:
+                    if elapsed() > BUDGET_S * 0.5:
+                        results.append({"skipped": "time budget"})
+                        return results
+                    g = torch.Generator(device="cpu").manual_seed(p * 1000 + n)
+                    if dtype.is_floating_point:
+                        xs = [torch.randn(n, generator=g).to(dtype).to(dev) for _ in range(p)]
+                    else:
+                        xs = [torch.randint(-1000, 1001, (n,), generator=g, dtype=dtype).to(dev) for _ in range(p)]
+                    exact = torch.stack([x.double() for x in xs]).sum(0)
+                    absum = torch.stack([x.double().abs() for x in xs]).sum(0)
+                    sync(torch)
+                    t0 = time.perf_counter()
+                    run_virtual(sched, xs)
+                    sync(torch)
+                    dt = time.perf_counter() - t0
+                    if dtype.is_floating_point:
+                        bound = (2 * (p - 1) + 1) * torch.finfo(dtype).eps * absum + 1e-30
+                        wrong = sum(int(((x.double() - exact).abs() > bound).sum()) for x in xs)
+                    else:
+                        wrong = sum(int((x.long() != exact.long()).sum()) for x in xs)
+                    results.append({"algo": algo, "p": p, "dtype": str(dtype).replace("torch.", ""), "n": n,
+                                    "wrong": wrong, "seconds": dt})
+    return results
+
+
+def section_nccl1(torch):
+    import torch.distributed as dist
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    torch.cuda.set_device(0)
+    store = dist.HashStore()
+    dist.init_process_group("nccl", store=store, rank=0, world_size=1)
+    out = []
+    try:
+        dev = torch.device("cuda", 0)
+        warm = torch.zeros(1, device=dev)
+        dist.all_reduce(warm)
+        for nbytes in (4096, 4 << 20):
+            for m in (1, 4, 8):
+                src = [torch.ones(nbytes // 4, device=dev) for _ in range(m)]
+                dst = [torch.empty(nbytes // 4, device=dev) for _ in range(m)]
+                ops = []
+                for a, b in zip(src, dst):
+                    ops.append(dist.P2POp(dist.isend, a, 0))
+                    ops.append(dist.P2POp(dist.irecv, b, 0))
+                for _ in range(10):
+                    for w in dist.batch_isend_irecv(ops):
+                        w.wait()
+                torch.cuda.synchronize()
+                steps = 100
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    for w in dist.batch_isend_irecv(ops):
+                        w.wait()
+                    torch.cuda.synchronize()
+                synced = (time.perf_counter() - t0) / steps
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    for w in dist.batch_isend_irecv(ops):
+                        w.wait()
+                torch.cuda.synchronize()
+                pipelined = (time.perf_counter() - t0) / steps
+                ok = all(torch.equal(b, a) for a, b in zip(src, dst))
+                out.append({"bytes": nbytes, "pairs": m, "us_per_step_synced": synced * 1e6,
+                            "us_per_step_pipelined": pipelined * 1e6, "data_ok": ok})
+    finally:
+        dist.destroy_process_group()
+    return out
+
+
+def sync(torch):
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+
+
+def section_add(torch):
+    dev = torch.device(DEVICE)
+    out = []
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for n in ((1 << 20, 1 << 24, 1 << 26) if DEVICE == "cuda" else (1 << 16,)):
+            a = torch.randn(n, device=dev).to(dtype)
+            b = torch.randn(n, device=dev).to(dtype)
+            c = torch.empty_like(a)
+            nbytes = 3 * n * a.element_size()
+
+            def timeit(fn, reps=20):
+                for _ in range(3):
+                    fn()
+                if DEVICE != "cuda":
+                    t0 = time.perf_counter()
+                    for _ in range(reps):
+                        fn()
+                    return (time.perf_counter() - t0) / reps
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(reps):
+                    fn()
+                end.record()
+                torch.cuda.synchronize()
+                return start.elapsed_time(end) / 1e3 / reps
+
+            t_inplace = timeit(lambda: a.add_(b))
+            t_alpha = timeit(lambda: a.add_(b, alpha=-1))
+            t_plain = timeit(lambda: torch.add(a, b))
+            t_out = timeit(lambda: torch.add(a, b, out=c))
+            out.append({"dtype": str(dtype).replace("torch.", ""), "elements": n,
+                        "GBps_add_inplace": nbytes / t_inplace / 1e9,
+                        "GBps_add_inplace_alpha": nbytes / t_alpha / 1e9,
+                        "GBps_torch_add": nbytes / t_plain / 1e9,
+                        "GBps_torch_add_out": nbytes / t_out / 1e9,
+                        "inplace_over_plain": t_plain / t_inplace})
+    return out
+
+
+def section_gloo_cuda(torch):
+    import tempfile
+
+    from gpu_runner.launch import launch
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    s = build_schedule("ring", Cluster.build(2), 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ring2.json")
+        s.save(path)
+        res = launch(2, ["--schedule", path, "--trusted-sha256", s.sha256(), "--backend", "gloo",
+                         "--device", "cuda", "--size", str(4 << 20), "--dtype", "float32"],
+                     timeout_s=30, wall_limit_s=90)
+    return {"ok": res.ok, "result": res.result, "failure": None if res.ok else res.describe_failure()}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--cpu-dry-run", action="store_true",
+                    help="run the virtual and add sections on CPU with small sizes (code check only)")
+    args = ap.parse_args(argv)
+    global DEVICE, SIZES
+    if args.cpu_dry_run:
+        DEVICE, SIZES = "cpu", (1, 1001)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "gpu_results.json")
+    results: dict = {"sections": {}, "device": DEVICE}
+
+    def save():
+        results["elapsed_s"] = elapsed()
+        with open(path + ".tmp", "w") as fh:
+            json.dump(results, fh, indent=1)
+        os.replace(path + ".tmp", path)
+
+    try:
+        import torch
+    except ImportError as e:
+        results["error"] = f"torch not importable: {e}"
+        save()
+        return 1
+    order = [("env", section_env), ("virtual", section_virtual), ("add", section_add),
+             ("nccl1", section_nccl1), ("gloo_cuda", section_gloo_cuda)]
+    for name, fn in order:
+        cpu_ok = args.cpu_dry_run and name in ("virtual", "add")
+        if name != "env" and not torch.cuda.is_available() and not cpu_ok:
+            results["sections"][name] = {"skipped": "no CUDA device"}
+            continue
+        if elapsed() > BUDGET_S:
+            results["sections"][name] = {"skipped": f"time budget ({BUDGET_S:.0f} s) used"}
+            continue
+        t0 = time.perf_counter()
+        try:
+            results["sections"][name] = {"result": fn(torch)}
+        except Exception as e:  # noqa: BLE001 - record and go on to the next section
+            results["sections"][name] = {"error": f"{type(e).__name__}: {e}",
+                                         "traceback": traceback.format_exc()[-2000:]}
+        results["sections"][name]["seconds"] = time.perf_counter() - t0
+        print(f"[gpu_checks] {name}: {'error' if 'error' in results['sections'][name] else 'done'} "
+              f"in {results['sections'][name]['seconds']:.1f} s", flush=True)
+        save()
+    virt = results["sections"].get("virtual", {}).get("result") or []
+    results["summary"] = {
+        "virtual_cases": sum(1 for r in virt if "wrong" in r),
+        "virtual_wrong_cases": sum(1 for r in virt if r.get("wrong", 0) or "error" in r),
+    }
+    save()
+    print(json.dumps(results["summary"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
