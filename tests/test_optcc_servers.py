@@ -37,6 +37,26 @@ def test_correct_ports_and_closed_form(g, q, ell, k):
     assert slot_time(s) == optcc_server_slot_time(c, k)
 
 
+@pytest.mark.parametrize("g,q,ell,k", [(2, 10, F(3, 2), 5), (4, 6, F(101, 100), 4), (8, 7, F(19, 10), 5),
+                                      (4, 8, F(3), 3), (2, 6, F(9, 4), 5)])
+def test_closed_form_at_the_nvlink_boundary(g, q, ell, k):
+    """s_nv = g − 1 (the slowest NVLink the closed form admits), larger q and k."""
+    c = server_cluster(q, g, q // 2, ell, nvlink=(g - 1) * B)
+    s = optcc_server_allreduce(c, k)
+    assert check_capacity(s) is None
+    assert slot_time(s) == optcc_server_slot_time(c, k)
+
+
+def test_closed_form_refuses_when_nvlink_outweighs_nics():
+    """2(g−1)/(g·s_nv) > T_1/g (q = 3, ℓ ≈ 1, s_nv = g − 1): it raises; the schedule is NVLink-bound."""
+    c = server_cluster(3, 4, 1, F(101, 100), nvlink=3 * B)
+    with pytest.raises(OptccError, match="nvlink_bandwidth"):
+        optcc_server_slot_time(c, 5)
+    s = optcc_server_allreduce(c, 5)
+    assert simulate(s).correct and check_capacity(s) is None
+    assert slot_time(s) >= F(2 * 3, 4) / 3            # at least NVLink's own work
+
+
 @pytest.mark.parametrize("g,q", [(2, 3), (4, 4), (8, 3)])
 def test_lead_is_two_batches_and_nics_never_idle_in_between(g, q):
     """Derived claim of the docstring: the instance starts after 2 RS batches (q ≥ 3)."""
