@@ -158,3 +158,18 @@ def test_straggler_server_and_segment_errors():
         optcc_server_allreduce(server_cluster(2, 4, 1, F(2)), 0)
     with pytest.raises(OptccError, match="--g"):
         optcc_server_allreduce(Cluster.build(4, 1, {0: 2}), 1)
+
+
+@pytest.mark.parametrize("p,ell", [(16, F(8, 7)), (64, F(2)), (256, F(3, 2))])
+def test_lp_is_the_construction_limit(p, ell):
+    """The server-level exclusive LP equals max(T_ex(q, ℓ)/g, 2(g−1)/(g·s_nv)) (derived), and the
+    closed form approaches it as k grows (only the O(1/k) fill is left)."""
+    from lp_models.fluid import solve_fluid_lp
+    from optcc.algorithms.optcc_single import exclusive_fluid_optimum
+    g = 4
+    c = server_cluster(p // g, g, 1, ell)
+    lp = solve_fluid_lp(c, "exclusive")
+    limit = max(exclusive_fluid_optimum(p // g, ell) / g, F(2 * (g - 1), g) / c.nvlink_speedup)
+    assert lp.optimal and lp.objective == pytest.approx(float(limit), rel=1e-9)
+    gaps = [float(optcc_server_slot_time(c, k)) / lp.objective - 1 for k in (16, 256, 4096)]
+    assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 2e-3
