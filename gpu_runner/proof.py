@@ -27,6 +27,8 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     proof = prove(schedule)
     if not getattr(proof, "proved", False):
         cex = getattr(proof, "counterexample", None)
+        if isinstance(cex, dict) and cex.get("message"):
+            cex = f"{cex.get('property', 'property')}: {cex['message']}"
         raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce"
                                      + (f": {cex}" if cex else "") + "; refusing to run it")
     props = getattr(proof, "properties", None) or {}

@@ -48,10 +48,16 @@ def test_failure_inside_removes_everything():
         with Testbed(3, tag="otbfail") as tb:
             tb.shape([40, 40, 20])
             assert {"otbfailh", "otbfailr0", "otbfailr2"} <= _namespaces()
-            ping = subprocess.run(tb.prefix(1) + ["ping", "-c", "1", "-W", "2", tb.address(2)],
-                                  capture_output=True, text=True)
-            if ping.returncode != 0 and "not found" not in ping.stderr:
-                pytest.fail("rank 1 cannot reach rank 2 over the bridge: " + ping.stdout + ping.stderr)
+            server = subprocess.Popen(tb.prefix(2) + [sys.executable, "-c", (
+                "import socket; s = socket.socket(); s.bind(('0.0.0.0', 29999)); s.listen(1); "
+                "c, _ = s.accept(); c.sendall(b'hello')")])
+            client = (f"import socket, time\nfor _ in range(100):\n    try:\n"
+                      f"        c = socket.create_connection(('{tb.address(2)}', 29999), timeout=2); break\n"
+                      f"    except OSError: time.sleep(0.1)\nprint(c.recv(5).decode())")
+            got = subprocess.run(tb.prefix(1) + [sys.executable, "-c", client], capture_output=True,
+                                 text=True, timeout=30)
+            server.wait(timeout=10)
+            assert got.stdout.strip() == "hello", got.stderr   # rank 1 reaches rank 2 over the bridge
             raise RuntimeError("boom")
     assert _namespaces() == before_ns and _links() == before_links
 
