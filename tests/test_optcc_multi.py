@@ -1,4 +1,4 @@
-"""Multi-straggler OptCC (g = 1, m ≥ 2): proofs, port rule, dispatch, float32 replay, gloo run."""
+"""Multi-straggler OptCC (g = 1, m ≥ 2): proofs, port rule, closed form, dispatch, float32 replay, gloo run."""
 from __future__ import annotations
 
 import os
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.algorithms.optcc_multi import optcc_multi_allreduce
+from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.simulate import simulate
-from optcc.timing import check_capacity, durations
+from optcc.timing import check_capacity, durations, slot_time
 from verifier import prove_allreduce
 
 CASES = [
@@ -31,6 +31,22 @@ def test_proved_correct_and_exclusive(p, st, k):
     assert simulate(s).correct
     assert check_capacity(s) is None
     assert all(f.rate == 1 for f in s.flows)
+
+
+CLOSED_FORM_CASES = [(p, m, ells, k) for p in (3, 4, 5, 7, 8, 9, 16, 23, 40, 64) for m in (2, 3)
+                     for ells in ((F(4, 3), F(8, 7), F(8, 7)), (F(2), F(4, 3), F(3, 2)), (F(3), F(5, 2), F(9, 8)))
+                     for k in (1, 2, 5) if m < p and (p <= 23 or k <= 2)]
+
+
+@pytest.mark.parametrize("p,m,ells,k", CLOSED_FORM_CASES)
+def test_closed_form_equals_generated(p, m, ells, k):
+    st = {r: ells[i] for i, r in enumerate(range(0, p, max(1, p // m))[:m])}
+    c = Cluster.build(p, stragglers=st)
+    s = optcc_multi_allreduce(c, k)
+    assert slot_time(s) == optcc_multi_slot_time(c, k)
+    assert min(f.start for f in s.flows) == 0
+    if p <= 16:
+        assert check_capacity(s) is None and simulate(s).correct
 
 
 def test_dispatch_multi_and_single():

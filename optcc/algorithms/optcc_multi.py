@@ -1,28 +1,35 @@
-"""OptCC for several stragglers (g = 1, m ≥ 2): healthy ring plus straggler leaves, exact times.
+"""OptCC for several stragglers (g = 1, m ≥ 2): periodic healthy ring plus straggler leaves.
 
 Paper (PAPER.md "Multiple stragglers", Appendix D): the H = p − m healthy GPUs reduce-scatter
 and all-gather each segment along a ring of H − 1 hops; every straggler exchanges one shard per
-healthy GPU in each direction (it "receives and sends p − m shards"); one flow per NIC direction.
+healthy GPU in each direction; one flow per NIC direction.
 
-Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost):
-- Combining rule. At the cut bound each straggler receives exactly one shard-size message per
-  shard and sends one. Its received message must then be F − s_i (F = full sum, s_i its own
-  input), which contains every other straggler's input; so at most one straggler can receive
-  before all others have sent, i.e. m − 1 stragglers must send their *raw* input first. The
-  literal rule "every straggler gets the healthy partial P and returns P + s_i, the healthy GPU
-  forms Σ(P + s_i) − (m − 1)P" therefore leaves straggler i with P + s_i, not F: it would need a
-  second download (twice the cut load). We use the subtraction-free order of the paper's
-  single-straggler pattern B (stage 3 before stage 1, stage 2 last): every straggler sends its
-  raw shard to the shard's ring start ("add"), the ring reduce-scatter folds it in, the shard
-  owner sends the full sum F to every straggler ("copy") and starts the all-gather. Integer
-  data stay exact; floats see only additions (no cancellation; see docs/optcc_multi.md).
-- Timing. Every flow is placed by list scheduling in job order (segment σ, owner o) at the
-  earliest exact time at which both its ports are free (backfilling), one flow per NIC
-  direction, straggler flows at the slower end's speed. Fill and drain are not padded.
+Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), docs/optcc_multi.md:
+- Combining rule (subtraction-free). At the cut bound each straggler receives one message per
+  shard, so it must receive F (the full sum) while m − 1 stragglers send raw input before
+  anyone receives. Every straggler sends its raw shard to the shard's owner ("add"), the ring
+  reduce-scatter ends at the owner, the owner copies F to every straggler and starts the
+  all-gather. Only additions.
+- Slots of λ = max(δ, ℓ1·δ/2) (δ = shard size = a healthy hop), windows of 2 slots, period
+  L = 2W slots, W = H + m − 1 windows. Straggler i (sorted ℓ1 ≥ … ≥ ℓm) serves ring link a
+  (healthy a → a+1) in window a + i: it receives F of shard a from a and sends the raw of the
+  next segment's shard a+1 to its owner a+1. Link a rests in windows a..a+m−1 (slots [2a, 2a+2m)
+  of each period, never across a period boundary); straggler i idles in m − 1 windows.
+- Job (σ, a) (shard a of segment σ) has base B = L(σ+1) + 2a. With w = [a + j ≥ H] (the hop
+  has crossed the ring's closing link H−1 → 0):
+    RS hop j = 1..H−1 (link a+j): B − L + j + (2m−2)w;  AG hop j = 0..H−2 (link a+j):
+    B + 2m + H − 2 + j + (2m−2)w;  F to straggler i: B + 2i;  raw of (σ, a) from straggler i:
+    in link a−1's rest block of the previous period.
+  On link b the local offset (slot − 2b mod L) of RS hop j is L − j and of AG hop j is
+  2m + H − 2 − j: the RS hops fill [2m+H−1, L), the AG hops [2m, 2m+H−1), the rest [0, 2m).
+  The chains move one link per slot and wait 2m − 2 slots where they cross the closing link:
+  that wait is exactly the closing link's extra shift (−2H ≡ 2m − 2 mod L), which is why
+  a fixed per-hop offset (the single-straggler pattern) cannot work here and these do.
+- Not yet: ℓ < 2 bubble filling (straggler-rooted point-to-point pieces); see the doc for the
+  derived relay design and why the straggler–straggler exchange needs it.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 from fractions import Fraction
 
 from optcc.cluster import Cluster
@@ -43,73 +50,73 @@ def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     return sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-class _Port:
-    """Busy intervals of one NIC direction, sorted and disjoint."""
+def _slot(H: int, k: int, ell1: Fraction) -> tuple[Fraction, Fraction]:
+    d = Fraction(1, k * H)
+    return d, max(d, ell1 * d / 2)
 
-    __slots__ = ("starts", "ends")
 
-    def __init__(self):
-        self.starts: list[Fraction] = []
-        self.ends: list[Fraction] = []
+def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
+    """Closed-form slot time (n/B) of `optcc_multi_allreduce` (derived from the offsets above).
 
-    def first_gap(self, t: Fraction, d: Fraction) -> Fraction:
-        """Earliest s ≥ t with [s, s + d) free."""
-        i = bisect_right(self.starts, t) - 1
-        if i >= 0 and self.ends[i] > t:
-            t = self.ends[i]
-        i += 1
-        while i < len(self.starts) and self.starts[i] < t + d:
-            t = max(t, self.ends[i])
-            i += 1
-        return t
-
-    def busy(self, s: Fraction, e: Fraction) -> None:
-        i = bisect_right(self.starts, s)
-        self.starts.insert(i, s)
-        self.ends.insert(i, e)
+    The first flow starts at 0 (raw of shard 1 / RS of shard 0, segment 0). The last flows are
+    segment k−1's: its last F lands at L(k+1) − 2m + 2(m−1) + ℓ_m·δ... and its last all-gather
+    hop (job a = H−1, hop H−2) ends at L·k + 2(H−1) + 2m + 2H − 4 + (2m−2)[H ≥ 3] + δ/λ slots.
+    """
+    stragglers = _check(cluster, segments)
+    m, k = len(stragglers), segments
+    H = cluster.p - m
+    d, lam = _slot(H, k, stragglers[0][1])
+    W = H + m - 1
+    L = 2 * W
+    last_base = L * k + 2 * (H - 1)
+    ends = [last_base * lam + 2 * i * lam + ell * d for i, (_, ell) in enumerate(stragglers)]
+    if H >= 2:
+        ag = last_base + 2 * m + 2 * H - 4 + (2 * m - 2) * (H >= 3)
+        ends.append(ag * lam + d)
+    return max(ends)
 
 
 def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: k segments, H shards each, exclusive ports."""
     stragglers = _check(cluster, segments)
     k, p = segments, cluster.p
+    m = len(stragglers)
     healthy = cluster.healthy
     H = len(healthy)
-    d = Fraction(1, k * H)
-    send = [_Port() for _ in range(p)]
-    recv = [_Port() for _ in range(p)]
+    d, lam = _slot(H, k, stragglers[0][1])
+    W = H + m - 1
+    L = 2 * W
+    cache: dict[int, Fraction] = {}
+
+    def at(s: int) -> Fraction:
+        f = cache.get(s)
+        if f is None:
+            f = cache[s] = s * lam
+        return f
+
     flows: list[Flow] = []
-
-    def place(src, dst, piece, op, ready, dur):
-        t = ready
-        while True:
-            t1 = send[src].first_gap(t, dur)
-            t2 = recv[dst].first_gap(t1, dur)
-            t = t2
-            if t2 == t1:
-                break
-        send[src].busy(t, t + dur)
-        recv[dst].busy(t, t + dur)
-        flows.append(Flow(src, dst, piece, op, t))
-        return t + dur
-
+    app = flows.append
+    wrap = 2 * m - 2
     for sigma in range(k):
-        for o in range(H):
-            piece = sigma * H + o
-            start = healthy[(o + 1) % H]
-            ready = Fraction(0)
-            for s, ell in stragglers:                      # raw straggler shards to the ring start
-                ready = max(ready, place(s, start, piece, "add", Fraction(0), ell * d))
-            for j in range(1, H):                          # reduce-scatter, ends at owner o
-                a = healthy[(o + j) % H]
-                ready = place(a, healthy[(o + j + 1) % H], piece, "add", ready, d)
-            f_ready = ready
-            for s, ell in stragglers:                      # full sum to every straggler
-                place(healthy[o], s, piece, "copy", f_ready, ell * d)
-            for j in range(H - 1):                         # all-gather from the owner
-                a = healthy[(o + j) % H]
-                ready = place(a, healthy[(o + j + 1) % H], piece, "copy", ready, d)
+        for a in range(H):
+            piece = sigma * H + a
+            B = L * (sigma + 1) + 2 * a
+            owner = healthy[a]
+            # raws of (σ, a) to the owner, in link a−1's rest block of period σ−1 (derived)
+            rb = B - L - 2 if a >= 1 else B - 2 * m
+            for i, (s, _) in enumerate(stragglers):
+                app(Flow(s, owner, piece, "add", at(rb + 2 * i)))
+            for j in range(1, H):                                  # reduce-scatter
+                b = (a + j) % H
+                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "add",
+                         at(B - L + j + wrap * (a + j >= H))))
+            for i, (s, _) in enumerate(stragglers):                # full sum to the stragglers
+                app(Flow(owner, s, piece, "copy", at(B + 2 * i)))
+            for j in range(H - 1):                                 # all-gather
+                b = (a + j) % H
+                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy",
+                         at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
-            "construction": "multi-straggler ring + raw-first straggler leaves, list-scheduled (derived), see optcc_multi"}
+            "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
     return Schedule(cluster, [d] * (k * H), flows, meta=meta)
