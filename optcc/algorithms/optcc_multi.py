@@ -59,8 +59,9 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_multi_allreduce` (derived from the offsets above).
 
     The first flow starts at 0 (raw of shard 1 / RS of shard 0, segment 0). The last flows are
-    segment k−1's: its last F lands at L(k+1) − 2m + 2(m−1) + ℓ_m·δ... and its last all-gather
-    hop (job a = H−1, hop H−2) ends at L·k + 2(H−1) + 2m + 2H − 4 + (2m−2)[H ≥ 3] + δ/λ slots.
+    segment k−1's: F to straggler i from owner H−1 starts at slot L·k + 2(H−1) + 2i and takes
+    ℓ_i·δ; the epilogue all-gather's last step starts at slot L(k+1) + H − 2 and takes δ
+    (segment k−2's all-gather ends earlier, at most at slot L(k+1) − 3).
     """
     stragglers = _check(cluster, segments)
     m, k = len(stragglers), segments
@@ -71,8 +72,7 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     last_base = L * k + 2 * (H - 1)
     ends = [last_base * lam + 2 * i * lam + ell * d for i, (_, ell) in enumerate(stragglers)]
     if H >= 2:
-        ag = last_base + 2 * m + 2 * H - 4 + (2 * m - 2) * (H >= 3)
-        ends.append(ag * lam + d)
+        ends.append((L * (k + 1) + H - 2) * lam + d)
     return max(ends)
 
 
@@ -112,10 +112,19 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                          at(B - L + j + wrap * (a + j >= H))))
             for i, (s, _) in enumerate(stragglers):                # full sum to the stragglers
                 app(Flow(owner, s, piece, "copy", at(B + 2 * i)))
+            if sigma == k - 1:
+                continue                                           # epilogue below
             for j in range(H - 1):                                 # all-gather
                 b = (a + j) % H
                 app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy",
                          at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
+    # Epilogue: segment k−1's all-gather as a synchronous ring from slot L(k+1), when every F
+    # of the last segment has landed and segment k−2's all-gather has ended (its last hop ends
+    # at L(k+1) − 3): step u, healthy b sends shard b − u.
+    te = L * (k + 1)
+    for u in range(H - 1):
+        for b in range(H):
+            app(Flow(healthy[b], healthy[(b + 1) % H], (k - 1) * H + (b - u) % H, "copy", at(te + u)))
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
