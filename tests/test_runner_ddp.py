@@ -29,6 +29,7 @@ def test_ddp_hook_optcc_available():
                     "the DDP test ran with the ring schedule only")
 
 
+@pytest.mark.slow
 def test_ddp_hook_matches_default_allreduce(tmp_path):
     algos = "ring,optcc" if _optcc_available() else "ring"
     from gpu_runner.launch import free_port

@@ -69,7 +69,7 @@ def test_hand_made_schedules_on_gloo(tmp_path, make, p):
     """Signed coefficients, a LocalOp, and a piece modified while it is being sent."""
     path = str(tmp_path / "s.json")
     make().save(path)
-    out = _optcc_cli("run", "--nproc", str(p), "--schedule", path, "--size", str(8 * 100003),
+    out = _optcc_cli("run", "--nproc", str(p), "--schedule", path, "--size", str(8 * 10003),
                      "--dtype", "int64", "--json", "--timeout", "30")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["correct"] is True
