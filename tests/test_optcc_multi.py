@@ -21,6 +21,8 @@ CASES = [
     (7, {0: F(3, 2), 4: F(2), 6: F(8, 7)}, 2),
     (8, {2: F(2), 5: F(2), 7: F(3)}, 1),
     (3, {0: F(2), 2: F(3, 2)}, 2),          # one healthy GPU
+    (7, {0: F(4, 3), 5: F(8, 7)}, 4),       # both fill pieces, relays through both stragglers
+    (4, {1: F(3), 3: F(5, 2)}, 3),          # ℓ > 2: fill only for the faster straggler's slack
 ]
 
 

@@ -50,9 +50,24 @@ def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     return sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _slot(H: int, k: int, ell1: Fraction) -> tuple[Fraction, Fraction]:
-    d = Fraction(1, k * H)
-    return d, max(d, ell1 * d / 2)
+def _fill_coefs(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
+    """(c0, c1): sizes of the straggler-rooted fill pieces per period, in shards δ (m = 2 only).
+
+    Derived (docs/optcc_multi.md): c0 = (2μ − ℓ1)/ℓ1 fills straggler 0's window remainder;
+    straggler 1's piece is relayed through straggler 0 in window H, hence the ℓ1 in
+    c1 = min(2μ − ℓ2, ℓ2)/ℓ1; μ = max(1, ℓ1/2) = λ/δ.
+    """
+    if len(ells) != 2 or H < 2 or k < 2:
+        return Fraction(0), Fraction(0)
+    l0, l1 = ells
+    mu = max(Fraction(1), l0 / 2)
+    return (2 * mu - l0) / l0, min(2 * mu - l1, l1) / l0
+
+
+def _slot(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
+    c0, c1 = _fill_coefs(H, k, ells)
+    d = 1 / (k * H + (k - 1) * (c0 + c1))
+    return d, max(d, ells[0] * d / 2)
 
 
 def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
@@ -66,7 +81,7 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     stragglers = _check(cluster, segments)
     m, k = len(stragglers), segments
     H = cluster.p - m
-    d, lam = _slot(H, k, stragglers[0][1])
+    d, lam = _slot(H, k, [e for _, e in stragglers])
     W = H + m - 1
     L = 2 * W
     last_base = L * k + 2 * (H - 1)
@@ -83,9 +98,10 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     m = len(stragglers)
     healthy = cluster.healthy
     H = len(healthy)
-    d, lam = _slot(H, k, stragglers[0][1])
+    d, lam = _slot(H, k, [e for _, e in stragglers])
     W = H + m - 1
     L = 2 * W
+    c0, c1 = _fill_coefs(H, k, [e for _, e in stragglers])
     cache: dict[int, Fraction] = {}
 
     def at(s: int) -> Fraction:
@@ -110,14 +126,17 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                 b = (a + j) % H
                 app(Flow(healthy[b], healthy[(b + 1) % H], piece, "add",
                          at(B - L + j + wrap * (a + j >= H))))
-            for i, (s, _) in enumerate(stragglers):                # full sum to the stragglers
-                app(Flow(owner, s, piece, "copy", at(B + 2 * i)))
+            for i, (s, ell) in enumerate(stragglers):              # full sum to the stragglers
+                late = (i == 0 and a == 0 and c0 > 0) or (i == 1 and a == H - 1 and c1 > 0)
+                app(Flow(owner, s, piece, "copy", at(B + 2 * i) + (2 * lam - ell * d if late else 0)))
             if sigma == k - 1:
                 continue                                           # epilogue below
             for j in range(H - 1):                                 # all-gather
                 b = (a + j) % H
                 app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy",
                          at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
+    if c0 > 0 or c1 > 0:
+        flows += _fill_flows(healthy, stragglers, k, L, d, lam, at, c0 * d, c1 * d, k * H)
     # Epilogue: segment k−1's all-gather as a synchronous ring from slot L(k+1), when every F
     # of the last segment has landed and segment k−2's all-gather has ended (its last hop ends
     # at L(k+1) − 3): step u, healthy b sends shard b − u.
@@ -128,4 +147,53 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
-    return Schedule(cluster, [d] * (k * H), flows, meta=meta)
+    fills = ([c0 * d] * (k - 1) if c0 > 0 else []) + ([c1 * d] * (k - 1) if c1 > 0 else [])
+    return Schedule(cluster, [d] * (k * H) + fills, flows, meta=meta)
+
+
+def _fill_flows(h, stragglers, k, L, d, lam, at, f0, f1, base) -> list[Flow]:
+    """ℓ < 2 bubble filling for m = 2 (derived, docs/optcc_multi.md "Fill"): pieces P0(π),
+    P1(π) (π = 0..k−2) rooted at straggler 0 / 1. Healthy inputs go in the window remainder
+    of period π, results two periods later at most. The straggler–straggler exchanges and the
+    one healthy pair each piece cannot reach directly are relayed through the other straggler
+    in its idle window (S1 idle in window 0, S0 in window H), where the F flow moves to the
+    window's end."""
+    H = len(h)
+    (s0, l0), (s1, l1) = stragglers
+    out: list[Flow] = []
+    app = out.append
+    P0 = (lambda q: base + q) if f0 > 0 else None
+    P1 = (lambda q: base + (k - 1 if f0 > 0 else 0) + q) if f1 > 0 else None
+    ok = range(0, k - 1).__contains__
+    for pi in range(k + 1):
+        if P0:
+            for a in range(1, H):                     # S0's windows 1..H−1 (link a)
+                t = at(L * pi + 2 * a) + l0 * d
+                if ok(pi):
+                    app(Flow(h[a], s0, P0(pi), "add", t))
+                if ok(pi - 1):
+                    app(Flow(s0, h[(a + 1) % H], P0(pi - 1), "copy", t))
+            t = at(L * pi)                            # window 0: S1 idle, relays for P0
+            if ok(pi):
+                app(Flow(h[0], s1, P0(pi), "add", t))
+            if ok(pi - 1):
+                app(Flow(s1, s0, P0(pi - 1), "add", t))
+                app(Flow(s0, s1, P0(pi - 1), "copy", t + l0 * d))
+            if ok(pi - 2):
+                app(Flow(s1, h[1 % H], P0(pi - 2), "copy", t + l0 * d))
+        if P1:
+            for a in range(H - 1):                    # S1's windows 1..H−1 (link a)
+                t = at(L * pi + 2 * (a + 1)) + l1 * d
+                if ok(pi):
+                    app(Flow(h[a], s1, P1(pi), "add", t))
+                if ok(pi - 2):
+                    app(Flow(s1, h[a + 1], P1(pi - 2), "copy", t))
+            t = at(L * pi + 2 * H)                    # window H: S0 idle, relays for P1
+            if ok(pi):
+                app(Flow(h[H - 1], s0, P1(pi), "add", t))
+            if ok(pi - 1):
+                app(Flow(s0, s1, P1(pi - 1), "add", t))
+                app(Flow(s1, s0, P1(pi - 1), "copy", t + l1 * d))
+            if ok(pi - 2):
+                app(Flow(s0, h[0], P1(pi - 2), "copy", t + l1 * d))
+    return out
