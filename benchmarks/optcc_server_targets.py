@@ -10,7 +10,11 @@ NIC direction at the slower end's speed, NVLink row 2(g−1)/(g·s_nv)), the rat
 to T0 (hierarchical optimum) and to NCCLNoFailure (flat multi-channel ring, no failure,
 derived reading in PAPER.md), plus the hierarchical ring with the straggler (baseline).
 Rows with p above --generate-up-to (default 256) print the closed form only and say so.
+--sweep N [--seed S]: instead, N random small clusters (g ∈ {2,4,8}, q ≤ 11, ℓ ∈ [1, 3],
+k ≤ 20, s_nv from (g−1)/2 to 2(g−1)): generated slot time vs `optcc_server_slot_time`; a
+mismatch where the closed form does not refuse is a failure.
 Run: /work/venv/bin/python benchmarks/optcc_server_targets.py [--generate-up-to P] [--k K]
+     /work/venv/bin/python benchmarks/optcc_server_targets.py --sweep 400 --seed 1
 """
 from __future__ import annotations
 
@@ -35,7 +39,11 @@ def main(argv):
     ap.add_argument("--k", type=int, default=64)
     ap.add_argument("--g", type=int, default=4)
     ap.add_argument("--p", default="16,64,256")
+    ap.add_argument("--sweep", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
+    if a.sweep:
+        return sweep(a.sweep, a.seed)
     g, k = a.g, a.k
     print(f"g={g}, k={k}, straggler server 1 (all {g} GPUs at ℓ), NVLink 9x NIC; times in n/B")
     print(f"{'p':>4} {'ell':>4} {'flows':>8} {'slot':>9} {'source':>9} {'ports':>5} {'=cf':>4} {'LP':>8} "
@@ -76,6 +84,40 @@ def main(argv):
                   f"LP {'met' if ok else 'MISSED'}")
     print("all targets met, port rule holds, closed form agrees" if not failures else f"{failures} FAILURES")
     return 1 if failures else 0
+
+
+def sweep(n: int, seed: int) -> int:
+    import random
+    from optcc.errors import OptccError
+    rng = random.Random(seed)
+    ells = [F(1), F(101, 100), F(8, 7), F(5, 4), F(3, 2), F(7, 4), F(19, 10), F(199, 100), F(2), F(9, 4), F(3)]
+    agree = refused = bad = 0
+    for _ in range(n):
+        g = rng.choice([2, 4, 8])
+        q = rng.choice([3, 4, 5, 6, 8, 11])
+        k = rng.choice([1, 2, 3, 6, 12, 20])
+        ell = rng.choice(ells)
+        s_nv = F(rng.randint((g - 1) * 10, (g - 1) * 40), 20)
+        c = Cluster.build(g * q, g, {r: ell for r in range(g, 2 * g)} if ell != 1 else None,
+                          bandwidth=1, nvlink_bandwidth=s_nv)
+        s = optcc_server_allreduce(c, k)
+        st = slot_time(s)
+        ok_ports = check_capacity(s) is None
+        try:
+            cf = optcc_server_slot_time(c, k)
+        except OptccError:
+            refused += 1
+            bad += not ok_ports
+            continue
+        if st == cf and ok_ports:
+            agree += 1
+        else:
+            bad += 1
+            print(f"MISMATCH g={g} q={q} ℓ={ell} k={k} s_nv={s_nv}: generated {st}, closed form {cf}, "
+                  f"ports {'ok' if ok_ports else 'BAD'}")
+    print(f"sweep seed {seed}: {n} clusters, closed form = generated in {agree}, refused (conditions "
+          f"false) in {refused}, failures {bad}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
