@@ -4,6 +4,7 @@ For the Figure 9 settings (paper: ℓ1 = 4/3, ℓ2 = 8/7 and ℓ1 = 2, ℓ2 = 4/
 and p ∈ {8, 16, 64}: slot time of the generated schedule (n/B), ratio to the exclusive-model
 fluid-LP optimum (lp_models.fluid, derived), to the multi-straggler lower bound
 (bounds.closed_form.lower_bound, derived) and to T0; the port check. Target: slot/LP ≤ 1.03 at k = 64.
+Construction: optcc_multi's periodic pattern with m = 2 fill (derived, docs/optcc_multi.md).
 Run: /work/venv/bin/python benchmarks/optcc_multi_targets.py [k] [p ...]
 """
 from __future__ import annotations

@@ -25,8 +25,14 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   The chains move one link per slot and wait 2m − 2 slots where they cross the closing link:
   that wait is exactly the closing link's extra shift (−2H ≡ 2m − 2 mod L), which is why
   a fixed per-hop offset (the single-straggler pattern) cannot work here and these do.
-- Not yet: ℓ < 2 bubble filling (straggler-rooted point-to-point pieces); see the doc for the
-  derived relay design and why the straggler–straggler exchange needs it.
+- Fill (ℓ < 2, m = 2; Figure 7's idea, our layout): straggler i's window remainder
+  R_i = 2λ − ℓ_i·δ carries point-to-point pieces rooted at straggler i (healthy input in,
+  result out). The two stragglers are never idle together (S1 idles in window 0, S0 in window
+  H), so the straggler–straggler parts and the one healthy pair each piece cannot reach directly
+  are relayed through the idle straggler; the F of that window moves to the window's end.
+  Sizes c0 = R_0/(ℓ1δ), c1 = min(R_1, ℓ2δ)/(ℓ1δ) shards (`_fill_coefs`). m ≥ 3: no fill yet.
+- Fill and drain: segment 0's raws and reduce-scatter take period 0; segment k−1's all-gather
+  is a synchronous ring epilogue from slot L(k+1). Slot time: `optcc_multi_slot_time`.
 """
 from __future__ import annotations
 
