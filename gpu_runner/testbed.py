@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from fractions import Fraction
 
 from optcc.errors import OptccError
@@ -160,14 +159,8 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-@dataclass
-class Measurement:
-    name: str
-    seconds: float
-    correct: bool
-
-
-def measure(tb: Testbed, worker_args: list, timeout_s: float) -> Measurement | None:
+def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
+    """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON."""
     from gpu_runner.launch import launch
     res = launch(tb.p, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
                  prefix=tb.prefix, env_extra={"GLOO_SOCKET_IFNAME": "eth0"},
