@@ -24,3 +24,11 @@ def test_demo_table_defaults(capsys):
     assert main(["demo", "--p", "5", "-k", "2", "--no-run"]) == 0
     out = capsys.readouterr().out
     assert "straggler 0:ℓ=2" in out and "OptCC" in out and "NOT PROVED" not in out
+
+
+def test_demo_real_run_matches_all_reduce(capsys):
+    pytest.importorskip("torch", reason="the real run needs the runner extra (torch)")
+    assert main(["demo", "--p", "6", "--straggler", "0:3/2", "-k", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    run = out["rows"]["real run"]
+    assert run["correct"] is True and run["seconds"] > 0
