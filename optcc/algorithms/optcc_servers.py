@@ -68,10 +68,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
+from optcc.timing import durations
 
 ONE = Fraction(1)
 
@@ -132,14 +133,14 @@ def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
 
 
 def _instance_shard(q: int, ell: Fraction, k: int) -> Fraction:
-    from optcc.algorithms.optcc_single import _shard_size
+    """δ: the single-straggler instance's shard on q servers (optcc_single)."""
     return _shard_size(q - 1, k, ell)
 
 
 def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: exclusive port model, explicit starts."""
     k = _check_segments(segments)
-    p, g, q = cluster.p, cluster.g, cluster.servers
+    g, q = cluster.g, cluster.servers
     s_star, ell = straggler_server(cluster)
     s_nv = cluster.nvlink_speedup
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "g": g,
@@ -156,7 +157,6 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     gf = Fraction(g)
     sizes = [x / gf for x in inst.pieces]
     # First touch and last write of every (server, instance piece), in instance time.
-    from optcc.timing import durations
     ft: list[dict] = [dict() for _ in range(q)]
     lw: list[dict] = [dict() for _ in range(q)]
     for f, d in zip(inst.flows, durations(inst)):
@@ -199,20 +199,13 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         for l in range(g):
             app(Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, st))
     for s in range(q):
-        rs = rs_abs[s]
-        for st, pi in rs:
-            _batch(app, s, g, P, pi, st, rnd[pi], "add")
-        # AG batches: earliest, in release order, in the gaps between RS batches.
-        busy = [(st, st + batch[pi]) for st, pi in rs]
-        j = 0
         t_free = Fraction(0)
+        for st, pi in rs_abs[s]:
+            _batch(app, s, g, P, pi, st, rnd[pi], "add")
+            t_free = st + batch[pi]
+        # AG batches: in release order, each as soon as it is released and NVLink is free.
         for rel, pi in sorted((D + lw[s][pi] / gf, pi) for pi in lw[s]):
             t = max(rel, t_free)
-            while j < len(busy) and busy[j][1] <= t:
-                j += 1
-            while j < len(busy) and busy[j][0] < t + batch[pi]:
-                t = max(t, busy[j][1])
-                j += 1
             _batch(app, s, g, P, pi, t, rnd[pi], "copy")
             t_free = t + batch[pi]
     pieces = [sz for l in range(g) for sz in sizes]
