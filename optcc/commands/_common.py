@@ -86,11 +86,20 @@ def print_table(headers, rows, file=None) -> None:
     file = file or sys.stdout
     cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [i > 0 and all(isinstance(row[i], (int, float, Fraction)) or row[i] is None for row in rows)
-               for i in range(len(headers))]
+    numeric = [i > 0 and all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
     for r in cells:
         print("  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip(),
               file=file)
+
+
+def _is_number(v) -> bool:
+    if v is None or isinstance(v, (int, float, Fraction)):
+        return True
+    try:
+        float(str(v))
+        return True
+    except ValueError:
+        return str(v) in {"-", ""}
 
 
 def _cell(v) -> str:
