@@ -19,7 +19,7 @@ from optcc.schedule import Flow, Schedule
 def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if cluster.g != 1:
         raise OptccError("--g", "the ring generator covers one GPU per server (g = 1); "
-                                "multi-GPU rings are issue #8")
+                                "for g > 1 use baselines.flat_ring_allreduce (build_schedule picks it)")
     p, k = cluster.p, segments
     shard = Fraction(1, k * p)
     step = shard * max(cluster.slowdown)
