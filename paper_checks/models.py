@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler, lower_bound_straggler_server
+from bounds.closed_form import (fault_free_optimum, lower_bound_multi_straggler, lower_bound_single_straggler,
+                                lower_bound_straggler_server)
 from paper_checks import settings
 
 
@@ -88,6 +89,20 @@ def lower_bound_units(p: int, g: int, ell) -> Fraction:
 def lower_bound_time(p: int, g: int, ell, au=Fraction(0)) -> Fraction:
     """Derived: the bandwidth bound plus one α (the straggler's port must carry ≥ 1 message)."""
     return lower_bound_units(p, g, ell) + au
+
+
+def lower_bound_multi_time(p: int, ells, au=Fraction(0)) -> Fraction:
+    """Derived (bounds.closed_form.lower_bound_multi_straggler) plus one α, as lower_bound_time."""
+    return lower_bound_multi_straggler(p, [Fraction(e) for e in ells]) + au
+
+
+def r2ccl_server_time(p: int, g: int, ell, au=Fraction(0), chunks: int | None = settings.R2CCL_CHUNKS) -> Fraction:
+    """R2CCL for g > 1, model: PAPER.md's node-level formula with N = q = p/g servers, each
+    node's g NICs carrying 1/g of the data (α per step unchanged), plus the synchronous NVLink
+    reduce-scatter and all-gather inside each server, 2(g−1)(α + 1/(g·s_nv)), as in
+    baselines.r2ccl_server_allreduce (whose slot time this is at α = 0, S → ∞)."""
+    q = p // g
+    return 2 * (g - 1) * (au + Fraction(1, g) / nvlink_speedup()) + r2ccl_time(q, ell, au * g, chunks) / g
 
 
 def t0(p: int, g: int = 1) -> Fraction:

@@ -1,7 +1,12 @@
-"""OptCC's time for the checks: the closed form from optcc.algorithms.optcc_single when it exists.
+"""OptCC's time for the checks: closed-form slot time + α per message on the critical path.
 
-Single straggler, g = 1 only (issue 2's optcc_single). g > 1 OptCC is issue 8, not built yet:
-`optcc_multi_gpu_available()` says so and the checks print "not built yet (issue 8)".
+Three constructions (optcc.algorithms; only their public closed forms are used here):
+- one straggler, g = 1: optcc_single.optcc_slot_time;
+- m ≥ 2 stragglers, g = 1: optcc_multi.optcc_multi_slot_time;
+- one straggler server, g > 1: optcc_servers.optcc_server_slot_time (raises OptccError outside
+  its stated NVLink conditions; such k are skipped and the skip is reported).
+Each α count below is derived from its construction and tested ≥ the event model
+(optcc.timing.event_time) on generated small schedules (tests/test_paper_checks.py).
 """
 from __future__ import annotations
 
@@ -9,20 +14,25 @@ import importlib
 from fractions import Fraction
 
 from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from paper_checks import settings
 
 NOT_BUILT_SINGLE = "not built yet (optcc.algorithms.optcc_single missing)"
-NOT_BUILT_MULTI_GPU = "not built yet (issue 8)"
+NOT_BUILT_MULTI_GPU = "not built yet (optcc.algorithms.optcc_servers missing)"
+NOT_BUILT_MULTI_STRAGGLER = "not built yet (optcc.algorithms.optcc_multi missing)"
 K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one per point (stated rule)
 
 
-def _single():
+def _module(name: str, function: str):
     try:
-        module = importlib.import_module("optcc.algorithms.optcc_single")
+        module = importlib.import_module(f"optcc.algorithms.{name}")
     except ImportError:
         return None
-    if not hasattr(module, "optcc_slot_time"):
-        return None
-    return module
+    return module if hasattr(module, function) else None
+
+
+def _single():
+    return _module("optcc_single", "optcc_slot_time")
 
 
 def optcc_single_available() -> bool:
@@ -30,9 +40,14 @@ def optcc_single_available() -> bool:
 
 
 def optcc_multi_gpu_available() -> bool:
-    return False
+    return _module("optcc_servers", "optcc_server_slot_time") is not None
 
 
+def optcc_multi_straggler_available() -> bool:
+    return _module("optcc_multi", "optcc_multi_slot_time") is not None
+
+
+# ---- α counts (derived) --------------------------------------------------------------------
 def optcc_messages_on_critical_path(p: int, k: int) -> int:
     """Derived α count: 2(p−1)(k+1) messages (units of α) on OptCC's critical path.
 
@@ -45,8 +60,47 @@ def optcc_messages_on_critical_path(p: int, k: int) -> int:
     return 2 * (p - 1) * (k + 1)
 
 
+def optcc_multi_messages_on_critical_path(p: int, m: int, k: int) -> int:
+    """Derived α count for optcc_multi: L(k+1) + H − 1 = 2(p−1)(k+1) + (p−m) − 1.
+
+    optcc_multi's docstring: every flow starts on a slot boundary, one flow per port direction
+    per slot, period L = 2(H + m − 1) = 2(p−1) slots, segment k−1's all-gather epilogue's last
+    step starts at slot L(k+1) + H − 2. A chain of dependent flows starts in strictly later
+    slots, so it has at most L(k+1) + H − 1 flows, each paying α once.
+    """
+    return 2 * (p - 1) * (k + 1) + (p - m) - 1
+
+
+def optcc_single_pieces(q: int, ell, k: int) -> int:
+    """Pieces of optcc_single on q nodes (optcc_single.optcc_allreduce, its `pieces` line):
+    k·H shards plus k − 1 point-to-point pieces when ℓ < 2 (H = q − 1 ≥ 2); one piece at q = 2."""
+    h = q - 1
+    if h == 1:
+        return 1
+    return k * h + (k - 1 if Fraction(ell) < 2 else 0)
+
+
+def optcc_server_messages_on_critical_path(p: int, g: int, ell, k: int) -> int:
+    """Derived α count for optcc_servers: max(2(q−1)(k+1), 2(g−1)·P) + 4(g−1), q = p/g.
+
+    Two chains of one resource: the NIC part is the single-straggler instance on q nodes (its
+    count 2(q−1)(k+1)); on one server the NVLink reduce-scatter block and the all-gather queue
+    are P batches of g − 1 rounds each, chained on one NVLink port (P = instance pieces,
+    `optcc_single_pieces`). Pieces are first touched and released in ring-step order, so a
+    chain that switches resources (RS rounds, then NIC steps, then AG rounds) counts at most
+    the longer of the two plus the lead (2 batches) and tail (1 batch) and one batch where it
+    switches: 4(g − 1). Not proved: tested ≥ event_time − slot_time over α on generated
+    schedules (tests/test_paper_checks.py), where it holds with little slack at large α.
+    """
+    q = p // g
+    nic = 2 * (q - 1) * (k + 1)
+    nvlink = 2 * (g - 1) * optcc_single_pieces(q, ell, k)
+    return max(nic, nvlink) + 4 * (g - 1)
+
+
+# ---- times ---------------------------------------------------------------------------------
 def optcc_time(p: int, ell, k: int, au=Fraction(0)) -> Fraction:
-    """OptCC time (units n/B): closed-form slot time + α per message on the critical path."""
+    """Single straggler (g = 1), units n/B: closed-form slot time + α per message."""
     module = _single()
     if module is None:
         raise RuntimeError(NOT_BUILT_SINGLE)
@@ -54,11 +108,61 @@ def optcc_time(p: int, ell, k: int, au=Fraction(0)) -> Fraction:
     return module.optcc_slot_time(cluster, k) + optcc_messages_on_critical_path(p, k) * au
 
 
-def optcc_best_time(p: int, ell, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:
-    """The best time over the fixed candidate set of k, and that k."""
+def multi_straggler_cluster(p: int, ells) -> Cluster:
+    return Cluster.build(p, stragglers={i: Fraction(e) for i, e in enumerate(ells)})
+
+
+def optcc_multi_time(p: int, ells, k: int, au=Fraction(0)) -> Fraction:
+    """m ≥ 2 stragglers (g = 1), units n/B: optcc_multi_slot_time + α per message."""
+    module = _module("optcc_multi", "optcc_multi_slot_time")
+    if module is None:
+        raise RuntimeError(NOT_BUILT_MULTI_STRAGGLER)
+    slot = module.optcc_multi_slot_time(multi_straggler_cluster(p, ells), k)
+    return slot + optcc_multi_messages_on_critical_path(p, len(ells), k) * au
+
+
+def server_cluster(p: int, g: int, ell) -> Cluster:
+    """Server 0's g GPUs slowed by ℓ; NIC and NVLink bandwidths from settings."""
+    return Cluster.build(p, g, stragglers={i: Fraction(ell) for i in range(g)},
+                         bandwidth=settings.NIC_BANDWIDTH, nvlink_bandwidth=settings.NVLINK_BANDWIDTH)
+
+
+def optcc_server_time(p: int, g: int, ell, k: int, au=Fraction(0)) -> Fraction:
+    """One straggler server (g > 1), units n/B: optcc_server_slot_time + α per message.
+
+    Raises OptccError where the closed form does not hold (optcc_servers' NVLink conditions)."""
+    module = _module("optcc_servers", "optcc_server_slot_time")
+    if module is None:
+        raise RuntimeError(NOT_BUILT_MULTI_GPU)
+    slot = module.optcc_server_slot_time(server_cluster(p, g, ell), k)
+    return slot + optcc_server_messages_on_critical_path(p, g, ell, k) * au
+
+
+def _best(time_of_k, candidates) -> tuple[Fraction, int]:
     best = None
+    refused = []
     for k in candidates:
-        t = optcc_time(p, ell, k, au)
+        try:
+            t = time_of_k(k)
+        except OptccError:
+            refused.append(k)
+            continue
         if best is None or t < best[0]:
             best = (t, k)
+    if best is None:
+        raise OptccError("segments", f"no closed form for any k in {list(candidates)}")
     return best
+
+
+def optcc_best_time(p: int, ell, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:
+    """The best single-straggler time over the fixed candidate set of k, and that k."""
+    return _best(lambda k: optcc_time(p, ell, k, au), candidates)
+
+
+def optcc_multi_best_time(p: int, ells, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:
+    return _best(lambda k: optcc_multi_time(p, ells, k, au), candidates)
+
+
+def optcc_server_best_time(p: int, g: int, ell, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:
+    """Best over the candidate k where the closed form holds (k it refuses are skipped)."""
+    return _best(lambda k: optcc_server_time(p, g, ell, k, au), candidates)
