@@ -81,3 +81,38 @@ def test_ring_alpha_model_matches_event_model(p):
         sch = ring_allreduce(Cluster.build(p, stragglers=stragglers))
         for au in (F(0), F(1, 100)):
             assert event_time(sch, au) == M.ring_time(p, ell, au)
+
+
+@pytest.mark.parametrize("p,g,ell,server", [(8, 2, F(2), 1), (12, 4, F(8, 7), 0), (16, 4, F(2), 2), (24, 8, F(4, 3), 1)])
+def test_r2ccl_servers_schedule_correct_and_exactly_timed(p, g, ell, server):
+    from optcc.algorithms.baselines import r2ccl_server_allreduce, r2ccl_server_slot_time
+    c = Cluster.build(p, g, stragglers={server * g + i: ell for i in range(g)})
+    sch = r2ccl_server_allreduce(c, 4, 2).validate()
+    assert simulate(sch).correct
+    assert check_capacity(sch) is None
+    t = slot_time(sch)
+    assert t == r2ccl_server_slot_time(c, 4, 2)
+    # Independently: NVLink RS + AG, (g−1) rounds of 1/(g·s_nv) each, plus the q-node R2CCL on 1/g.
+    q = p // g
+    inst = Cluster.build(q, stragglers={server: ell})
+    assert t == 2 * F(g - 1, g) / c.nvlink_speedup + r2ccl_slot_time(inst, 4, 2) / g
+
+
+def test_r2ccl_servers_hand_value_and_model_limit():
+    from optcc.algorithms.baselines import r2ccl_server_slot_time
+    # p = 16, g = 4 (q = 4 servers), ℓ = 2, K = 4, S = 2, s_nv = 9 (450/50 GB/s):
+    # instance: T1 = 2·3/4·(1/2)·2 = 3/2, T2 = 2·2/3·1 = 4/3, T3 = 5/4 + 2·(1/2)/8 = 11/8 → 23/8;
+    # NVLink 2·3/4/9 = 1/6; total 1/6 + 23/32.
+    c = Cluster.build(16, 4, stragglers={i: 2 for i in range(4)}, bandwidth=50 * 10**9, nvlink_bandwidth=450 * 10**9)
+    assert r2ccl_server_slot_time(c, 4, 2) == F(1, 6) + F(23, 32)
+    # S → ∞ limit: paper_checks.models.r2ccl_server_time (α = 0) drops the chain fill (q−2)·Y/(K·S)/g.
+    assert M.r2ccl_server_time(16, 4, 2) == F(1, 6) + (F(3, 2) + F(5, 4)) / 4
+    assert r2ccl_server_slot_time(c, 4, 2) - M.r2ccl_server_time(16, 4, 2) == F(2, 1) * F(1, 2) / (4 * 2) / 4
+
+
+def test_r2ccl_servers_refuses():
+    from optcc.algorithms.baselines import r2ccl_server_allreduce
+    with pytest.raises(OptccError):
+        r2ccl_server_allreduce(Cluster.build(8, 4), 4)                                  # nobody degraded
+    with pytest.raises(OptccError):
+        r2ccl_server_allreduce(Cluster.build(8, 4, stragglers={0: 2, 4: 2}), 4)         # two servers

@@ -9,6 +9,9 @@ timed, simulated and proved like OptCC.
 - `hierarchical_ring_allreduce`: NVLink reduce-scatter in each server, g parallel inter-server
   rings (one per NIC) over q = p/g servers, NVLink all-gather: 2(g−1)/(g·s_nv) + 2(q−1)/p · ℓ_max
   (derived; s_nv = B_nvlink/B). Its NIC part is the hierarchical optimum T0 = 2(p−g)/(g·p).
+- `r2ccl_server_allreduce` (g > 1): NVLink reduce-scatter, the g = 1 R2CCL schedule over the
+  q servers once per local index (PAPER.md's node-level formula with N = q, each NIC carrying
+  1/g of the data), NVLink all-gather; `r2ccl_server_slot_time` is its exact time (derived).
 - `r2ccl_allreduce`: R2CCL-AllReduce as PAPER.md describes its repository (arXiv 2512.25059;
   src/r2cc/allreduce/r2cc_allreduce.cc): a global AllReduce on (1−Y) of the data runs alongside
   a healthy-only AllReduce on Y; then the degraded node's Y part is reduced into a helper and
@@ -258,3 +261,76 @@ def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
     meta = {"algorithm": "r2ccl", "chunks": k, "subpieces": s, "tail": str(y), "helper": helper,
             "capacity": "shared"}
     return Schedule(cluster, pieces, flows, meta=meta)
+
+
+# ---- R2CCL for g > 1 (node level) ----------------------------------------------------------
+def _server_instance(cluster: Cluster) -> tuple[Cluster, Fraction]:
+    """The q-node cluster R2CCL runs on between servers: one node per server (its ℓ)."""
+    from optcc.algorithms.optcc_servers import straggler_server
+    s, ell = straggler_server(cluster)
+    if ell <= 1:
+        raise OptccError("--straggler", "R2CCL needs a degraded server (ℓ > 1)")
+    if cluster.servers < 2:
+        raise OptccError("--p", "R2CCL needs at least two servers")
+    return Cluster.build(cluster.servers, 1, {s: ell}), ell
+
+
+def r2ccl_server_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8) -> Fraction:
+    """Exact slot time of `r2ccl_server_allreduce` (derived): 2(g−1)/(g·s_nv) + T_R2CCL(q)/g.
+
+    The NIC part is PAPER.md's node-level R2CCL formula with N = q servers on 1/g of the data
+    per NIC (`r2ccl_slot_time` of the q-node instance, divided by g)."""
+    inst, _ = _server_instance(cluster)
+    g = cluster.g
+    return Fraction(2 * (g - 1), g) / cluster.nvlink_speedup + r2ccl_slot_time(inst, chunks, subpieces) / g
+
+
+def r2ccl_server_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8) -> Schedule:
+    """R2CCL with g GPUs per server and one degraded server, as a hierarchical Schedule.
+
+    NVLink reduce-scatter inside every server (g − 1 permutation rounds: in round t GPU j adds
+    its copy of instance (j+t) mod g's pieces into GPU (j+t) mod g), then g copies of the
+    g = 1 R2CCL schedule, one per local index l over the q GPUs {s·g + l} on 1/g of the data
+    (instance time t ↦ D + t/g, its own NIC each), then the NVLink all-gather (round t: GPU j
+    copies instance j's pieces to GPU (j+t) mod g). NVLink rounds move all pieces of a shard
+    at once at rates proportional to their sizes (summing to 1 per port), so a round lasts
+    1/(g·s_nv). Capacity model "shared" (R2CCL's healthy ports are split between its two
+    AllReduces). g = 1 is `r2ccl_allreduce`.
+    """
+    g = cluster.g
+    if g == 1:
+        return r2ccl_allreduce(cluster, chunks, subpieces)
+    inst_cluster, _ = _server_instance(cluster)
+    inst = r2ccl_allreduce(inst_cluster, chunks, subpieces)
+    if inst.local_ops:
+        raise OptccError("r2ccl", "the R2CCL instance has local ops; the lift does not map them")
+    P, q = len(inst.pieces), cluster.servers
+    sizes = list(inst.pieces)
+    gf = Fraction(g)
+    rnd = Fraction(1, g) / cluster.nvlink_speedup            # one NVLink round
+    lead = (g - 1) * rnd
+    from optcc.timing import durations
+    t_inst = max(f.start + d for f, d in zip(inst.flows, durations(inst)))
+    flows: list[Flow] = []
+
+    def nvlink_rounds(start: Fraction, op: str) -> None:
+        for t in range(1, g):
+            for s in range(q):
+                for j in range(g):
+                    dst_local = (j + t) % g
+                    inst_id = dst_local if op == "add" else j
+                    for pi in range(P):
+                        flows.append(Flow(s * g + j, s * g + dst_local, inst_id * P + pi, op,
+                                          start + (t - 1) * rnd, "nvlink", sizes[pi]))
+
+    nvlink_rounds(Fraction(0), "add")
+    for l in range(g):
+        for f in inst.flows:
+            flows.append(Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, lead + f.start / gf,
+                              f.link, f.rate, f.coef))
+    nvlink_rounds(lead + t_inst / gf, "copy")
+    pieces = [x / gf for _ in range(g) for x in sizes]
+    meta = {"algorithm": "r2ccl_servers", "chunks": chunks, "subpieces": subpieces, "capacity": "shared",
+            "construction": "NVLink RS + g R2CCL instances over the servers + NVLink AG (derived)"}
+    return Schedule(cluster, pieces, flows, meta=meta)
+
