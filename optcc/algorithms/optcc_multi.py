@@ -81,19 +81,29 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
 
     The first flow starts at 0 (raw of shard 1 / RS of shard 0, segment 0). The last flows are
     segment k−1's: F to straggler i from owner H−1 starts at slot L·k + 2(H−1) + 2i and takes
-    ℓ_i·δ; the epilogue all-gather's last step starts at slot L(k+1) + H − 2 and takes δ
-    (segment k−2's all-gather ends earlier, at most at slot L(k+1) − 3).
+    ℓ_i·δ (moved to end at the window's end when it yields to the fill relay); with m = 2 fill,
+    straggler 0's relay of the last fill result to node 0 starts at slot Lk + 2H plus ℓ2·δ and
+    takes ℓ1·c1·δ; the drain's last all-gather hop starts at slot L(k+1) − 2 and takes δ. That
+    last term is what `_drain_slots`' placement gives for every size the tests try (m ≤ 5,
+    H ≤ 39, several k; tests/test_optcc_multi.py asserts it); it is not proved in general.
     """
     stragglers = _check(cluster, segments)
     m, k = len(stragglers), segments
     H = cluster.p - m
-    d, lam = _slot(H, k, [e for _, e in stragglers])
+    ells = [e for _, e in stragglers]
+    d, lam = _slot(H, k, ells)
+    c0, c1 = _fill_coefs(H, k, ells)
     W = H + m - 1
     L = 2 * W
     last_base = L * k + 2 * (H - 1)
-    ends = [last_base * lam + 2 * i * lam + ell * d for i, (_, ell) in enumerate(stragglers)]
+    ends = []
+    for i, ell in enumerate(ells):
+        late = i == 1 and c1 > 0
+        ends.append((last_base + 2 * i) * lam + (2 * lam if late else ell * d))
+    if c1 > 0:
+        ends.append((L * k + 2 * H) * lam + ells[1] * d + ells[0] * c1 * d)
     if H >= 2:
-        ends.append((L * (k + 1) + H - 2) * lam + d)
+        ends.append((L * (k + 1) - 2) * lam + d)
     return max(ends)
 
 
@@ -143,13 +153,11 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                          at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
     if c0 > 0 or c1 > 0:
         flows += _fill_flows(healthy, stragglers, k, L, d, lam, at, c0 * d, c1 * d, k * H)
-    # Epilogue: segment k−1's all-gather as a synchronous ring from slot L(k+1), when every F
-    # of the last segment has landed and segment k−2's all-gather has ended (its last hop ends
-    # at L(k+1) − 3): step u, healthy b sends shard b − u.
-    te = L * (k + 1)
-    for u in range(H - 1):
-        for b in range(H):
-            app(Flow(healthy[b], healthy[(b + 1) % H], (k - 1) * H + (b - u) % H, "copy", at(te + u)))
+    # Drain: segment k−1's all-gather in the free ring slots of the last periods (derived,
+    # `_drain_slots`), instead of a synchronous epilogue after period k.
+    for (a, j), slot in _drain_slots(H, m, k).items():
+        b = (a + j) % H
+        app(Flow(healthy[b], healthy[(b + 1) % H], (k - 1) * H + a, "copy", at(slot)))
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
@@ -202,4 +210,61 @@ def _fill_flows(h, stragglers, k, L, d, lam, at, f0, f1, base) -> list[Flow]:
                 app(Flow(s1, s0, P1(pi - 1), "copy", t + l1 * d))
             if ok(pi - 2):
                 app(Flow(s0, h[0], P1(pi - 2), "copy", t + l1 * d))
+    return out
+
+
+def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int], int]:
+    """Slot of each all-gather hop (job a, hop j on link a+j) of the last segment (derived).
+
+    The periodic pattern leaves the ring links free where segment k−1's all-gather hops and
+    segment k's reduce-scatter hops would be, and in every rest block after period k. Busy slots
+    of link b (node b's send port, node b+1's receive port): the reduce-scatter hops of segments
+    k−2, k−1, the all-gather hops of segments k−3, k−2 and the rest blocks of periods ≤ k (every
+    straggler flow of a healthy node, fill included, lies in its link's rest block). Job a is
+    ready when its reduce-scatter and the stragglers' raws have landed. The hops are placed slot
+    by slot, each free link taking the ready job with the most hops left (ties: smallest a).
+    O(H²) per call; `optcc_multi_slot_time` calls the same function.
+    """
+    if H < 2:
+        return {}
+    W = H + m - 1
+    L = 2 * W
+    wrap = 2 * m - 2
+    busy: list[set[int]] = [set() for _ in range(H)]
+    lo = L * max(0, k - 2)
+    for sigma in range(max(0, k - 2), k):                       # reduce-scatter hops
+        for a in range(H):
+            for j in range(1, H):
+                busy[(a + j) % H].add(L * sigma + 2 * a + j + wrap * (a + j >= H))
+    for sigma in range(max(0, k - 3), k - 1):                   # all-gather hops
+        for a in range(H):
+            for j in range(H - 1):
+                busy[(a + j) % H].add(L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + wrap * (a + j >= H))
+    for f in range(max(0, k - 3), k + 1):                       # rest blocks
+        for b in range(H):
+            busy[b].update(range(L * f + 2 * b, L * f + 2 * b + 2 * m))
+    ready = []
+    for a in range(H):
+        rs_end = L * (k - 1) + 2 * a + H - 1 + wrap * (a >= 1) + 1
+        raw_land = L * k if a == 0 else L * (k - 1) + 2 * a + 2 * m - 2
+        ready.append(max(rs_end, raw_land))
+    hop = [0] * H
+    out: dict[tuple[int, int], int] = {}
+    left = H * (H - 1)
+    t = max(lo, min(ready))
+    while left:
+        for b in range(H):
+            if t in busy[b]:
+                continue
+            best = None
+            for a in range(H):
+                if hop[a] < H - 1 and (a + hop[a]) % H == b and ready[a] <= t:
+                    if best is None or hop[a] < hop[best]:
+                        best = a
+            if best is not None:
+                out[(best, hop[best])] = t
+                hop[best] += 1
+                ready[best] = t + 1
+                left -= 1
+        t += 1
     return out
