@@ -2,7 +2,11 @@
 
 Small clusters (p ≤ MATERIALIZE_MAX_P) get real schedules, timed by optcc.timing and proved by
 the verifier; larger ones get the algorithms' closed forms (derived from the constructions and
-tested equal to the generated schedules' slot times for p ≤ 64), reported with proved = None.
+tested equal to the generated schedules' slot times), reported with proved = None.
+OptCC is whatever `build_schedule("optcc", …)` picks (single straggler, m ≥ 2 stragglers, or
+g > 1 servers); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
+straggler (NCCLNoFailure) and the hierarchical ring; R2CCL is the g = 1 schedule or the
+node-level one for g > 1. A row that has no number says why (time null, source "not available").
 Times are in units of n/B.
 """
 from __future__ import annotations
@@ -86,26 +90,12 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
 
     small = cluster.p <= materialize_max_p
     algos = out["algorithms"]
-    one_straggler = cluster.g == 1 and len(cluster.stragglers) == 1
-    if one_straggler:
-        try:
-            from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
-        except ImportError:
-            notes.append("optcc: optcc.algorithms.optcc_single is not installed")
-        else:
-            if small:
-                _add_schedule(out, "optcc", optcc_allreduce(cluster, segments), t0, lb, prove, notes)
-            else:
-                algos["optcc"] = _entry(optcc_slot_time(cluster, segments), t0, lb, None, "closed form")
-    else:
-        notes.append("optcc: the single-straggler OptCC covers g = 1 with exactly one straggler")
-    if cluster.g == 1 and small:
-        from optcc.algorithms.ring import ring_allreduce
-        _add_schedule(out, "ring_pxn", ring_allreduce(cluster, 1), t0, lb, prove, notes)
-    else:
-        algos["ring_pxn"] = _entry(ring_pxn_time(cluster), t0, lb, None, "closed form")
-    algos["ring_no_failure"] = _entry(ring_no_failure_time(cluster), t0, lb, None, "closed form (no straggler)")
-    if cluster.g == 1 and small:
+    _add_optcc(out, cluster, segments, small, t0, lb, prove, notes)
+    _add_rings(out, cluster, small, t0, lb, prove, notes)
+    _add_r2ccl(out, cluster, small, t0, lb, prove, notes)
+    if cluster.g == 1 and small and not cluster.stragglers:
+        notes.append("lp_schedule: skipped without stragglers (lp_models.to_schedule fails on a fault-free LP)")
+    elif cluster.g == 1 and small:
         from lp_models.to_schedule import lp_schedule
         for capacity, res in (("shared", shared), ("exclusive", exclusive)):
             if res.optimal:
@@ -113,6 +103,102 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
                               t0, lb, prove, notes)
     out["seconds"] = time.perf_counter() - started
     return out
+
+
+def _unavailable(out: dict, name: str, reason: str) -> None:
+    """A row that says why there is no number (time and ratios null)."""
+    out["algorithms"][name] = {"time": None, "ratio_to_t0": None, "ratio_to_lower_bound": None,
+                               "proved": None, "source": f"not available: {reason}"}
+
+
+def optcc_closed_form(cluster: Cluster, segments: int) -> Fraction:
+    """OptCC's closed-form slot time for the construction `build_schedule("optcc", …)` picks:
+    g > 1 → optcc_server_slot_time, m ≥ 2 → optcc_multi_slot_time, else optcc_slot_time (each
+    derived from its construction and tested equal to the generated schedules' slot times)."""
+    if cluster.g > 1:
+        from optcc.algorithms.optcc_servers import optcc_server_slot_time
+        return optcc_server_slot_time(cluster, segments)
+    if len(cluster.stragglers) >= 2:
+        from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+        return optcc_multi_slot_time(cluster, segments)
+    from optcc.algorithms.optcc_single import optcc_slot_time
+    return optcc_slot_time(cluster, segments)
+
+
+def _optcc_construction(cluster: Cluster) -> str:
+    if cluster.g > 1:
+        return "optcc_servers"
+    return "optcc_multi" if len(cluster.stragglers) >= 2 else "optcc_single"
+
+
+def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
+    from optcc.algorithms import build_schedule
+    which = _optcc_construction(cluster)
+    try:
+        if small:
+            _add_schedule(out, "optcc", build_schedule("optcc", cluster, segments), t0, lb, prove, notes)
+            out["algorithms"]["optcc"]["source"] = f"schedule ({which})"
+        else:
+            out["algorithms"]["optcc"] = _entry(optcc_closed_form(cluster, segments), t0, lb, None,
+                                                f"closed form ({which})")
+    except ImportError as exc:
+        _unavailable(out, "optcc", f"{which} is not installed ({exc})")
+    except OptccError as exc:
+        _unavailable(out, "optcc", f"{which}: {exc}")
+        notes.append(f"optcc: {which} refused this cluster: {exc}")
+
+
+def _add_rings(out, cluster, small, t0, lb, prove, notes) -> None:
+    """g = 1: the ring with the stragglers on it (PXN) and without failures.
+    g > 1: the flat ring over all p GPUs with and without the straggler (NCCLNoFailure is the
+    fault-free one, PAPER.md's derived reading) and the hierarchical ring."""
+    from optcc.algorithms import baselines as BL
+    algos = out["algorithms"]
+    fault_free = Cluster.build(cluster.p, cluster.g, bandwidth=cluster.bandwidth,
+                               nvlink_bandwidth=cluster.nvlink_bandwidth, alpha=cluster.alpha)
+    if cluster.g == 1:
+        if small:
+            from optcc.algorithms.ring import ring_allreduce
+            _add_schedule(out, "ring_pxn", ring_allreduce(cluster, 1), t0, lb, prove, notes)
+        else:
+            algos["ring_pxn"] = _entry(ring_pxn_time(cluster), t0, lb, None, "closed form")
+        algos["ring_no_failure"] = _entry(ring_no_failure_time(cluster), t0, lb, None, "closed form (no straggler)")
+        return
+    rows = [("ring_pxn", cluster, BL.flat_ring_allreduce, BL.flat_ring_slot_time, "flat ring, straggler on it"),
+            ("ring_no_failure", fault_free, BL.flat_ring_allreduce, BL.flat_ring_slot_time,
+             "flat ring, no straggler (NCCLNoFailure)"),
+            ("hierarchical_ring", cluster, BL.hierarchical_ring_allreduce, BL.hierarchical_ring_slot_time,
+             "hierarchical ring")]
+    for name, on, build, closed, what in rows:
+        try:
+            if small:
+                _add_schedule(out, name, build(on), t0, lb, prove, notes)
+                algos[name]["source"] = f"schedule ({what})"
+            else:
+                algos[name] = _entry(closed(on), t0, lb, None, f"closed form ({what})")
+        except OptccError as exc:
+            _unavailable(out, name, f"{what}: {exc}")
+
+
+def _add_r2ccl(out, cluster, small, t0, lb, prove, notes) -> None:
+    """R2CCL (K = 4 chunks): g = 1 with one degraded node, or g > 1 with one degraded server
+    (node level, optcc.algorithms.baselines.r2ccl_server_allreduce). Small p: the Schedule with
+    S = p broadcast sub-pieces (its chain fill (N−2)·Y/(K·S) stays below Y/K); larger p: the
+    S → ∞ cost model (PAPER.md's formula with the (1 + 1/K) factor), labelled "model"."""
+    from optcc.algorithms import baselines as BL
+    try:
+        if cluster.g == 1:
+            build, closed = BL.r2ccl_allreduce, BL.r2ccl_slot_time
+        else:
+            build, closed = BL.r2ccl_server_allreduce, BL.r2ccl_server_slot_time
+        if small:
+            s = max(8, cluster.p)
+            _add_schedule(out, "r2ccl", build(cluster, 4, s), t0, lb, prove, notes)
+            out["algorithms"]["r2ccl"]["source"] = f"schedule (K = 4, S = {s})"
+        else:
+            out["algorithms"]["r2ccl"] = _entry(closed(cluster, 4, None), t0, lb, None, "model (K = 4, S → ∞)")
+    except OptccError as exc:
+        _unavailable(out, "r2ccl", str(exc))
 
 
 def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, source: str, **extra) -> dict:
@@ -132,6 +218,7 @@ def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: li
 
     rep = time_schedule(schedule)
     proved = None
+    properties = None
     if prove:
         try:
             from verifier import prove_allreduce
@@ -140,10 +227,14 @@ def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: li
         else:
             proof = prove_allreduce(schedule)
             proved = bool(proof.proved)
+            properties = dict(proof.properties)
             if not proved:
-                notes.append(f"{name}: NOT proved: {proof.counterexample}")
+                failed = [k for k, v in properties.items() if not v]
+                message = (proof.counterexample or {}).get("message", proof.counterexample)
+                notes.append(f"{name}: NOT proved ({', '.join(failed)} failed; "
+                             f"{', '.join(k for k, v in properties.items() if v)} hold): {message}")
     if rep.violation is not None:
         notes.append(f"{name}: capacity violated: {rep.violation.describe(schedule)}")
     out["algorithms"][name] = _entry(rep.slot_time, t0, lb, proved, "schedule",
                                      event_time=float(rep.event_time), capacity=rep.capacity,
-                                     flows=len(schedule.flows))
+                                     flows=len(schedule.flows), properties=properties)

@@ -56,11 +56,77 @@ def test_p_10000_uses_closed_forms(capsys):
     assert abs(out["lp_optimum"] - out["lower_bound"]) < 1e-9 * out["lower_bound"]
 
 
+SERVER0_ELL2 = ["--straggler", "0:2", "--straggler", "1:2", "--straggler", "2:2", "--straggler", "3:2"]
+
+
 def test_multi_gpu_servers(capsys):
-    out = _run_json(capsys, ["compare", "--p", "32", "--g", "4", "--straggler", "0:2", "--straggler", "1:2",
-                             "--straggler", "2:2", "--straggler", "3:2", "--nvlink-bandwidth", "1e15"])
+    out = _run_json(capsys, ["compare", "--p", "32", "--g", "4", *SERVER0_ELL2, "--nvlink-bandwidth", "1e15",
+                             "--no-prove"])
     assert abs(out["lp_optimum"] - out["lower_bound"]) < 1e-9 * out["lower_bound"]
-    assert "optcc" not in out["algorithms"]
+    assert out["algorithms"]["optcc"]["source"] == "schedule (optcc_servers)"
+
+
+def test_servers_rows_small_cluster(capsys):
+    """p = 16, g = 4, server 0 at ℓ = 2, NVLink 9× a NIC: every row equals its construction's
+    closed form; OptCC is proved; the flat-ring rows are sum-correct (runnable is the
+    verifier's matching rule, reported as a note)."""
+    pytest.importorskip("verifier")
+    from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time, r2ccl_server_slot_time
+    from optcc.algorithms.optcc_servers import optcc_server_slot_time
+    out = _run_json(capsys, ["compare", "--p", "16", "--g", "4", *SERVER0_ELL2, "--segments", "4"])
+    a = out["algorithms"]
+    c = Cluster.build(16, 4, stragglers={i: 2 for i in range(4)})
+    assert a["optcc"]["proved"] is True and a["optcc"]["time"] == float(optcc_server_slot_time(c, 4))
+    assert a["ring_no_failure"]["time"] == float(F(2 * 15, 4 * 16))                  # NCCLNoFailure, flat ring
+    assert a["ring_pxn"]["time"] == float(2 * F(2 * 15, 4 * 16)) == float(flat_ring_slot_time(c))
+    assert a["hierarchical_ring"]["time"] == float(hierarchical_ring_slot_time(c))
+    assert a["r2ccl"]["time"] == float(r2ccl_server_slot_time(c, 4, 16))
+    assert a["r2ccl"]["properties"]["sum"] is True
+    assert a["optcc"]["time"] >= out["lp_optimum_exclusive"] - 1e-12
+    for row in a.values():
+        assert ALGO_KEYS <= set(row)
+
+
+def test_two_stragglers_small_cluster(capsys):
+    pytest.importorskip("verifier")
+    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    out = _run_json(capsys, ["compare", "--p", "8", "--straggler", "0:4/3", "--straggler", "1:8/7", "--segments", "4"])
+    a = out["algorithms"]
+    c = Cluster.build(8, stragglers={0: F(4, 3), 1: F(8, 7)})
+    assert a["optcc"]["source"] == "schedule (optcc_multi)" and a["optcc"]["proved"] is True
+    assert a["optcc"]["time"] == float(optcc_multi_slot_time(c, 4))
+    assert a["ring_pxn"]["time"] == float(F(4, 3) * F(14, 8))
+    assert a["r2ccl"]["time"] is None and "not available" in a["r2ccl"]["source"]
+    assert out["lower_bound"] == pytest.approx(float(max(F(4, 3), F(14) / (6 + F(3, 4) + F(7, 8)))))
+
+
+@pytest.mark.parametrize("argv,which", [
+    (["--straggler", "0:2", "--straggler", "1:4/3"], "optcc_multi"),
+    (["--g", "4", *SERVER0_ELL2], "optcc_servers"),
+])
+def test_p_10000_closed_forms_for_new_constructions(capsys, argv, which):
+    from lp_models.comparison import optcc_closed_form
+    out = _run_json(capsys, ["compare", "--p", "10000", *argv, "--segments", "64"])
+    a = out["algorithms"]
+    assert all(row["proved"] is None for row in a.values())
+    assert a["optcc"]["source"] == f"closed form ({which})"
+    g = 4 if "--g" in argv else 1
+    stragglers = {i: 2 for i in range(4)} if g == 4 else {0: F(2), 1: F(4, 3)}
+    c = Cluster.build(10000, g, stragglers=stragglers)
+    assert a["optcc"]["time"] == float(optcc_closed_form(c, 64))
+    assert out["lower_bound"] <= a["optcc"]["time"] < 1.02 * out["lower_bound"]
+    assert out["seconds"] < 30
+    if g == 4:
+        assert a["ring_no_failure"]["time"] == float(F(2 * 9999, 4 * 10000))
+        assert a["r2ccl"]["source"] == "model (K = 4, S → ∞)"
+
+
+def test_optcc_row_says_why_when_the_closed_form_refuses(capsys):
+    # NVLink only 2× a NIC with g = 4: optcc_servers has no closed form (needs s_nv ≥ g − 1).
+    out = _run_json(capsys, ["compare", "--p", "128", "--g", "4", *SERVER0_ELL2, "--nvlink-bandwidth", "1e11",
+                             "--bandwidth", "5e10"])
+    row = out["algorithms"]["optcc"]
+    assert row["time"] is None and "not available" in row["source"] and "nvlink" in row["source"].lower()
 
 
 def test_ring_closed_form_matches_generated_schedule():

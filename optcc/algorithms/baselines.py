@@ -151,7 +151,7 @@ def _single_straggler(cluster: Cluster) -> tuple[int, Fraction]:
     return rank, ell
 
 
-def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=None) -> Fraction:
+def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8, tail=None) -> Fraction:
     """Exact slot time of `r2ccl_allreduce` (derived from its construction, units n/B).
 
     With X = 1 − 1/ℓ and tail fraction Y (default Y = X):
@@ -159,7 +159,8 @@ def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
       T2 = 2(p−2)/(p−1) · Y/X            healthy-only ring on the tail at the spare rate X
       T3 = (K+1)·ℓY/K + (p−2)·Y/(K·S)    reduce into the helper then pipelined chain broadcast
       T  = max(T1, T2) + T3.
-    As S → ∞ this is PAPER.md's R2CCL formula with the (1 + 1/K) factor on T3 = ℓY.
+    As S → ∞ (subpieces=None: a cost model, no schedule) this is PAPER.md's R2CCL formula
+    with the (1 + 1/K) factor on T3 = ℓY.
     """
     _, ell = _single_straggler(cluster)
     p, k, s = cluster.p, chunks, subpieces
@@ -167,7 +168,7 @@ def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
     y = x if tail is None else Fraction(tail)
     t1 = Fraction(2 * (p - 1), p) * (1 - y) * ell
     t2 = Fraction(2 * (p - 2), p - 1) * y / x if y else Fraction(0)
-    t3 = (k + 1) * ell * y / k + (p - 2) * y / (k * s)
+    t3 = (k + 1) * ell * y / k + (0 if s is None else (p - 2) * y / (k * s))
     return max(t1, t2) + t3
 
 
@@ -275,7 +276,7 @@ def _server_instance(cluster: Cluster) -> tuple[Cluster, Fraction]:
     return Cluster.build(cluster.servers, 1, {s: ell}), ell
 
 
-def r2ccl_server_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int = 8) -> Fraction:
+def r2ccl_server_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8) -> Fraction:
     """Exact slot time of `r2ccl_server_allreduce` (derived): 2(g−1)/(g·s_nv) + T_R2CCL(q)/g.
 
     The NIC part is PAPER.md's node-level R2CCL formula with N = q servers on 1/g of the data
