@@ -1,4 +1,5 @@
-"""PNG redraws of the paper's Figures 8 (g = 1) and 10 (g = 4) from our α-β models (matplotlib Agg).
+"""PNG redraws of the paper's Figures 8 (g = 1), 9 (m = 2 stragglers) and 10 (g = 4) from our
+α-β models (matplotlib Agg).
 
 Panels as in the paper: (a) ℓ = 8/7 against p at 8 GiB, (b) ℓ = 8/7 against message size at
 p = 128, (c)/(d) the same for ℓ = 2. Lines: OptCC, NCCLNoFailure, ring with straggler (PXN),
@@ -38,8 +39,26 @@ def _series(p: int, g: int, ell: Fraction, n_bytes: int) -> dict:
         if O.optcc_single_available():
             out["OptCC"] = ms(O.optcc_best_time(p, ell, au)[0])
             out["OptCC at α = 0"] = ms(O.optcc_best_time(p, ell)[0])
-    else:   # node-level R2CCL: q servers of g NICs each (model)
-        out["R2CCL (K = 4)"] = ms(M.r2ccl_time(p // g, ell, au * g) / g)
+    else:   # node-level R2CCL over q servers plus NVLink RS/AG (model, models.r2ccl_server_time)
+        out["R2CCL (K = 4)"] = ms(M.r2ccl_server_time(p, g, ell, au))
+        if O.optcc_multi_gpu_available():
+            out["OptCC"] = ms(O.optcc_server_best_time(p, g, ell, au)[0])
+            out["OptCC at α = 0"] = ms(O.optcc_server_best_time(p, g, ell)[0])
+    return out
+
+
+def _series_multi(p: int, ells, n_bytes: int) -> dict:
+    """Figure 9 (m = 2, g = 1): ms per line. R2CCL handles one degraded node only: not drawn."""
+    au = M.alpha_units(n_bytes)
+    ms = lambda units: 1000 * M.seconds(units, n_bytes)
+    out = {
+        "NCCLNoFailure": ms(M.nccl_no_failure_time(p, 1, au)),
+        "Ring w/ straggler (PXN)": ms(M.ring_time(p, max(ells), au)),
+        "Lower bound": ms(M.lower_bound_multi_time(p, ells, au)),
+    }
+    if O.optcc_multi_straggler_available():
+        out["OptCC"] = ms(O.optcc_multi_best_time(p, ells, au)[0])
+        out["OptCC at α = 0"] = ms(O.optcc_multi_best_time(p, ells)[0])
     return out
 
 
@@ -55,32 +74,25 @@ def _panel(ax, xs, points, xlabel, title, missing):
         ax.text(0.02, 0.97, missing, transform=ax.transAxes, va="top", fontsize=8, color="tab:red")
 
 
-def draw_figure(g: int, path: str) -> str:
+def _draw(path: str, title: str, rows, series, ps, missing) -> str:
+    """2 × 2 panels: per row (ℓ setting, label) time against p at 8 GiB and against size at p = 128."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ps = S.P_FIGURE8 if g == 1 else S.P_FIGURE10
-    if g == 1:
-        missing = None if O.optcc_single_available() else "OptCC: " + O.NOT_BUILT_SINGLE
-    else:
-        missing = "OptCC (g = 4): " + O.NOT_BUILT_MULTI_GPU
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
-    for row, ell in enumerate((S.ELL_1_OF_8, S.ELL_4_OF_8)):
-        lost = {S.ELL_1_OF_8: "1", S.ELL_4_OF_8: "4"}[ell]
-        pts = [_series(p, g, ell, S.MESSAGE_BYTES) for p in ps]
-        _panel(axes[row][0], ps, pts, "GPUs p",
-               f"ℓ = {ell} ≈ {float(ell):.2f} (lost {lost} of 8 NICs), N = 8 GiB", missing)
+    for row, (setting, label) in enumerate(rows):
+        pts = [series(p, setting, S.MESSAGE_BYTES) for p in ps]
+        _panel(axes[row][0], ps, pts, "GPUs p", f"{label}, N = 8 GiB", missing)
         axes[row][0].set_xscale("log", base=2)
         axes[row][0].set_xticks(ps, [str(p) for p in ps])
         sizes = S.MESSAGE_SWEEP_BYTES
-        pts = [_series(S.P_SIZE_SWEEP, g, ell, n) for n in sizes]
+        pts = [series(S.P_SIZE_SWEEP, setting, n) for n in sizes]
         _panel(axes[row][1], [n / S.GIB for n in sizes], pts, "message size N (GiB)",
-               f"ℓ = {ell} ≈ {float(ell):.2f}, p = {S.P_SIZE_SWEEP}", missing)
+               f"{label}, p = {S.P_SIZE_SWEEP}", missing)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10)
-    which = "Figure 8: single straggler, g = 1" if g == 1 else f"Figure 10: straggler server, g = {g}"
-    fig.suptitle(f"Redraw of the paper's {which} — α-β model, 400 Gb/s per GPU, α = "
+    fig.suptitle(f"Redraw of the paper's {title} — α-β model, 400 Gb/s per GPU, α = "
                  f"{float(S.ALPHA_SECONDS) * 1e6:g} µs (not SimAI)", fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     fig.savefig(path, dpi=110)
@@ -88,7 +100,30 @@ def draw_figure(g: int, path: str) -> str:
     return path
 
 
+def draw_figure(g: int, path: str) -> str:
+    """Figure 8 (g = 1) or Figure 10 (g > 1): one straggler (server), ℓ = 8/7 and ℓ = 2."""
+    ps = S.P_FIGURE8 if g == 1 else S.P_FIGURE10
+    if g == 1:
+        missing = None if O.optcc_single_available() else "OptCC: " + O.NOT_BUILT_SINGLE
+    else:
+        missing = None if O.optcc_multi_gpu_available() else f"OptCC (g = {g}): " + O.NOT_BUILT_MULTI_GPU
+    rows = [(ell, f"ℓ = {ell} ≈ {float(ell):.2f} (lost {lost} of 8 NICs)")
+            for ell, lost in ((S.ELL_1_OF_8, 1), (S.ELL_4_OF_8, 4))]
+    which = "Figure 8: single straggler, g = 1" if g == 1 else f"Figure 10: straggler server, g = {g}"
+    return _draw(path, which, rows, lambda p, ell, n: _series(p, g, ell, n), ps, missing)
+
+
+def draw_figure9(path: str) -> str:
+    """Figure 9: two stragglers (g = 1), (ℓ1, ℓ2) = (4/3, 8/7) and (2, 4/3)."""
+    missing = None if O.optcc_multi_straggler_available() else "OptCC (m = 2): " + O.NOT_BUILT_MULTI_STRAGGLER
+    rows = [(pair, f"ℓ1 = {pair[0]}, ℓ2 = {pair[1]} (lost {lost} of 8 NICs)")
+            for pair, lost in zip(S.FIGURE9_ELLS, ("2 and 1", "4 and 2"))]
+    return _draw(path, "Figure 9: two stragglers, g = 1",
+                 rows, _series_multi, S.P_FIGURE9, missing)
+
+
 def draw_figures(directory: str) -> list[str]:
     os.makedirs(directory, exist_ok=True)
     return [draw_figure(1, os.path.join(directory, "figure8.png")),
+            draw_figure9(os.path.join(directory, "figure9.png")),
             draw_figure(S.G_FIGURE10, os.path.join(directory, "figure10.png"))]

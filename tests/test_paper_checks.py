@@ -229,7 +229,7 @@ def test_cli_json_and_figures(tmp_path, capsys):
     assert main(["paper-checks", "--json", "--figures", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["id"] for r in out["rows"]} >= REQUIRED
-    for name in ("figure8.png", "figure10.png"):
+    for name in ("figure8.png", "figure9.png", "figure10.png"):
         path = tmp_path / name
         assert path.exists() and os.path.getsize(path) > 20_000
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
