@@ -23,6 +23,8 @@ CASES = [
     (3, {0: F(2), 2: F(3, 2)}, 2),          # one healthy GPU
     (7, {0: F(4, 3), 5: F(8, 7)}, 4),       # both fill pieces, relays through both stragglers
     (4, {1: F(3), 3: F(5, 2)}, 3),          # ℓ > 2: fill only for the faster straggler's slack
+    (6, {0: F(4, 3), 2: F(8, 7), 5: F(8, 7)}, 4),   # m = 3 chain fill (pairs idle together)
+    (8, {1: F(2), 3: F(4, 3), 4: F(3, 2), 6: F(8, 7)}, 3),   # m = 4 chain fill
 ]
 
 
@@ -171,3 +173,17 @@ def test_drain_last_hop_at_period_end_minus_two(m):
             d = _drain_slots(H, m, k)
             assert len(d) == H * (H - 1)
             assert max(d.values()) == L * (k + 1) - 2
+
+
+@pytest.mark.parametrize("p,st,k", [(6, {0: F(4, 3), 2: F(8, 7), 5: F(8, 7)}, 4),
+                                    (9, {0: F(2), 3: F(4, 3), 5: F(3, 2)}, 6)])
+def test_chain_fill_m3_adds_pieces_and_time_drops(p, st, k, monkeypatch):
+    """m ≥ 3 fill: k − 2 pieces per fillable straggler here; slot time strictly below no fill."""
+    import optcc.algorithms.optcc_multi as M
+    c = Cluster.build(p, stragglers=st)
+    s = optcc_multi_allreduce(c, k)
+    roots = sum(1 for e in st.values() if e < 2 * max(F(1), max(st.values()) / 2))
+    assert len(s.pieces) == k * (p - len(st)) + (k - 2) * roots
+    with_fill = optcc_multi_slot_time(c, k)
+    monkeypatch.setattr(M, "_chain_fill_plan", lambda *a: None)
+    assert optcc_multi_slot_time(c, k) > with_fill

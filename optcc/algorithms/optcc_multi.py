@@ -31,8 +31,19 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   H), so the straggler–straggler parts and the one healthy pair each piece cannot reach directly
   are relayed through the idle straggler; the F of that window moves to the window's end.
   Sizes c0 = R_0/(ℓ1δ), c1 = min(R_1, ℓ2δ)/(ℓ1δ) shards (`_fill_coefs`). m ≥ 3: no fill yet.
-- Fill and drain: segment 0's raws and reduce-scatter take period 0; segment k−1's all-gather
-  is a synchronous ring epilogue from slot L(k+1). Slot time: `optcc_multi_slot_time`.
+- Fill and drain: segment 0's raws and reduce-scatter take period 0. Segment k−1's all-gather
+  is not run in its periodic offsets: `_drain_slots` places its H(H−1) hops slot by slot in
+  the ring slots left free by the pattern (where segment k−1's all-gather and segment k's
+  reduce-scatter would be, and the rest blocks after period k), ready job with most hops left
+  first. Its last hop starts at slot L(k+1) − 2 for every size tried (asserted by the tests, not
+  proved); the earlier synchronous epilogue ended at L(k+1) + H − 1. Slot time:
+  `optcc_multi_slot_time`.
+- Why this pattern stays above the exclusive LP at small p (derived, docs/optcc_multi.md):
+  (1) every S0–S1 transfer runs at speed ℓ1 and needs both free at once; the two are free
+  together only in S0's remainder of window 0 (S1 idle) and S1's remainder of window H (S0
+  idle), and the healthy ports there are taken, so ℓ1(c0 + c1) ≤ R0 + R1, so c1 ≤ R1/ℓ1, not
+  R1/ℓ2; (2) raws travel one period ahead of F, so the stragglers' receive ports idle in
+  period 0 and their send ports in period k: about one period of overhead (1/k).
 """
 from __future__ import annotations
 
@@ -72,8 +83,89 @@ def _fill_coefs(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fractio
 
 def _slot(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
     c0, c1 = _fill_coefs(H, k, ells)
-    d = 1 / (k * H + (k - 1) * (c0 + c1))
+    plan = _chain_fill_plan(H, k, ells)
+    extra = plan[2] * sum(plan[0]) if plan else 0
+    d = 1 / (k * H + (k - 1) * (c0 + c1) + extra)
     return d, max(d, ells[0] * d / 2)
+
+
+def _nofill_end(H: int, k: int, ells: list[Fraction]) -> Fraction:
+    """Slot time in units of δ without fill (derived; see `optcc_multi_slot_time`)."""
+    m = len(ells)
+    mu = max(Fraction(1), ells[0] / 2)
+    L = 2 * (H + m - 1)
+    ends = [(L * k + 2 * (H - 1) + 2 * i) * mu + ell for i, ell in enumerate(ells)]
+    if H >= 2:
+        ends.append((L * (k + 1) - 2) * mu + 1)
+    return max(ends)
+
+
+def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
+    """Fill for m ≥ 3 (derived, docs/optcc_multi.md "Fill, m ≥ 3"): (sizes x_r in δ, events of
+    piece π = 0, number of pieces n) or None.
+
+    Piece P_r(π) is rooted at straggler r. Healthy a sends its input to S_r in the remainder of
+    window a + r of period π (after F) and gets the result from S_r in window a + r of a later
+    period (after the raw), both at speed ℓ_r. Stragglers i and i+1 are idle together in window
+    H + 1 + i (mod W) (i = 0..m−2); there the pair exchanges, in each direction, one message per
+    root at speed ℓ_i: inputs accumulate along the path S_0 → … → S_r ← … ← S_{m−1}, results
+    travel back out. Sizes x_r = s·(2μ − ℓ_r)/ℓ_r with s ≤ 1 so that ℓ_1·Σx_r ≤ 2μ (the pair
+    window). Only pieces whose last flow ends by the no-fill slot time are made, so the closed
+    form keeps its ends and only δ changes. Events: (r, src, dst, op, window, offset, duration),
+    src/dst ("s", i) or ("h", a), times in δ within window starts 2μ·window.
+    """
+    m = len(ells)
+    if m < 3 or H < 1:
+        return None
+    mu = max(Fraction(1), ells[0] / 2)
+    raw = [(2 * mu - e) / e for e in ells]
+    tot = sum(raw)
+    if tot <= 0:
+        return None
+    scale = min(Fraction(1), (2 * mu / ells[0]) / tot)
+    xs = [x * scale for x in raw]
+    W = H + m - 1
+
+    def occ(i: int, amin: int) -> int:
+        return amin + ((H + 1 + i - amin) % W)
+
+    def off(i: int, r: int) -> Fraction:
+        return ells[i] * sum(xs[:r], Fraction(0))
+
+    ev = []
+    for r in range(m):
+        if xs[r] == 0:
+            continue
+        for a in range(H):
+            ev.append((r, ("h", a), ("s", r), "add", a + r, ells[r], ells[r] * xs[r]))
+        ready = r + H - 1
+        A = -1
+        for i in range(r):                               # S_0 → … → S_r
+            A = occ(i, A + 1)
+            ev.append((r, ("s", i), ("s", i + 1), "add", A, off(i, r), ells[i] * xs[r]))
+        ready = max(ready, A)
+        A = -1
+        for i in range(m - 2, r - 1, -1):                # S_{m−1} → … → S_r
+            A = occ(i, A + 1)
+            ev.append((r, ("s", i + 1), ("s", i), "add", A, off(i, r), ells[i] * xs[r]))
+        ready = max(ready, A)
+        f = -(-(ready + 1 - r) // W)
+        for a in range(H):
+            ev.append((r, ("s", r), ("h", (a + 1) % H), "copy", f * W + a + r, ells[r], ells[r] * xs[r]))
+        A = ready
+        for i in range(r, m - 1):                        # results S_r → … → S_{m−1}
+            A = occ(i, A + 1)
+            ev.append((r, ("s", i), ("s", i + 1), "copy", A, off(i, r), ells[i] * xs[r]))
+        A = ready
+        for i in range(r - 1, -1, -1):                   # results S_r → … → S_0
+            A = occ(i, A + 1)
+            ev.append((r, ("s", i + 1), ("s", i), "copy", A, off(i, r), ells[i] * xs[r]))
+    last = max(2 * mu * w + o + du for *_, w, o, du in ev)
+    end = _nofill_end(H, k, ells)
+    n = 0
+    while n < k and 2 * mu * W * n + last <= end:
+        n += 1
+    return (xs, ev, n) if n else None
 
 
 def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
@@ -153,6 +245,17 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                          at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
     if c0 > 0 or c1 > 0:
         flows += _fill_flows(healthy, stragglers, k, L, d, lam, at, c0 * d, c1 * d, k * H)
+    plan = _chain_fill_plan(H, k, [e for _, e in stragglers])
+    chain_pieces = []
+    if plan:
+        xs, ev, n = plan
+        roots = [r for r in range(m) if xs[r] > 0]
+        node = lambda x: healthy[x[1]] if x[0] == "h" else stragglers[x[1]][0]  # noqa: E731
+        for pi in range(n):
+            for r, src, dst, op, w, off, _ in ev:
+                pid = k * H + pi * len(roots) + roots.index(r)
+                app(Flow(node(src), node(dst), pid, op, at(L * pi + 2 * w) + off * d))
+            chain_pieces += [xs[r] * d for r in roots]
     # Drain: segment k−1's all-gather in the free ring slots of the last periods (derived,
     # `_drain_slots`), instead of a synchronous epilogue after period k.
     for (a, j), slot in _drain_slots(H, m, k).items():
@@ -162,7 +265,7 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
     fills = ([c0 * d] * (k - 1) if c0 > 0 else []) + ([c1 * d] * (k - 1) if c1 > 0 else [])
-    return Schedule(cluster, [d] * (k * H) + fills, flows, meta=meta)
+    return Schedule(cluster, [d] * (k * H) + fills + chain_pieces, flows, meta=meta)
 
 
 def _fill_flows(h, stragglers, k, L, d, lam, at, f0, f1, base) -> list[Flow]:
