@@ -30,7 +30,11 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   result out). The two stragglers are never idle together (S1 idles in window 0, S0 in window
   H), so the straggler–straggler parts and the one healthy pair each piece cannot reach directly
   are relayed through the idle straggler; the F of that window moves to the window's end.
-  Sizes c0 = R_0/(ℓ1δ), c1 = min(R_1, ℓ2δ)/(ℓ1δ) shards (`_fill_coefs`). m ≥ 3: no fill yet.
+  Sizes c0 = R_0/(ℓ1δ), c1 = min(R_1, ℓ2δ)/(ℓ1δ) shards (`_fill_coefs`).
+- Fill, m ≥ 3 (our layout, `_chain_fill_plan`): stragglers i and i+1 are idle together in window
+  H + 1 + i, so every straggler's piece is exchanged with all H healthy GPUs directly at its own
+  speed (input after F, result after the raw, in its own windows), and the straggler parts run
+  along the path S_0 – … – S_{m−1} in those shared idle windows (ℓ1·Σx ≤ 2λ/δ bounds the sizes).
 - Fill and drain: segment 0's raws and reduce-scatter take period 0. Segment k−1's all-gather
   is not run in its periodic offsets: `_drain_slots` places its H(H−1) hops slot by slot in
   the ring slots left free by the pattern (where segment k−1's all-gather and segment k's
