@@ -68,8 +68,8 @@ def test_multi_gpu_servers(capsys):
 
 def test_servers_rows_small_cluster(capsys):
     """p = 16, g = 4, server 0 at ℓ = 2, NVLink 9× a NIC: every row equals its construction's
-    closed form; OptCC is proved; the flat-ring rows are sum-correct (runnable is the
-    verifier's matching rule, reported as a note)."""
+    closed form; every schedule row is proved (the flat/hierarchical rings and R2CCL post
+    several flows between one pair at one instant, which the verifier's "runnable" allows)."""
     pytest.importorskip("verifier")
     from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time, r2ccl_server_slot_time
     from optcc.algorithms.optcc_servers import optcc_server_slot_time
@@ -82,6 +82,9 @@ def test_servers_rows_small_cluster(capsys):
     assert a["hierarchical_ring"]["time"] == float(hierarchical_ring_slot_time(c))
     assert a["r2ccl"]["time"] == float(r2ccl_server_slot_time(c, 4, 16))
     assert a["r2ccl"]["properties"]["sum"] is True
+    for name in ("optcc", "ring_pxn", "ring_no_failure", "hierarchical_ring", "r2ccl"):
+        assert a[name]["proved"] is True, (name, out["notes"])
+    assert not any("NOT proved" in n for n in out["notes"])
     assert a["optcc"]["time"] >= out["lp_optimum_exclusive"] - 1e-12
     for row in a.values():
         assert ALGO_KEYS <= set(row)

@@ -115,14 +115,90 @@ def test_port_collision_names_both_flows_and_the_time():
     assert {f["flow"] for f in cx["flows"]} == {1, 5}
 
 
-def test_two_messages_between_one_pair_in_one_batch_are_not_runnable():
-    c = Cluster.build(2)
+def two_per_pair_p2():
+    """p = 2, pieces 1/8, 3/8, 1/2: two flows 0->1 of different sizes and one 1->0 at t = 0, then back."""
     half = F(1, 2)
     flows = [Flow(0, 1, 0, "add", F(0), rate=half), Flow(0, 1, 1, "add", F(0), rate=half),
-             Flow(1, 0, 0, "copy", F(1), rate=half), Flow(1, 0, 1, "copy", F(1), rate=half)]
-    proof = prove_allreduce(Schedule(c, [half, half], flows))
-    assert proof.properties == {"sum": True, "causality": True, "capacity": True, "time": True, "runnable": False}
-    assert proof.counterexample["property"] == "runnable" and proof.counterexample["time"] == "0"
+             Flow(1, 0, 2, "add", F(0)),
+             Flow(1, 0, 0, "copy", F(3, 4), rate=half), Flow(1, 0, 1, "copy", F(3, 4), rate=half),
+             Flow(0, 1, 2, "copy", F(3, 4))]
+    return Schedule(Cluster.build(2), [F(1, 8), F(3, 8), F(1, 2)], flows)
+
+
+def test_several_messages_between_one_pair_in_one_batch_are_runnable():
+    """Both ends post a pair's messages in the same (start, src, dst, piece, index) order."""
+    proof = prove_allreduce(two_per_pair_p2())
+    assert proof.proved and proof.properties == {name: True for name in PROPERTIES}
+
+
+def _sends_first(schedule, grid):
+    """A runner that posts all its sends before its receives (per rank): pair orders differ."""
+    from verifier.port_checks import runner_posts
+    flows = schedule.flows
+    return [sorted(seq, key=lambda i: (grid.starts[i], flows[i].src != r)) for r, seq in
+            enumerate(runner_posts(schedule, grid))]
+
+
+def test_pair_order_that_differs_between_the_two_ends_is_refuted():
+    from optcc.timing import IntegerTimes
+    from verifier.port_checks import check_runnable
+    s = two_per_pair_p2()
+    grid = IntegerTimes(s)
+    assert check_runnable(s, grid) == (True, None)
+    ok, cx = check_runnable(s, grid, posts=_sends_first(s, grid))
+    assert not ok and cx["kind"] == "pair order differs" and (cx["rank"], cx["peer"]) == (0, 1)
+    assert cx["time"] == "0" and {f["flow"] for f in cx["flows"]} == {0, 2}   # position 0: 0 sends piece 0, 1 sends piece 2
+    assert "matched in posting order" in cx["message"]
+
+
+def test_runner_lists_that_lose_reorder_or_duplicate_a_flow_are_refuted():
+    from optcc.timing import IntegerTimes
+    from verifier.port_checks import check_runnable, runner_posts
+    s = two_per_pair_p2()
+    grid = IntegerTimes(s)
+    posts = runner_posts(s, grid)
+    lost = [seq[:] for seq in posts]
+    lost[1].remove(5)                                   # rank 1 never receives flows[5]
+    ok, cx = check_runnable(s, grid, posts=lost)
+    assert not ok and cx["kind"] in ("unpaired flow", "pair order differs")
+    late = [seq[:] for seq in posts]
+    late[0] = late[0][3:] + late[0][:3]                 # rank 0 posts its t = 3/4 batch first
+    ok, cx = check_runnable(s, grid, posts=late)
+    assert not ok and cx["kind"] == "batches out of time order" and cx["rank"] == 0
+    twice = [seq[:] for seq in posts]
+    twice[1].insert(1, 0)                            # flows[0] received twice on rank 1
+    ok, cx = check_runnable(s, grid, posts=twice)
+    assert not ok and cx["kind"] == "unpaired flow"
+
+
+def test_a_flow_landing_at_its_own_start_is_refuted():
+    """Validated schedules always have durations > 0; the check still guards the runner's premise."""
+    from optcc.timing import IntegerTimes
+    from verifier.port_checks import check_runnable
+    s = two_per_pair_p2()
+    grid = IntegerTimes(s)
+    grid.ends = list(grid.ends)
+    grid.ends[4] = grid.starts[4]
+    ok, cx = check_runnable(s, grid)
+    assert not ok and cx["kind"] == "zero duration" and cx["flows"][0]["flow"] == 4
+
+
+@pytest.mark.parametrize("algo,p,g,stragglers", [
+    ("flat_ring", 6, 3, {0: 2, 1: 2, 2: 2}), ("flat_ring", 8, 4, {}),
+    ("hierarchical_ring", 8, 4, {0: 2}), ("r2ccl_server", 4, 2, {0: 2, 1: 2}),
+    ("r2ccl_server", 8, 4, {0: 2, 1: 2, 2: 2, 3: 2})])
+def test_g_above_1_baselines_are_proved(algo, p, g, stragglers):
+    """These post several flows between one ordered pair at one instant (g channels / shards)."""
+    from optcc.algorithms import baselines
+    from optcc.timing import IntegerTimes
+    s = getattr(baselines, f"{algo}_allreduce")(Cluster.build(p, g=g, stragglers=stragglers))
+    grid = IntegerTimes(s)
+    pairs = {}
+    for i, f in enumerate(s.flows):
+        pairs[grid.starts[i], f.src, f.dst] = pairs.get((grid.starts[i], f.src, f.dst), 0) + 1
+    assert max(pairs.values()) >= 2                   # the case the old one-per-pair rule refused
+    proof = prove_allreduce(s)
+    assert proof.proved, proof.counterexample
 
 
 def test_beating_the_lower_bound_fails_loudly(monkeypatch):

@@ -2,16 +2,29 @@
 
 capacity: delegated to optcc.timing.check_capacity (the one timing model; the schedule's
   meta["capacity"] picks "exclusive", the paper's rule, or "shared").
-runnable: the runner turns every distinct start time into one batch of isend/irecv calls,
-  every rank walking the same global list of start times. Each flow is one isend on src and
-  one irecv on dst in the batch of its start, so sends and receives always exist in pairs;
-  what can still go wrong is matching: point-to-point messages between two ranks are matched
-  by (peer, issue order) with no tags (NCCL), so two messages src→dst in one batch could be
-  paired with the wrong receive (different piece, different size) and hang or corrupt. We
-  check: for every start time t and ordered pair (src, dst), at most one flow src→dst starts
-  at t — the pairing is then one to one. Given that, batch t on every rank only waits for
-  peers' batch-t operations, which every rank posts after finishing batches < t, so by
-  induction on t no batch can deadlock.
+runnable: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis-pair data.
+  The runner posts, on every rank, one batch_isend_irecv batch per distinct start time, in
+  increasing time; inside a batch, in the global order (start, src, dst, piece, index)
+  (`POST_ORDER`, the key of gpu_runner.plan.flow_order), each flow is an isend on src and an
+  irecv on dst of the piece's element range. Before posting batch t a rank only waits for
+  flows that END at t. Checked here, on the posting lists the runner builds:
+  R1 every flow is posted exactly once as a send on src and once as a receive on dst, and
+     each rank posts its batches in increasing start time;
+  R2 every flow ends strictly after it starts, so the data a rank waits for before posting
+     batch t was posted in an earlier batch (no rank must receive, within one instant, a
+     value it needs before it can post: a read at t sees landings at t, never starts at t);
+  R3 for every pair of ranks {a, b}, the sequence of operations a posts with peer b (sends
+     and receives, all batches) and the sequence b posts with peer a are the same flows in
+     the same order, position by position: one side's send, the other's receive, in the same
+     batch, of the same piece (hence the same element count for every tensor length; pieces
+     too small to get an element are skipped by both ends alike).
+  Why this suffices (docs/verifier.md has the argument): gloo and NCCL match point-to-point
+  messages between two ranks in posting order (NCCL executes calls to one peer inside a
+  group in order; other peers progress independently), so by R3 the k-th message of a pair
+  is the same flow on both ends, any number of flows per pair per instant; by R1, R2 and
+  induction on start time every batch is posted by both ends of each of its flows after
+  everything it waits for completed. Several flows between one ordered pair at one start
+  time are therefore allowed (g > 1 flat/hierarchical rings, R2CCL).
 """
 from __future__ import annotations
 
@@ -34,22 +47,101 @@ def check_capacity_property(schedule, grid):
                    "message": violation.describe(schedule)}
 
 
-def check_runnable(schedule, grid):
-    seen: dict[tuple, int] = {}
-    starts = grid.starts
-    for i, f in enumerate(schedule.flows):
-        key = (starts[i], f.src, f.dst)
-        j = seen.get(key)
-        if j is None:
-            seen[key] = i
+def post_order(schedule, grid) -> list[int]:
+    """Flow indices in the runner's global posting order (start, src, dst, piece, index)."""
+    flows, starts = schedule.flows, grid.starts
+    return sorted(range(len(flows)), key=lambda i: (starts[i], flows[i].src, flows[i].dst, flows[i].piece, i))
+
+
+def runner_posts(schedule, grid) -> list[list[int]]:
+    """What each rank posts, in order: the global order filtered to the flows it sends or receives."""
+    posts: list[list[int]] = [[] for _ in range(schedule.cluster.p)]
+    flows = schedule.flows
+    for i in post_order(schedule, grid):
+        f = flows[i]
+        posts[f.src].append(i)
+        posts[f.dst].append(i)
+    return posts
+
+
+def _flow(schedule, grid, i, rank):
+    f = schedule.flows[i]
+    return {"flow": i, "src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op,
+            "start": str(grid.to_fraction(grid.starts[i])),
+            "as": "send" if rank == f.src else "receive"}
+
+
+def _fail(kind, rank, peer, time, flows, message):
+    return False, {"property": "runnable", "kind": kind, "rank": rank, "peer": peer, "time": time,
+                   "flows": flows, "message": message}
+
+
+def check_runnable(schedule, grid, posts=None):
+    """R1–R3 above on `posts` (default: the runner's lists, `runner_posts`); (ok, counterexample)."""
+    flows, starts, ends = schedule.flows, grid.starts, grid.ends
+    posts = runner_posts(schedule, grid) if posts is None else posts
+    for i in range(len(flows)):                                          # R2
+        if ends[i] <= starts[i]:
+            f = flows[i]
+            t = str(grid.to_fraction(starts[i]))
+            return _fail("zero duration", f.dst, f.src, t, [_flow(schedule, grid, i, f.dst)],
+                         f"flows[{i}] {f.src}->{f.dst} lands at its own start {t}: rank {f.dst} would "
+                         f"wait for it before posting the batch that sends it")
+    as_send = [0] * len(flows)
+    as_recv = [0] * len(flows)
+    by_pair: dict[tuple[int, int], list[int]] = {}
+    for rank, seq in enumerate(posts):                                   # R1
+        last = None
+        for i in seq:
+            f = flows[i]
+            if rank == f.src:
+                as_send[i] += 1
+                peer = f.dst
+            elif rank == f.dst:
+                as_recv[i] += 1
+                peer = f.src
+            else:
+                return _fail("posted by a stranger", rank, None, str(grid.to_fraction(starts[i])),
+                             [_flow(schedule, grid, i, rank)],
+                             f"rank {rank} posts flows[{i}] {f.src}->{f.dst}, which is not its own")
+            if last is not None and starts[i] < starts[last]:
+                t = str(grid.to_fraction(starts[i]))
+                return _fail("batches out of time order", rank, peer, t,
+                             [_flow(schedule, grid, last, rank), _flow(schedule, grid, i, rank)],
+                             f"rank {rank} posts flows[{i}] (start {t}) after flows[{last}] (start "
+                             f"{grid.to_fraction(starts[last])}): batches must go in increasing time")
+            last = i
+            by_pair.setdefault((rank, peer), []).append(i)
+    for i, f in enumerate(flows):
+        if as_send[i] != 1 or as_recv[i] != 1:
+            t = str(grid.to_fraction(starts[i]))
+            return _fail("unpaired flow", f.src if as_send[i] != 1 else f.dst, None, t,
+                         [_flow(schedule, grid, i, f.src)],
+                         f"flows[{i}] {f.src}->{f.dst} is posted {as_send[i]}× as a send on rank {f.src} "
+                         f"and {as_recv[i]}× as a receive on rank {f.dst} (must be once each)")
+    for (a, b), mine in by_pair.items():                                 # R3
+        if a > b:
             continue
-        g = schedule.flows[j]
-        t = grid.to_fraction(starts[i])
-        return False, {
-            "property": "runnable", "rank": f.src, "peer": f.dst, "time": str(t),
-            "flows": [{"flow": j, "piece": g.piece, "op": g.op}, {"flow": i, "piece": f.piece, "op": f.op}],
-            "message": f"flows[{j}] (piece {g.piece}) and flows[{i}] (piece {f.piece}) both go "
-                       f"{f.src}->{f.dst} in the batch starting at {t}: the receives cannot be "
-                       f"matched one to one",
-        }
+        theirs = by_pair.get((b, a), [])
+        if mine == theirs:
+            continue
+        k = next((k for k, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+        x = mine[k] if k < len(mine) else None
+        y = theirs[k] if k < len(theirs) else None
+        shown = [_flow(schedule, grid, x, a)] if x is not None else []
+        shown += [_flow(schedule, grid, y, b)] if y is not None else []
+        t = str(grid.to_fraction(starts[x if x is not None else y]))
+        return _fail("pair order differs", a, b, t, shown,
+                     f"operation {k} between ranks {a} and {b}: rank {a} posts "
+                     f"{_describe(schedule, x, a)} but rank {b} posts {_describe(schedule, y, b)}: "
+                     f"messages between one pair are matched in posting order, so these would be "
+                     f"paired wrongly (or wait for each other)")
     return True, None
+
+
+def _describe(schedule, i, rank):
+    if i is None:
+        return "nothing more"
+    f = schedule.flows[i]
+    what = f"send to {f.dst}" if rank == f.src else f"receive from {f.src}"
+    return f"flows[{i}] ({what}, piece {f.piece}, start {f.start})"
