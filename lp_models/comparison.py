@@ -93,9 +93,7 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
     _add_optcc(out, cluster, segments, small, t0, lb, prove, notes)
     _add_rings(out, cluster, small, t0, lb, prove, notes)
     _add_r2ccl(out, cluster, small, t0, lb, prove, notes)
-    if cluster.g == 1 and small and not cluster.stragglers:
-        notes.append("lp_schedule: skipped without stragglers (lp_models.to_schedule fails on a fault-free LP)")
-    elif cluster.g == 1 and small:
+    if cluster.g == 1 and small:
         from lp_models.to_schedule import lp_schedule
         for capacity, res in (("shared", shared), ("exclusive", exclusive)):
             if res.optimal:

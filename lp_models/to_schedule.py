@@ -10,7 +10,8 @@ exactly τ: rate = size·max(ℓ_src, ℓ_dst)/τ. A port's usage sums to (its p
 so τ = the largest per-segment port load (shared: bytes·ℓ_port; exclusive: bytes·max ℓ of the
 pair) keeps every port within capacity in the schedule's capacity model. The broadcasts start
 δ = τ/(2k) after their slot boundary, so that a reduce message and a broadcast message between
-the same two ranks never start together (the runner matches messages per pair and start time);
+the same two ranks never start together (kept from when the verifier allowed one message per
+pair and start time; its "runnable" property no longer needs it, see docs/verifier.md);
 at any instant a port still carries one segment's reduce flows and one segment's broadcasts.
 Slot time (k+1)·τ + δ = (1 + 1/k + 1/(2k²)) × the exact-share load T ≈ LP optimum: 1.6% above
 it at k = 64.
@@ -39,7 +40,9 @@ def exact_root_shares(cluster: Cluster, lp: FluidLPResult) -> list[Fraction]:
             continue
         x = lp.root_share[c.name]
         share[c.name] = Fraction(0) if x < 1e-9 else Fraction(x).limit_denominator(MAX_DENOMINATOR)
-    rest = 1 - sum(share[c.name] * c.count for c in classes if c is not anchor)
+    # Fraction(1): with a single class (no stragglers) the sum is empty and rest / count would
+    # be a float; every share, and so every size and start time, must be an exact Fraction.
+    rest = Fraction(1) - sum((share[c.name] * c.count for c in classes if c is not anchor), Fraction(0))
     if rest <= 0:
         raise OptccError("lp", "rounding the LP's root shares left nothing for the largest class")
     share[anchor.name] = rest / anchor.count
@@ -104,4 +107,4 @@ def lp_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
     meta = {"algorithm": "lp_fluid", "capacity": capacity, "segments": k,
             "lp_optimum": lp.objective, "lp_solver": lp.solver,
             "slot_length": str(tau), "exact_share_optimum": str(tau * k)}
-    return Schedule(cluster, pieces, flows, meta=meta)
+    return Schedule(cluster, pieces, flows, meta=meta).validate()   # exact Fractions, sizes sum to 1

@@ -158,3 +158,15 @@ def test_bad_input_exits_2(capsys):
     assert main(["compare", "--p", "4", "--segments", "0"]) == 2
     assert main(["compare", "--p", "4", "--solver", "cplex"]) == 2
     assert "--solver" in capsys.readouterr().err
+
+
+def test_fault_free_cluster_has_lp_schedule_rows(capsys):
+    """Without stragglers the LP-schedule rows are real proved schedules at T0·(1 + 1/k + 1/(2k²))."""
+    pytest.importorskip("verifier")
+    out = _run_json(capsys, ["compare", "--p", "4", "--segments", "8"])
+    algos = out["algorithms"]
+    for capacity in ("shared", "exclusive"):
+        row = algos[f"lp_schedule_{capacity}"]
+        assert row["proved"] is True and row["source"] == "schedule"
+        assert abs(row["time"] - 1.5 * (1 + 1 / 8 + 1 / 128)) < 1e-12
+    assert not any("lp_schedule" in n for n in out["notes"])

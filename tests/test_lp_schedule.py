@@ -72,3 +72,19 @@ def test_refuses_bad_input():
         lp_schedule(Cluster.build(4), 0)
     with pytest.raises(OptccError, match="--g"):
         lp_schedule(Cluster.build(8, 2), 4)
+
+
+@pytest.mark.parametrize("capacity", ["shared", "exclusive"])
+@pytest.mark.parametrize("p,k", [(2, 1), (4, 8), (5, 3)])
+def test_fault_free_cluster(capacity, p, k):
+    """No stragglers (one LP class): every size and start is an exact Fraction, the schedule is
+    correct and proved, and it takes T0 · (1 + 1/k + 1/(2k²)) (the module's slot-time formula)."""
+    from bounds.closed_form import fault_free_optimum
+    sched = lp_schedule(Cluster.build(p), k, capacity)
+    assert all(type(x) is F for x in sched.pieces) and sum(sched.pieces) == 1
+    assert all(type(f.start) is F and type(f.rate) is F for f in sched.flows)
+    assert simulate(sched, seed=0).correct and simulate(sched, seed=1).correct
+    proof = verifier.prove_allreduce(sched)
+    assert proof.proved, proof.counterexample
+    t0 = fault_free_optimum(p, 1)
+    assert time_schedule(sched).slot_time == t0 * (1 + F(1, k) + F(1, 2 * k * k))
