@@ -71,6 +71,70 @@ def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     return sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+COINCIDE_MIN_H = 3
+
+
+def _coincide(H: int, m: int) -> bool:
+    """m = 2 rotation with one idle window shared by both stragglers (derived, see docstring)."""
+    return m == 2 and H >= COINCIDE_MIN_H
+
+
+def _windows(H: int, m: int) -> list[list[int]]:
+    """w[i][a]: the window (0..W−1) in which straggler i serves ring link a (derived).
+
+    Default: a + i. m = 2 "coincide" rotation: straggler 1 serves link H−1 in window 0 (not H),
+    so both stragglers idle in window H."""
+    w = [[a + i for a in range(H)] for i in range(m)]
+    if _coincide(H, m):
+        w[1][H - 1] = 0
+    return w
+
+
+def _pair_windows(H: int, m: int) -> list[int]:
+    """Window in which stragglers i and i+1 are both idle (chain fill), i = 0..m−2."""
+    if _coincide(H, m):
+        return [H]
+    return [(H + 1 + i) % (H + m - 1) for i in range(m - 1)]
+
+
+def _rs_slot(H: int, m: int, sigma: int, a: int, j: int) -> int:
+    L = 2 * (H + m - 1)
+    return L * sigma + 2 * a + j + (2 * m - 2) * (a + j >= H)
+
+
+def _moved_tail(H: int, m: int) -> dict[int, int]:
+    """Jobs whose all-gather tail `_ag_slot` moves a period later (job -> first moved hop); for
+    segment k−2 the drain places these hops instead, so they do not outlast it."""
+    return {1: H - 2, 2: H - 3} if _coincide(H, m) else {}
+
+
+def _ag_slot(H: int, m: int, sigma: int, a: int, j: int) -> int:
+    """All-gather hop j of job (σ, a). The coincide rotation moves two hops off link H−1's
+    window 0 into its freed window H one period later (job 1's hop H−2, job 2's hop H−3; job 2's
+    last hop follows one period later): found by a CP-SAT search that kept every other offset,
+    checked by the port test for every H the tests try (derived, not proved in general)."""
+    L = 2 * (H + m - 1)
+    t = L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + (2 * m - 2) * (a + j >= H)
+    if _coincide(H, m):
+        if (a == 1 and j == H - 2) or (a == 2 and j == H - 3):
+            t += L - 2
+        elif a == 2 and j == H - 2:
+            t += L
+    return t
+
+
+def _f_slot(H: int, m: int, w: list[list[int]], sigma: int, a: int, i: int) -> int:
+    """F of job (σ, a) to straggler i: its window of period σ+1, or σ+2 if that window comes
+    before the job's own (coincide rotation, link H−1)."""
+    L = 2 * (H + m - 1)
+    return L * (sigma + 1) + 2 * w[i][a] + L * (w[i][a] < a)
+
+
+def _raw_slot(H: int, m: int, w: list[list[int]], sigma: int, a: int, i: int) -> int:
+    """Raw of job (σ, a) from straggler i: when it serves link a−1 in period σ."""
+    return 2 * (H + m - 1) * sigma + 2 * w[i][(a - 1) % H]
+
+
 def _fill_coefs(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
     """(c0, c1): sizes of the straggler-rooted fill pieces per period, in shards δ (m = 2 only).
 
@@ -78,7 +142,7 @@ def _fill_coefs(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fractio
     straggler 1's piece is relayed through straggler 0 in window H, hence the ℓ1 in
     c1 = min(2μ − ℓ2, ℓ2)/ℓ1; μ = max(1, ℓ1/2) = λ/δ.
     """
-    if len(ells) != 2 or H < 2 or k < 2:
+    if len(ells) != 2 or H < 2 or k < 2 or _coincide(H, 2):
         return Fraction(0), Fraction(0)
     l0, l1 = ells
     mu = max(Fraction(1), l0 / 2)
@@ -97,11 +161,19 @@ def _nofill_end(H: int, k: int, ells: list[Fraction]) -> Fraction:
     """Slot time in units of δ without fill (derived; see `optcc_multi_slot_time`)."""
     m = len(ells)
     mu = max(Fraction(1), ells[0] / 2)
-    L = 2 * (H + m - 1)
-    ends = [(L * k + 2 * (H - 1) + 2 * i) * mu + ell for i, ell in enumerate(ells)]
+    w = _windows(H, m)
+    ends = [max(_f_slot(H, m, w, k - 1, a, i) for a in range(H)) * mu + ell for i, ell in enumerate(ells)]
     if H >= 2:
-        ends.append((L * (k + 1) - 2) * mu + 1)
+        ends.append(_drain_last_slot(H, m, k) * mu + 1)
     return max(ends)
+
+
+def _drain_last_slot(H: int, m: int, k: int) -> int:
+    """Start slot of the drain's last hop: L(k+1) − 2, or L(k+1) − 1 with the coincide rotation
+    and k ≥ 2 (its moved segment k−2 tail joins the drain). What `_drain_slots` gives for every
+    size tried (m ≤ 4, H ≤ 40, k ≤ 8); asserted by the tests, not proved."""
+    L = 2 * (H + m - 1)
+    return L * (k + 1) - (1 if _coincide(H, m) and k >= 2 else 2)
 
 
 def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
@@ -119,7 +191,7 @@ def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
     src/dst ("s", i) or ("h", a), times in δ within window starts 2μ·window.
     """
     m = len(ells)
-    if m < 3 or H < 1:
+    if not (m >= 3 or _coincide(H, m)) or H < 1:
         return None
     mu = max(Fraction(1), ells[0] / 2)
     raw = [(2 * mu - e) / e for e in ells]
@@ -129,9 +201,11 @@ def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
     scale = min(Fraction(1), (2 * mu / ells[0]) / tot)
     xs = [x * scale for x in raw]
     W = H + m - 1
+    win = _windows(H, m)
+    pw = _pair_windows(H, m)
 
     def occ(i: int, amin: int) -> int:
-        return amin + ((H + 1 + i - amin) % W)
+        return amin + ((pw[i] - amin) % W)
 
     def off(i: int, r: int) -> Fraction:
         return ells[i] * sum(xs[:r], Fraction(0))
@@ -141,8 +215,8 @@ def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
         if xs[r] == 0:
             continue
         for a in range(H):
-            ev.append((r, ("h", a), ("s", r), "add", a + r, ells[r], ells[r] * xs[r]))
-        ready = r + H - 1
+            ev.append((r, ("h", a), ("s", r), "add", win[r][a], ells[r], ells[r] * xs[r]))
+        ready = max(win[r])
         A = -1
         for i in range(r):                               # S_0 → … → S_r
             A = occ(i, A + 1)
@@ -153,9 +227,9 @@ def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
             A = occ(i, A + 1)
             ev.append((r, ("s", i + 1), ("s", i), "add", A, off(i, r), ells[i] * xs[r]))
         ready = max(ready, A)
-        f = -(-(ready + 1 - r) // W)
+        f = -(-(ready + 1 - min(win[r])) // W)
         for a in range(H):
-            ev.append((r, ("s", r), ("h", (a + 1) % H), "copy", f * W + a + r, ells[r], ells[r] * xs[r]))
+            ev.append((r, ("s", r), ("h", (a + 1) % H), "copy", f * W + win[r][a], ells[r], ells[r] * xs[r]))
         A = ready
         for i in range(r, m - 1):                        # results S_r → … → S_{m−1}
             A = occ(i, A + 1)
@@ -189,17 +263,12 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     ells = [e for _, e in stragglers]
     d, lam = _slot(H, k, ells)
     c0, c1 = _fill_coefs(H, k, ells)
-    W = H + m - 1
-    L = 2 * W
-    last_base = L * k + 2 * (H - 1)
-    ends = []
-    for i, ell in enumerate(ells):
-        late = i == 1 and c1 > 0
-        ends.append((last_base + 2 * i) * lam + (2 * lam if late else ell * d))
+    L = 2 * (H + m - 1)
+    ends = [_nofill_end(H, k, ells) * d]
     if c1 > 0:
+        last_base = L * k + 2 * (H - 1)
+        ends.append((last_base + 2) * lam + 2 * lam)
         ends.append((L * k + 2 * H) * lam + ells[1] * d + ells[0] * c1 * d)
-    if H >= 2:
-        ends.append((L * (k + 1) - 2) * lam + d)
     return max(ends)
 
 
@@ -224,29 +293,29 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
 
     flows: list[Flow] = []
     app = flows.append
-    wrap = 2 * m - 2
+    win = _windows(H, m)
+    tail = _moved_tail(H, m)
     for sigma in range(k):
         for a in range(H):
             piece = sigma * H + a
-            B = L * (sigma + 1) + 2 * a
             owner = healthy[a]
-            # raws of (σ, a) to the owner, in link a−1's rest block of period σ−1 (derived)
-            rb = B - L - 2 if a >= 1 else B - 2 * m
+            # raws of (σ, a) to the owner, in link a−1's rest block of period σ (derived)
             for i, (s, _) in enumerate(stragglers):
-                app(Flow(s, owner, piece, "add", at(rb + 2 * i)))
+                app(Flow(s, owner, piece, "add", at(_raw_slot(H, m, win, sigma, a, i))))
             for j in range(1, H):                                  # reduce-scatter
                 b = (a + j) % H
-                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "add",
-                         at(B - L + j + wrap * (a + j >= H))))
+                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "add", at(_rs_slot(H, m, sigma, a, j))))
             for i, (s, ell) in enumerate(stragglers):              # full sum to the stragglers
                 late = (i == 0 and a == 0 and c0 > 0) or (i == 1 and a == H - 1 and c1 > 0)
-                app(Flow(owner, s, piece, "copy", at(B + 2 * i) + (2 * lam - ell * d if late else 0)))
+                app(Flow(owner, s, piece, "copy",
+                         at(_f_slot(H, m, win, sigma, a, i)) + (2 * lam - ell * d if late else 0)))
             if sigma == k - 1:
-                continue                                           # epilogue below
+                continue                                           # drain below
             for j in range(H - 1):                                 # all-gather
+                if sigma == k - 2 and a in tail and j >= tail[a]:
+                    continue                                       # drain below
                 b = (a + j) % H
-                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy",
-                         at(B + 2 * m + H - 2 + j + wrap * (a + j >= H))))
+                app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy", at(_ag_slot(H, m, sigma, a, j))))
     if c0 > 0 or c1 > 0:
         flows += _fill_flows(healthy, stragglers, k, L, d, lam, at, c0 * d, c1 * d, k * H)
     plan = _chain_fill_plan(H, k, [e for _, e in stragglers])
@@ -262,9 +331,9 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             chain_pieces += [xs[r] * d for r in roots]
     # Drain: segment k−1's all-gather in the free ring slots of the last periods (derived,
     # `_drain_slots`), instead of a synchronous epilogue after period k.
-    for (a, j), slot in _drain_slots(H, m, k).items():
+    for (sigma, a, j), slot in _drain_slots(H, m, k).items():
         b = (a + j) % H
-        app(Flow(healthy[b], healthy[(b + 1) % H], (k - 1) * H + a, "copy", at(slot)))
+        app(Flow(healthy[b], healthy[(b + 1) % H], sigma * H + a, "copy", at(slot)))
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
@@ -338,40 +407,46 @@ def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int], int]:
     L = 2 * W
     wrap = 2 * m - 2
     busy: list[set[int]] = [set() for _ in range(H)]
+    w = _windows(H, m)
     lo = L * max(0, k - 2)
     for sigma in range(max(0, k - 2), k):                       # reduce-scatter hops
         for a in range(H):
             for j in range(1, H):
-                busy[(a + j) % H].add(L * sigma + 2 * a + j + wrap * (a + j >= H))
-    for sigma in range(max(0, k - 3), k - 1):                   # all-gather hops
+                busy[(a + j) % H].add(_rs_slot(H, m, sigma, a, j))
+    tail = _moved_tail(H, m)
+    for sigma in range(max(0, k - 4), k - 1):                   # all-gather hops
         for a in range(H):
             for j in range(H - 1):
-                busy[(a + j) % H].add(L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + wrap * (a + j >= H))
-    for f in range(max(0, k - 3), k + 1):                       # rest blocks
+                if not (sigma == k - 2 and a in tail and j >= tail[a]):
+                    busy[(a + j) % H].add(_ag_slot(H, m, sigma, a, j))
+    for f in range(max(0, k - 3), k + 2):                       # rest blocks
         for b in range(H):
-            busy[b].update(range(L * f + 2 * b, L * f + 2 * b + 2 * m))
-    ready = []
+            for i in range(m):
+                busy[b].update(range(L * f + 2 * w[i][b], L * f + 2 * w[i][b] + 2))
+    jobs = []                                                   # [σ, a, next hop, ready]
     for a in range(H):
-        rs_end = L * (k - 1) + 2 * a + H - 1 + wrap * (a >= 1) + 1
-        raw_land = L * k if a == 0 else L * (k - 1) + 2 * a + 2 * m - 2
-        ready.append(max(rs_end, raw_land))
-    hop = [0] * H
-    out: dict[tuple[int, int], int] = {}
-    left = H * (H - 1)
-    t = max(lo, min(ready))
+        rs_end = _rs_slot(H, m, k - 1, a, H - 1) + 1
+        raw_land = max(_raw_slot(H, m, w, k - 1, a, i) for i in range(m)) + 2
+        jobs.append([k - 1, a, 0, max(rs_end, raw_land)])
+    if k >= 2:
+        for a, j0 in tail.items():
+            jobs.append([k - 2, a, j0, _ag_slot(H, m, k - 2, a, j0 - 1) + 1])
+    out: dict[tuple[int, int, int], int] = {}
+    left = sum(H - 1 - jb[2] for jb in jobs)
+    t = max(lo, min(jb[3] for jb in jobs))
     while left:
         for b in range(H):
             if t in busy[b]:
                 continue
             best = None
-            for a in range(H):
-                if hop[a] < H - 1 and (a + hop[a]) % H == b and ready[a] <= t:
-                    if best is None or hop[a] < hop[best]:
-                        best = a
+            for jb in jobs:
+                if jb[2] < H - 1 and (jb[1] + jb[2]) % H == b and jb[3] <= t:
+                    if best is None or jb[2] < best[2]:
+                        best = jb
             if best is not None:
-                out[(best, hop[best])] = t
-                hop[best] += 1
-                ready[best] = t + 1
+                out[(best[0], best[1], best[2])] = t
+                best[2] += 1
+                best[3] = t + 1
                 left -= 1
         t += 1
     return out
