@@ -186,3 +186,18 @@ def test_chain_fill_m3_adds_pieces_and_time_drops(p, st, k, monkeypatch):
     with_fill = optcc_multi_slot_time(c, k)
     monkeypatch.setattr(M, "_chain_fill_plan", lambda *a: None)
     assert optcc_multi_slot_time(c, k) > with_fill
+
+
+@pytest.mark.parametrize("H", list(range(3, 13)) + [20, 31, 62])
+def test_coincide_rotation_ports_and_sums(H):
+    """m = 2: the shared-idle rotation (two moved all-gather hops) keeps one flow per port
+    direction and a correct sum for every H tried; its fill pieces exist (≥ k − 2 per root)."""
+    from optcc.algorithms.optcc_multi import _chain_fill_plan
+    c = Cluster.build(H + 2, stragglers={0: F(4, 3), H + 1: F(8, 7)})
+    s = optcc_multi_allreduce(c, 4)
+    assert check_capacity(s) is None
+    n = _chain_fill_plan(H, 4, [F(4, 3), F(8, 7)])[2]
+    assert n >= 2 and len(s.pieces) == 4 * H + 2 * n
+    if H <= 31:
+        assert simulate(s).correct
+    assert slot_time(s) == optcc_multi_slot_time(c, 4)
