@@ -14,7 +14,8 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   L = 2W slots, W = H + m − 1 windows. Straggler i (sorted ℓ1 ≥ … ≥ ℓm) serves ring link a
   (healthy a → a+1) in window a + i: it receives F of shard a from a and sends the raw of the
   next segment's shard a+1 to its owner a+1. Link a rests in windows a..a+m−1 (slots [2a, 2a+2m)
-  of each period, never across a period boundary); straggler i idles in m − 1 windows.
+  of each period, never across a period boundary); straggler i idles in m − 1 windows
+  (m = 2 changes one window, see "coincide" below).
 - Job (σ, a) (shard a of segment σ) has base B = L(σ+1) + 2a. With w = [a + j ≥ H] (the hop
   has crossed the ring's closing link H−1 → 0):
     RS hop j = 1..H−1 (link a+j): B − L + j + (2m−2)w;  AG hop j = 0..H−2 (link a+j):
@@ -25,29 +26,33 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   The chains move one link per slot and wait 2m − 2 slots where they cross the closing link:
   that wait is exactly the closing link's extra shift (−2H ≡ 2m − 2 mod L), which is why
   a fixed per-hop offset (the single-straggler pattern) cannot work here and these do.
-- Fill (ℓ < 2, m = 2; Figure 7's idea, our layout): straggler i's window remainder
-  R_i = 2λ − ℓ_i·δ carries point-to-point pieces rooted at straggler i (healthy input in,
-  result out). The two stragglers are never idle together (S1 idles in window 0, S0 in window
-  H), so the straggler–straggler parts and the one healthy pair each piece cannot reach directly
-  are relayed through the idle straggler; the F of that window moves to the window's end.
-  Sizes c0 = R_0/(ℓ1δ), c1 = min(R_1, ℓ2δ)/(ℓ1δ) shards (`_fill_coefs`).
-- Fill, m ≥ 3 (our layout, `_chain_fill_plan`): stragglers i and i+1 are idle together in window
-  H + 1 + i, so every straggler's piece is exchanged with all H healthy GPUs directly at its own
-  speed (input after F, result after the raw, in its own windows), and the straggler parts run
-  along the path S_0 – … – S_{m−1} in those shared idle windows (ℓ1·Σx ≤ 2λ/δ bounds the sizes).
+- m = 2, H ≥ 3: the "coincide" rotation (`_windows`): straggler 1 serves the closing link H−1
+  in window 0 (not H), so link H−1 rests in windows H−1 and 0 and both stragglers idle in
+  window H. Its F to straggler 1 goes one period later (`_f_slot`). Window 0 of link H−1 held
+  two all-gather hops (job 1's hop H−2, job 2's hop H−3); they move into the freed window H one
+  period later, job 2's last hop a period later too (`_ag_slot`). That repair came from a CP-SAT
+  search (minimum number of changed offsets; 2 for H = 6, 8, 10, 12) and is port-checked by
+  the tests for H = 3..12, 20, 31, 62; it is not proved for every H. H = 2 keeps the default
+  rotation and the relay fill below.
+- Fill (Figure 7's idea; our layout, `_chain_fill_plan`): piece P_r is rooted at straggler r.
+  Each healthy a sends its input to S_r after F in S_r's window for link a and gets the result
+  after the raw in a later period, both at S_r's own speed. Stragglers i and i+1 are both idle
+  in one window (m = 2 coincide: window H; m ≥ 3: window H + 1 + i); there the pair exchanges
+  one message per root and direction at ℓ_i (inputs along S_0 → … → S_r ← … ← S_{m−1},
+  results back out). Sizes x_r = s·(2λ − ℓ_rδ)/(ℓ_rδ) shards with s ≤ 1 so ℓ1·Σx_r ≤ 2λ/δ.
+  Only pieces whose flows end by the no-fill slot time are made.
+- Fill for m = 2, H = 2 (old layout, `_fill_flows`): the stragglers are never idle together,
+  so the straggler–straggler parts go through the idle straggler at ℓ1 (c1 = R_1/ℓ1 instead of
+  R_1/ℓ2: every S0–S1 transfer needs both ports, and with that rotation they are free together
+  only in one straggler's window remainder, ℓ1(c0 + c1) ≤ R_0 + R_1).
 - Fill and drain: segment 0's raws and reduce-scatter take period 0. Segment k−1's all-gather
-  is not run in its periodic offsets: `_drain_slots` places its H(H−1) hops slot by slot in
-  the ring slots left free by the pattern (where segment k−1's all-gather and segment k's
-  reduce-scatter would be, and the rest blocks after period k), ready job with most hops left
-  first. Its last hop starts at slot L(k+1) − 2 for every size tried (asserted by the tests, not
-  proved); the earlier synchronous epilogue ended at L(k+1) + H − 1. Slot time:
+  (and, coincide rotation, segment k−2's moved tail) is placed by `_drain_slots` in the ring
+  slots the pattern leaves free, slot by slot, ready job with most hops left first. Its last
+  hop starts at slot `_drain_last_slot` = L(k+1) − 2 (coincide, k ≥ 2: L(k+1) − 1) for every
+  size tried (asserted by the tests, not proved); the earlier synchronous epilogue ended at
+  L(k+1) + H − 1. What remains is about one period: raws travel one period ahead of F, so the
+  stragglers' receive ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
-- Why this pattern stays above the exclusive LP at small p (derived, docs/optcc_multi.md):
-  (1) every S0–S1 transfer runs at speed ℓ1 and needs both free at once; the two are free
-  together only in S0's remainder of window 0 (S1 idle) and S1's remainder of window H (S0
-  idle), and the healthy ports there are taken, so ℓ1(c0 + c1) ≤ R0 + R1, so c1 ≤ R1/ℓ1, not
-  R1/ℓ2; (2) raws travel one period ahead of F, so the stragglers' receive ports idle in
-  period 0 and their send ports in period k: about one period of overhead (1/k).
 """
 from __future__ import annotations
 
@@ -177,13 +182,13 @@ def _drain_last_slot(H: int, m: int, k: int) -> int:
 
 
 def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
-    """Fill for m ≥ 3 (derived, docs/optcc_multi.md "Fill, m ≥ 3"): (sizes x_r in δ, events of
-    piece π = 0, number of pieces n) or None.
+    """Fill for m ≥ 3 and the m = 2 coincide rotation (derived, docs/optcc_multi.md "Fill"):
+    (sizes x_r in δ, events of piece π = 0, number of pieces n) or None.
 
     Piece P_r(π) is rooted at straggler r. Healthy a sends its input to S_r in the remainder of
-    window a + r of period π (after F) and gets the result from S_r in window a + r of a later
+    S_r's window for link a in period π (after F) and gets the result in that window of a later
     period (after the raw), both at speed ℓ_r. Stragglers i and i+1 are idle together in window
-    H + 1 + i (mod W) (i = 0..m−2); there the pair exchanges, in each direction, one message per
+    `_pair_windows`[i]; there the pair exchanges, in each direction, one message per
     root at speed ℓ_i: inputs accumulate along the path S_0 → … → S_r ← … ← S_{m−1}, results
     travel back out. Sizes x_r = s·(2μ − ℓ_r)/ℓ_r with s ≤ 1 so that ℓ_1·Σx_r ≤ 2μ (the pair
     window). Only pieces whose last flow ends by the no-fill slot time are made, so the closed
@@ -249,13 +254,12 @@ def _chain_fill_plan(H: int, k: int, ells: list[Fraction]):
 def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_multi_allreduce` (derived from the offsets above).
 
-    The first flow starts at 0 (raw of shard 1 / RS of shard 0, segment 0). The last flows are
-    segment k−1's: F to straggler i from owner H−1 starts at slot L·k + 2(H−1) + 2i and takes
-    ℓ_i·δ (moved to end at the window's end when it yields to the fill relay); with m = 2 fill,
-    straggler 0's relay of the last fill result to node 0 starts at slot Lk + 2H plus ℓ2·δ and
-    takes ℓ1·c1·δ; the drain's last all-gather hop starts at slot L(k+1) − 2 and takes δ. That
-    last term is what `_drain_slots`' placement gives for every size the tests try (m ≤ 5,
-    H ≤ 39, several k; tests/test_optcc_multi.py asserts it); it is not proved in general.
+    The first flow starts at 0. The last flows are segment k−1's F to the stragglers
+    (`_f_slot`, taking ℓ_i·δ; with the H = 2 relay fill, straggler 1's F moves to its window's
+    end and straggler 0's relay of the last fill result starts at slot Lk + 2H plus ℓ2·δ, taking
+    ℓ1·c1·δ) and the drain's last hop (`_drain_last_slot`, taking δ; an identity with
+    `_drain_slots` asserted by the tests for m ≤ 4, H ≤ 30, not proved). Fill pieces are made only
+    where they end by then, so they change δ only.
     """
     stragglers = _check(cluster, segments)
     m, k = len(stragglers), segments
