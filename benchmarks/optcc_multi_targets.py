@@ -4,8 +4,8 @@ For the Figure 9 settings (paper: ℓ1 = 4/3, ℓ2 = 8/7 and ℓ1 = 2, ℓ2 = 4/
 and p ∈ {8, 16, 64}: slot time of the generated schedule (n/B), ratio to the exclusive-model
 fluid-LP optimum (lp_models.fluid, derived), to the multi-straggler lower bound
 (bounds.closed_form.lower_bound, derived) and to T0; the port check. Target: slot/LP ≤ 1.03 at k = 64.
-Construction: optcc_multi's periodic pattern with m = 2 fill and the free-slot drain (derived,
-docs/optcc_multi.md). `--m3` adds an informational table (no target) for three stragglers
+Construction: optcc_multi's periodic pattern, m = 2 "coincide" rotation (shared idle window) with
+own-speed fill, free-slot drain (derived, docs/optcc_multi.md). `--m3` adds an informational table (no target) for three stragglers
 (4/3, 8/7, 8/7) and (2, 4/3, 8/7), which use the m ≥ 3 chain fill.
 Run: /work/venv/bin/python benchmarks/optcc_multi_targets.py [--m3] [k] [p ...]
 """
