@@ -10,10 +10,14 @@ NIC direction at the slower end's speed, NVLink row 2(g−1)/(g·s_nv)), the rat
 to T0 (hierarchical optimum) and to NCCLNoFailure (flat multi-channel ring, no failure,
 derived reading in PAPER.md), plus the hierarchical ring with the straggler (baseline).
 Rows with p above --generate-up-to (default 256) print the closed form only and say so.
+Second table, two servers (q = 2; Figure 22's g = 8, p = 16, and g = 4, p = 8; ℓ ∈ {8/7, 2}):
+the same columns, the k-segment pipelined exchange of optcc_servers (NVLink-bound rows equal the
+LP's NVLink row 2(g−1)/(g·s_nv) exactly; NIC-bound rows are ℓ/g + 2(g−1)/(g·s_nv·k)).
+--tables fig10|q2|all (default all) picks the tables.
 --sweep N [--seed S]: instead, N random small clusters (g ∈ {2,4,8}, q ≤ 11, ℓ ∈ [1, 3],
 k ≤ 20, s_nv from (g−1)/2 to 2(g−1)): generated slot time vs `optcc_server_slot_time`; a
 mismatch where the closed form does not refuse is a failure.
-Run: /work/venv/bin/python benchmarks/optcc_server_targets.py [--generate-up-to P] [--k K]
+Run: /work/venv/bin/python benchmarks/optcc_server_targets.py [--generate-up-to P] [--k K] [--tables q2]
      /work/venv/bin/python benchmarks/optcc_server_targets.py --sweep 400 --seed 1
 """
 from __future__ import annotations
@@ -41,20 +45,34 @@ def main(argv):
     ap.add_argument("--p", default="16,64,256")
     ap.add_argument("--sweep", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tables", choices=("all", "fig10", "q2"), default="all")
     a = ap.parse_args(argv)
     if a.sweep:
         return sweep(a.sweep, a.seed)
-    g, k = a.g, a.k
-    print(f"g={g}, k={k}, straggler server 1 (all {g} GPUs at ℓ), NVLink 9x NIC; times in n/B")
-    print(f"{'p':>4} {'ell':>4} {'flows':>8} {'slot':>9} {'source':>9} {'ports':>5} {'=cf':>4} {'LP':>8} "
+    failures = 0
+    if a.tables in ("all", "fig10"):
+        failures += table(a.g, [(a.g, int(p)) for p in a.p.split(",")], a.k, a.generate_up_to)
+    if a.tables in ("all", "q2"):
+        failures += table(None, [(8, 16), (4, 8)], a.k, a.generate_up_to)
+    print("all targets met, port rule holds, closed form agrees" if not failures else f"{failures} FAILURES")
+    return 1 if failures else 0
+
+
+def table(g_title, rows, k: int, generate_up_to: int) -> int:
+    """One table: (g, p) rows × ELLS; returns the number of failed checks."""
+    if g_title is None:
+        print(f"two servers (q = 2), k={k}, straggler server 1 (all g GPUs at ℓ), NVLink 9x NIC; times in n/B")
+    else:
+        print(f"g={g_title}, k={k}, straggler server 1 (all {g_title} GPUs at ℓ), NVLink 9x NIC; times in n/B")
+    print(f"{'g':>2} {'p':>4} {'ell':>4} {'flows':>8} {'slot':>9} {'source':>9} {'ports':>5} {'=cf':>4} {'LP':>8} "
           f"{'/LP':>7} {'/Thm3':>7} {'/T0':>7} {'/NCCLnf':>7} {'hring/T0':>8} {'gen_s':>6}  target")
     failures = 0
-    for p in map(int, a.p.split(",")):
+    for g, p in rows:
         for name, ell in ELLS:
             c = Cluster.build(p, g, {r: ell for r in range(g, 2 * g)})
             cf = optcc_server_slot_time(c, k)
             flows, ports, cf_ok, gen = "-", "-", "-", float("nan")
-            if p <= a.generate_up_to:
+            if p <= generate_up_to:
                 t = time.perf_counter()
                 s = optcc_server_allreduce(c, k)
                 grid = IntegerTimes(s)
@@ -69,7 +87,7 @@ def main(argv):
                 st, source = cf, "closed"
             lp = solve_fluid_lp(c, "exclusive")
             if not lp.optimal:
-                print(f"{p:>4} {name:>4}  LP not optimal: {lp.status}")
+                print(f"{g:>2} {p:>4} {name:>4}  LP not optimal: {lp.status}")
                 failures += 1
                 continue
             r_lp = float(st) / lp.objective
@@ -77,13 +95,12 @@ def main(argv):
             failures += not ok
             t0 = fault_free_optimum(p, g)
             nccl_nf = flat_ring_slot_time(Cluster.build(p, g))
-            print(f"{p:>4} {name:>4} {flows:>8} {float(st):>9.5f} {source:>9} {ports:>5} {cf_ok:>4} "
+            print(f"{g:>2} {p:>4} {name:>4} {flows:>8} {float(st):>9.5f} {source:>9} {ports:>5} {cf_ok:>4} "
                   f"{lp.objective:>8.5f} {r_lp:>7.4f} {float(st / lower_bound_straggler_server(p, g, ell)):>7.4f} "
                   f"{float(st / t0):>7.4f} {float(st / nccl_nf):>7.4f} "
                   f"{float(hierarchical_ring_slot_time(c) / t0):>8.4f} {gen:>6.1f}  "
                   f"LP {'met' if ok else 'MISSED'}")
-    print("all targets met, port rule holds, closed form agrees" if not failures else f"{failures} FAILURES")
-    return 1 if failures else 0
+    return failures
 
 
 def sweep(n: int, seed: int) -> int:

@@ -86,15 +86,17 @@ def optcc_server_messages_on_critical_path(p: int, g: int, ell, k: int) -> int:
     Two chains of one resource: the NIC part is the single-straggler instance on q nodes (its
     count 2(q−1)(k+1)); on one server the NVLink reduce-scatter block and the all-gather queue
     are P batches of g − 1 rounds each, chained on one NVLink port (P = instance pieces,
-    `optcc_single_pieces`). Pieces are first touched and released in ring-step order, so a
-    chain that switches resources (RS rounds, then NIC steps, then AG rounds) counts at most
-    the longer of the two plus the lead (2 batches) and tail (1 batch) and one batch where it
-    switches: 4(g − 1). Not proved: tested ≥ event_time − slot_time over α on generated
-    schedules (tests/test_paper_checks.py), where it holds with little slack at large α.
+    `optcc_single_pieces`; k at q = 2, where optcc_servers swaps k segments). Pieces are first
+    touched and released in ring-step order, so a chain that switches resources (RS rounds,
+    then NIC steps, then AG rounds) counts at most the longer of the two plus the lead
+    (2 batches) and tail (1 batch) and one batch where it switches: 4(g − 1). Not proved:
+    tested ≥ event_time − slot_time over α on generated schedules (tests/test_paper_checks.py),
+    where it holds with little slack at large α.
     """
     q = p // g
     nic = 2 * (q - 1) * (k + 1)
-    nvlink = 2 * (g - 1) * optcc_single_pieces(q, ell, k)
+    pieces = k if q == 2 else optcc_single_pieces(q, ell, k)   # q = 2: k segments swapped in turn
+    nvlink = 2 * (g - 1) * pieces
     return max(nic, nvlink) + 4 * (g - 1)
 
 

@@ -173,3 +173,88 @@ def test_lp_is_the_construction_limit(p, ell):
     assert lp.optimal and lp.objective == pytest.approx(float(limit), rel=1e-9)
     gaps = [float(optcc_server_slot_time(c, k)) / lp.objective - 1 for k in (16, 256, 4096)]
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 2e-3
+
+
+# ---- two servers (q = 2): the k-segment pipelined exchange ---------------------------------
+def _nvlink_work(c):
+    return F(2 * (c.g - 1), c.g) / c.nvlink_speedup
+
+
+@pytest.mark.parametrize("g", [2, 3, 4, 8])
+@pytest.mark.parametrize("s_nv", [F(1, 3), F(1), F(3, 2), "g-1", F(9), F(40)])
+def test_two_servers_closed_form_equals_generated(g, s_nv):
+    """q = 2 over ℓ, k and NVLink speeds from far below a NIC to 40×: correct, one flow per port
+    direction, and slot time = max(ℓ/g + W/k, W), W = 2(g−1)/(g·s_nv) (derived, no extra condition)."""
+    s_nv = F(g - 1) if s_nv == "g-1" else s_nv
+    for ell in (F(1), F(8, 7), F(3, 2), F(2), F(3)):
+        for k in (1, 2, 3, 5):
+            c = server_cluster(2, g, k % 2, ell, nvlink=s_nv * B)
+            s = optcc_server_allreduce(c, k)
+            assert simulate(s).correct and check_capacity(s) is None
+            w = _nvlink_work(c)
+            expect = max(ell / g + w / k, w)
+            assert slot_time(s) == optcc_server_slot_time(c, k) == expect, (ell, k)
+
+
+def test_two_servers_nic_bound_pipeline_shape():
+    """NIC-bound (p = 16, g = 8, ℓ = 2, k = 8): the NICs start after one RS batch, swap the k
+    segments back to back (one flow per NIC direction); every other NVLink round (RS of later
+    segments, AG of earlier ones) runs while the NICs work; one AG batch follows the last NIC flow."""
+    g, k, ell = 8, 8, F(2)
+    c = server_cluster(2, g, 1, ell)
+    s = optcc_server_allreduce(c, k)
+    batch = _nvlink_work(c) / (2 * k)
+    seg = ell / (g * k)
+    nic = [f for f in s.flows if f.link == "nic"]
+    assert sorted({f.start for f in nic}) == [batch + i * seg for i in range(k)]
+    assert all(sum(f.src == r for f in nic if f.start == t) == 1 for r in range(2 * g) for t in {f.start for f in nic})
+    nv = [f for f in s.flows if f.link == "nvlink"]
+    rnd = batch / (g - 1)
+    nv_end = max(f.start + rnd for f in nv)
+    assert nv_end == batch + k * seg + batch == slot_time(s)
+    nic_end = batch + k * seg
+    outside = [f for f in nv if f.start < batch or f.start + rnd > nic_end]
+    assert len(outside) == 2 * 2 * (g - 1) * g    # per server: one RS batch before, one AG batch after
+    assert {f.op for f in outside if f.start < batch} == {"add"}
+    assert {f.op for f in outside if f.start >= nic_end} == {"copy"}
+    assert {f.op for f in nv if batch <= f.start and f.start + rnd <= nic_end} == {"add", "copy"}
+
+
+@pytest.mark.parametrize("g,p,ell", [(8, 16, F(2)), (8, 16, F(8, 7)), (4, 8, F(2)), (4, 8, F(8, 7))])
+def test_two_servers_against_lp_and_theorem3(g, p, ell):
+    """k = 64: within 1.3% of the exclusive LP (exactly the LP where NVLink binds, Figure 22's
+    g = 8, ℓ = 8/7) and ≥ Theorem 3; far below the unpipelined ℓ/g + W of the earlier construction."""
+    from lp_models.fluid import solve_fluid_lp
+    c = server_cluster(p // g, g, 1, ell)
+    t = optcc_server_slot_time(c, 64)
+    lp = solve_fluid_lp(c, "exclusive")
+    assert lp.optimal and 1 - 1e-9 <= float(t) / lp.objective <= 1.013
+    assert t >= lower_bound_straggler_server(p, g, ell)
+    assert t < ell / g + _nvlink_work(c)
+    if ell / g < _nvlink_work(c) * F(63, 64):
+        assert t == _nvlink_work(c) and float(t) == pytest.approx(lp.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("p,g,ell,k,s_nv", [(4, 2, F(2), 3, F(9)), (8, 4, F(8, 7), 3, F(9)),
+                                            (16, 8, F(2), 2, F(9)), (8, 4, F(3), 2, F(1, 2))])
+def test_verifier_proves_two_servers(p, g, ell, k, s_nv):
+    from verifier import prove_allreduce
+    s = optcc_server_allreduce(server_cluster(p // g, g, 1, ell, nvlink=s_nv * B), k)
+    proof = prove_allreduce(s)
+    assert proof.proved, proof
+
+
+@pytest.mark.parametrize("g", [2, 4, 8])
+@pytest.mark.parametrize("s_nv", [F(1, 2), F(9)])
+def test_one_server_time_and_no_division_by_zero(g, s_nv):
+    """q = 1: NVLink reduce-scatter + all-gather, 2(g−1)/(g·s_nv) for every k (NVLink is the only
+    resource and every round already uses all its ports, so segmenting cannot help); T0 and the
+    bound are 0 and timing reports it without dividing by zero."""
+    from optcc.timing import time_schedule
+    c = server_cluster(1, g, 0, F(2), nvlink=s_nv * B)
+    for k in (1, 4):
+        s = optcc_server_allreduce(c, k)
+        assert simulate(s).correct and check_capacity(s) is None
+        assert slot_time(s) == optcc_server_slot_time(c, k) == _nvlink_work(c)
+    rep = time_schedule(s, 10**6)
+    assert rep.t0 == 0 and rep.lower_bound == 0 and rep.slot_time == _nvlink_work(c)

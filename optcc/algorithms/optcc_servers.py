@@ -1,5 +1,6 @@
 """OptCC for g GPUs per server and one straggler server: NVLink reduce-scatter, g inter-server
-single-straggler OptCC instances, NVLink all-gather, pipelined so NVLink work hides under NIC work.
+single-straggler OptCC instances (q = 2: k segments swapped in turn), NVLink all-gather,
+pipelined so NVLink work hides under NIC work.
 
 What is the paper's (PAPER.md "Several GPUs per server", Figures 13-19, Theorem 3): g GPUs per
 server, q = p/g servers, a failure slows all g GPUs of one server by ℓ; GPUs of a server talk
@@ -34,7 +35,14 @@ What is ours (derived):
   AG in the gaps, fragmented the NVLink and lost its closed form already at ~80% NVLink load.)
   Overlapping NVLink with NIC work is our reading of "the NICs never idle": ports of different
   links are independent in the project's capacity model.
-- q = 1 (one server): NVLink reduce-scatter then all-gather of g pieces, 2(g−1)/(g·s_nv).
+- q = 2 (two servers): optcc_single's instance would be one exchange of everything, leaving
+  nothing for NVLink to overlap (the earlier construction: RS, exchange, AG in turn, ℓ/g + W,
+  0.444 n/B at p = 16, g = 8, ℓ = 2). The instance is instead k segments of 1/k swapped one after
+  another ("add" both ways; one flow per NIC direction), so with the placement above NVLink
+  reduce-scatters later segments and all-gathers earlier ones while the NICs swap segment i.
+- q = 1 (one server): NVLink reduce-scatter then all-gather of g pieces, 2(g−1)/(g·s_nv). Every
+  round already uses every NVLink port direction and NVLink is the only resource, so segmenting
+  cannot shorten it (k is ignored). T0 and the bound are 0 there; nothing here divides by them.
 
 Slot time (derived; `optcc_server_slot_time`): with T_1 = optcc_slot_time of the instance
 (q nodes, straggler ℓ, k segments), δ the instance's shard and c = (g−1)·δ/(g·s_nv) the length
@@ -45,8 +53,23 @@ of one batch of a shard:
                                step δ/g ≥ c, so the back-to-back RS block only needs 2c ahead.
                                Tail c: the last write lands at T_1/g (last epilogue step) and
                                its AG batch follows, the AG queue being empty by then.
-    T = ℓ/g + 2c'             q = 2: the instance is one exchange of everything, c' = (g−1)/(g·s_nv).
-    T = 2(g−1)/(g·s_nv)       q = 1.
+    T = max(ℓ/g + W/k, W)     q = 2, W = 2(g−1)/(g·s_nv) (NVLink's whole work), c = W/(2k) one
+                               segment's batch, N = ℓ/(g·k) one segment's exchange. RS batches
+                               run back to back from 0, so segment i starts at D + iN with D =
+                               max_i((i+1)c − iN); AG batches start after the RS block (kc), in
+                               release order. If N ≥ c: D = c, the AG chain ends at max(2kc,
+                               max_j(c + (j+1)N + (k−j)c)) = max(2kc, kN + 2c). If N < c:
+                               D = kc − (k−1)N, the chain ends at max(2kc, 2kc − (k−2)N), i.e.
+                               2kc for k ≥ 2 and 2c + N for k = 1. Both are max(ℓ/g + 2c, W).
+                               Valid for every g ≥ 2, k ≥ 1, ℓ ≥ 1, s_nv > 0 (no condition to
+                               raise on): tested equal to generated schedules for g ∈ {2,3,4,8},
+                               ℓ ∈ [1, 3], k ≤ 5, s_nv from 1/3 to 40. NIC-bound (ℓ/g ≥ W(1 − 1/k)):
+                               ℓ/g plus one RS batch of fill and one AG batch of drain, the NICs
+                               never idle in between. NVLink-bound: T = W, the server LP's NVLink
+                               row, i.e. optimal in the exclusive model. (Interleaving RS of
+                               segment i+1 and AG of i−1 strictly per NIC segment gives the same
+                               in the NIC-bound case but 2(k−1)c + 2N ≥ this one when c < N < 2c.)
+    T = W = 2(g−1)/(g·s_nv)   q = 1.
 Conditions for q ≥ 3: s_nv ≥ g − 1 (a batch no longer than a ring step) and 2(g−1)/(g·s_nv) ≤
 T_1/g (NVLink's total work, the LP's NVLink row, fits in the NIC part), so the AG queue drains.
 The formula is derived from the construction; that these conditions suffice is checked, not
@@ -112,7 +135,10 @@ def _check_segments(segments) -> int:
 
 
 def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
-    """Closed-form slot time (n/B) of `optcc_server_allreduce` (module docstring, derived)."""
+    """Closed-form slot time (n/B) of `optcc_server_allreduce` (module docstring, derived).
+
+    Raises OptccError (field "nvlink_bandwidth") for q ≥ 3 outside the stated NVLink conditions;
+    q = 1 and q = 2 hold for every NVLink speed."""
     k = _check_segments(segments)
     g, q = cluster.g, cluster.servers
     s_nv = cluster.nvlink_speedup
@@ -120,8 +146,9 @@ def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
         straggler_server(cluster)
         return Fraction(2 * (g - 1), g) / s_nv
     inst, ell = _instance_cluster(cluster)
-    if q == 2:
-        return ell / g + 2 * Fraction(g - 1, g) / s_nv
+    if q == 2:                               # no validity condition (module docstring)
+        nvlink_work = 2 * Fraction(g - 1, g) / s_nv
+        return max(ell / g + nvlink_work / k, nvlink_work)
     t1 = optcc_slot_time(inst, k)
     delta = _instance_shard(q, ell, k)
     c = (g - 1) * delta / (g * s_nv)
@@ -152,7 +179,7 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if q == 1:
         return _one_server(cluster, meta)
     inst_cluster, _ = _instance_cluster(cluster)
-    inst = optcc_allreduce(inst_cluster, k)
+    inst = _two_server_instance(inst_cluster, k) if q == 2 else optcc_allreduce(inst_cluster, k)
     P = len(inst.pieces)
     gf = Fraction(g)
     sizes = [x / gf for x in inst.pieces]
@@ -211,6 +238,19 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     pieces = [sz for l in range(g) for sz in sizes]
     meta["lead"] = str(D)
     return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:
+    """q = 2: the two servers swap k segments of 1/k one after another ("add" both ways at
+    i·ℓ/k), so NVLink can reduce-scatter segment i+1 and all-gather segment i−1 while the NICs
+    carry segment i (derived; optcc_single's one-piece exchange would leave nothing to overlap)."""
+    ell = max(inst_cluster.slowdown)
+    seg = Fraction(1, k)
+    flows = []
+    for i in range(k):
+        t = i * ell * seg
+        flows += [Flow(0, 1, i, "add", t), Flow(1, 0, i, "add", t)]
+    return Schedule(inst_cluster, [seg] * k, flows)
 
 
 def _batch(app, s: int, g: int, P: int, pi: int, start: Fraction, rnd: Fraction, op: str) -> None:
