@@ -47,3 +47,17 @@ class SolveResult:
             "gap": self.gap,
             "time_limit_s": self.time_limit_s,
         }
+
+
+def run_cp_sat(model, time_limit_s: float, workers: int):
+    """Solve a CP-SAT model under a time limit; returns (solver, status code, seconds)."""
+    import time
+
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.num_workers = workers
+    t0 = time.perf_counter()
+    code = solver.Solve(model)
+    return solver, code, time.perf_counter() - t0

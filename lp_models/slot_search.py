@@ -15,14 +15,13 @@ Durations are integers on the grid 1/(P·D) n/B, D the lcm of the slowdowns' den
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from fractions import Fraction
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
-from lp_models.result import SolveResult
+from lp_models.result import run_cp_sat, SolveResult
 
 MAX_P = 6
 DEFAULT_PIECES = 2
@@ -101,12 +100,7 @@ def optimal_tree_schedule(cluster: Cluster, pieces: int = DEFAULT_PIECES,
         m.AddNoOverlap(send_iv[i])
         m.AddNoOverlap(recv_iv[i])
     m.Minimize(makespan)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = workers
-    t0 = time.perf_counter()
-    code = solver.Solve(m)
-    seconds = time.perf_counter() - t0
+    solver, code, seconds = run_cp_sat(m, time_limit_s, workers)
     res = SearchResult(status=solver.StatusName(code), objective=None, solver="cp-sat", seconds=seconds,
                        time_limit_s=time_limit_s, pieces=pieces)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

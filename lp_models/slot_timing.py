@@ -12,7 +12,6 @@ timing is feasible, so it is the starting hint and the horizon; minimize the mak
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -20,7 +19,7 @@ from fractions import Fraction
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.timing import IntegerTimes, capacity_model, durations, port_usage, slot_time
-from lp_models.result import OPTIMAL, SolveResult
+from lp_models.result import run_cp_sat, OPTIMAL, SolveResult
 
 DEFAULT_TIME_LIMIT_S = 30.0
 
@@ -126,12 +125,7 @@ def optimal_timing(schedule: Schedule, time_limit_s: float = DEFAULT_TIME_LIMIT_
         m.Add(makespan >= v)
     m.Minimize(makespan)
 
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(time_limit_s)
-    solver.parameters.num_workers = workers
-    t0 = time.perf_counter()
-    code = solver.Solve(m)
-    seconds = time.perf_counter() - t0
+    solver, code, seconds = run_cp_sat(m, time_limit_s, workers)
     status = solver.StatusName(code)
     res = TimingResult(status=status, objective=None, solver="cp-sat", seconds=seconds,
                        time_limit_s=time_limit_s, given_time=float(given), given_time_exact=given)
