@@ -139,8 +139,6 @@ def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
         else:
             out["algorithms"]["optcc"] = _entry(optcc_closed_form(cluster, segments), t0, lb, None,
                                                 f"closed form ({which})")
-    except ImportError as exc:
-        _unavailable(out, "optcc", f"{which} is not installed ({exc})")
     except OptccError as exc:
         _unavailable(out, "optcc", f"{which}: {exc}")
         notes.append(f"optcc: {which} refused this cluster: {exc}")
@@ -218,19 +216,15 @@ def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: li
     proved = None
     properties = None
     if prove:
-        try:
-            from verifier import prove_allreduce
-        except ImportError:
-            notes.append(f"{name}: verifier not installed, proved = null")
-        else:
-            proof = prove_allreduce(schedule)
-            proved = bool(proof.proved)
-            properties = dict(proof.properties)
-            if not proved:
-                failed = [k for k, v in properties.items() if not v]
-                message = (proof.counterexample or {}).get("message", proof.counterexample)
-                notes.append(f"{name}: NOT proved ({', '.join(failed)} failed; "
-                             f"{', '.join(k for k, v in properties.items() if v)} hold): {message}")
+        from verifier import prove_allreduce
+        proof = prove_allreduce(schedule)
+        proved = bool(proof.proved)
+        properties = dict(proof.properties)
+        if not proved:
+            failed = [k for k, v in properties.items() if not v]
+            message = (proof.counterexample or {}).get("message", proof.counterexample)
+            notes.append(f"{name}: NOT proved ({', '.join(failed)} failed; "
+                         f"{', '.join(k for k, v in properties.items() if v)} hold): {message}")
     if rep.violation is not None:
         notes.append(f"{name}: capacity violated: {rep.violation.describe(schedule)}")
     out["algorithms"][name] = _entry(rep.slot_time, t0, lb, proved, "schedule",

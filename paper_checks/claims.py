@@ -162,11 +162,6 @@ def check_o1p_bound(ell: Fraction) -> Row:
 
 def check_o1p_optcc(ell: Fraction) -> Row:
     subject = "OptCC"
-    if not O.optcc_single_available():
-        return Row(f"o1p-OptCC-ell{float(ell):.3g}",
-                   f"ℓ = {ell}: OptCC's overhead over T0 is " + ("not O(1/p)" if ell > 2 else "O(1/p)"),
-                   "paper, abstract ('OptCC approaches this lower bound')", "O(1/p)" if ell <= 2 else "Θ(1)",
-                   O.NOT_BUILT_SINGLE, "—", "fit as for the bound", OPEN)
     overheads = [O.optcc_time(p, ell, p) / M.t0(p) - 1 for p in S.P_FIT]
     return _fit_row(subject, ell, overheads, opposite=ell > 2,
                     model="optcc_single.optcc_slot_time (closed form, α = 0), k = p segments",
@@ -186,14 +181,6 @@ def check_within_6_percent_g1() -> Row:
     permits = [p for p in S.P_FIGURE8 if all(_within_percent(bound[f"{ell}@{p}"], 6) for ell in S.ELLS_UP_TO_HALF)]
     details = {"bound_overhead_vs_nccl": bound, "alpha_seconds": float(S.ALPHA_SECONDS),
                "p_where_bound_permits_claim": permits}
-    if not O.optcc_single_available():
-        worst = max(bound.values())
-        verdict = FAIL if not _within_percent(worst, 6) else OPEN
-        details["margin_pp"] = 6 + PERCENT_ROUNDING_PP - 100 * worst
-        return Row("within-6pct-fig8", claim, where, "2–6%",
-                   f"OptCC {O.NOT_BUILT_SINGLE}; the lower bound alone is up to {_pct(worst)} over NCCLNoFailure "
-                   f"(the bound permits ≤ 6% only for p ∈ {permits})",
-                   "α-β event model (α = 5 µs), Theorem 1 + α", tol, verdict, 6.0, 100 * worst, details)
     per = {}
     per0 = {}
     for ell in S.ELLS_UP_TO_HALF:
@@ -218,7 +205,7 @@ def _ell_text(ell) -> str:
     return ",".join(str(e) for e in ell) if isinstance(ell, tuple) else str(ell)
 
 
-def _within_6_rows_g(g: int, ps, ells, optcc_available: bool, best_time, bound_time):
+def _within_6_rows_g(g: int, ps, ells, best_time, bound_time):
     """Overheads over NCCLNoFailure (α-β at 8 GiB and at α = 0) of OptCC and of the bound."""
     au = M.alpha_units(S.MESSAGE_BYTES)
     per, per0, bound, bound0 = {}, {}, {}, {}
@@ -228,27 +215,21 @@ def _within_6_rows_g(g: int, ps, ells, optcc_available: bool, best_time, bound_t
             nccl, nccl0 = M.nccl_no_failure_time(p, g, au), M.nccl_no_failure_time(p, g)
             bound[key] = float(bound_time(p, ell, au) / nccl - 1)
             bound0[key] = float(bound_time(p, ell, Fraction(0)) / nccl0 - 1)
-            if optcc_available:
-                t, k = best_time(p, ell, au)
-                per[key] = (float(t / nccl - 1), k)
-                per0[key] = float(best_time(p, ell, Fraction(0))[0] / nccl0 - 1)
+            t, k = best_time(p, ell, au)
+            per[key] = (float(t / nccl - 1), k)
+            per0[key] = float(best_time(p, ell, Fraction(0))[0] / nccl0 - 1)
     return per, per0, bound, bound0
 
 
 def _within_6_row(row_id: str, claim: str, where: str, g: int, ps, ells, ell_text: str,
-                  available: bool, not_built: str, best_time, bound_time, model: str, extra=None) -> Row:
+                  best_time, bound_time, model: str, extra=None) -> Row:
     """One "within 6% of NCCLNoFailure" row; rule fixed beforehand: the worst overhead over the
     grid at α = 5 µs, 8 GiB, best k of K_CANDIDATES, must be ≤ 6% + PERCENT_ROUNDING_PP."""
-    per, per0, bound, bound0 = _within_6_rows_g(g, ps, ells, available, best_time, bound_time)
+    per, per0, bound, bound0 = _within_6_rows_g(g, ps, ells, best_time, bound_time)
     tol = f"max overhead ≤ 6% + {PERCENT_ROUNDING_PP} pp over the grid (p ∈ {list(ps)}, {ell_text})"
     details = {"bound_overhead_vs_nccl": bound, "bound_overhead_vs_nccl_alpha0": bound0,
                "alpha_seconds": float(S.ALPHA_SECONDS)}
     details.update(extra or {})
-    if not available:
-        worst = max(bound.values())
-        details["margin_pp"] = 6 + PERCENT_ROUNDING_PP - 100 * worst
-        return Row(row_id, claim, where, "≤ 6%", f"OptCC {not_built}; the lower bound alone is up to {_pct(worst)}",
-                   model, tol, FAIL if not _within_percent(worst, 6) else OPEN, 6.0, 100 * worst, details)
     worst_key = max(per, key=lambda key: per[key][0])
     worst = per[worst_key][0]
     lo = min(v[0] for v in per.values())
@@ -266,7 +247,6 @@ def check_within_6_percent_g4() -> Row:
     return _within_6_row(
         "within-6pct-fig10", "OptCC stays within 6% of NCCLNoFailure across p ∈ [16, 256] (g = 4)",
         "paper, Figure 10 caption", g, S.P_FIGURE10, S.ELLS_UP_TO_HALF, "ℓ ∈ {8/7, 4/3, 2}",
-        O.optcc_multi_gpu_available(), O.NOT_BUILT_MULTI_GPU,
         lambda p, ell, au: O.optcc_server_best_time(p, g, ell, au),
         lambda p, ell, au: M.lower_bound_time(p, g, ell, au),
         "α-β event model (α = 5 µs): optcc_server_slot_time + α per message "
@@ -290,12 +270,6 @@ def check_gap_at_p16() -> Row:
                "bound_gap_alpha": float(gap_alpha), "bound_gap_alpha0": float(gap)}
     tol = f"OptCC's gap equals the bound's within {PERCENT_ROUNDING_PP} pp (α-β model, α = 5 µs)"
     model = "Theorem 3 (= Theorem 1 on servers here) and optcc_server_slot_time + α count vs the flat ring; α-β"
-    if not O.optcc_multi_gpu_available():
-        return Row("fig10-gap-p16",
-                   "At small p (p = 16) the gap to NCCLNoFailure is the straggler-induced lower bound of Theorem 1",
-                   "paper, Figure 10 caption", "gap = lower bound (≤ 6%)",
-                   f"bound's gap {_pct(gap)} at α = 0; OptCC (g = 4) {O.NOT_BUILT_MULTI_GPU}", model, tol,
-                   OPEN, None, 100 * float(gap), details)
     t, k = O.optcc_server_best_time(p, g, ell, au)
     t0_, k0 = O.optcc_server_best_time(p, g, ell)
     optcc_gap = t / nccl_a - 1
@@ -325,7 +299,6 @@ def check_within_6_percent_multi_straggler(row_id: str, where: str, pairs, ps) -
     text = ", ".join(f"(ℓ1, ℓ2) = ({a}, {b})" for a, b in pairs)
     return _within_6_row(
         row_id, ABSTRACT_6PCT + f" — two stragglers, {text}", where, 1, ps, pairs, text,
-        O.optcc_multi_straggler_available(), O.NOT_BUILT_MULTI_STRAGGLER,
         lambda p, ells, au: O.optcc_multi_best_time(p, ells, au),
         lambda p, ells, au: M.lower_bound_multi_time(p, ells, au),
         "α-β event model (α = 5 µs): optcc_multi_slot_time + α per message "
@@ -338,7 +311,6 @@ def check_within_6_percent_g8() -> Row:
         "within-6pct-fig22", ABSTRACT_6PCT + " — g = 8, one straggler server at ℓ = 2",
         "paper, abstract, in Figure 22 (a)'s setting (g = 8, ℓ = 2, N = 8 GiB; the caption states no number)",
         g, S.P_FIGURE22, (S.ELL_4_OF_8,), "ℓ = 2",
-        O.optcc_multi_gpu_available(), O.NOT_BUILT_MULTI_GPU,
         lambda p, ell, au: O.optcc_server_best_time(p, g, ell, au),
         lambda p, ell, au: M.lower_bound_time(p, g, ell, au),
         "α-β event model (α = 5 µs): optcc_server_slot_time + α per message, best k, vs the flat ring")

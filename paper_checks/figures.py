@@ -4,7 +4,7 @@
 Panels as in the paper: (a) ℓ = 8/7 against p at 8 GiB, (b) ℓ = 8/7 against message size at
 p = 128, (c)/(d) the same for ℓ = 2. Lines: OptCC, NCCLNoFailure, ring with straggler (PXN),
 R2CCL (K = 4), lower bound
-(all at α = 5 µs), plus OptCC at α = 0 (dotted) since α decides OptCC's best segment count. Missing algorithms are named in the panel, never drawn.
+(all at α = 5 µs), plus OptCC at α = 0 (dotted) since α decides OptCC's best segment count.
 """
 from __future__ import annotations
 
@@ -36,14 +36,12 @@ def _series(p: int, g: int, ell: Fraction, n_bytes: int) -> dict:
     }
     if g == 1:
         out["R2CCL (K = 4)"] = ms(M.r2ccl_time(p, ell, au))
-        if O.optcc_single_available():
-            out["OptCC"] = ms(O.optcc_best_time(p, ell, au)[0])
-            out["OptCC at α = 0"] = ms(O.optcc_best_time(p, ell)[0])
+        out["OptCC"] = ms(O.optcc_best_time(p, ell, au)[0])
+        out["OptCC at α = 0"] = ms(O.optcc_best_time(p, ell)[0])
     else:   # node-level R2CCL over q servers plus NVLink RS/AG (model, models.r2ccl_server_time)
         out["R2CCL (K = 4)"] = ms(M.r2ccl_server_time(p, g, ell, au))
-        if O.optcc_multi_gpu_available():
-            out["OptCC"] = ms(O.optcc_server_best_time(p, g, ell, au)[0])
-            out["OptCC at α = 0"] = ms(O.optcc_server_best_time(p, g, ell)[0])
+        out["OptCC"] = ms(O.optcc_server_best_time(p, g, ell, au)[0])
+        out["OptCC at α = 0"] = ms(O.optcc_server_best_time(p, g, ell)[0])
     return out
 
 
@@ -56,13 +54,12 @@ def _series_multi(p: int, ells, n_bytes: int) -> dict:
         "Ring w/ straggler (PXN)": ms(M.ring_time(p, max(ells), au)),
         "Lower bound": ms(M.lower_bound_multi_time(p, ells, au)),
     }
-    if O.optcc_multi_straggler_available():
-        out["OptCC"] = ms(O.optcc_multi_best_time(p, ells, au)[0])
-        out["OptCC at α = 0"] = ms(O.optcc_multi_best_time(p, ells)[0])
+    out["OptCC"] = ms(O.optcc_multi_best_time(p, ells, au)[0])
+    out["OptCC at α = 0"] = ms(O.optcc_multi_best_time(p, ells)[0])
     return out
 
 
-def _panel(ax, xs, points, xlabel, title, missing):
+def _panel(ax, xs, points, xlabel, title):
     names = [n for n in STYLE if n in points[0]]
     for name in names:
         ax.plot(xs, [pt[name] for pt in points], label=name, markersize=4, **STYLE[name])
@@ -70,11 +67,9 @@ def _panel(ax, xs, points, xlabel, title, missing):
     ax.set_ylabel("AllReduce time (ms)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
-    if missing:
-        ax.text(0.02, 0.97, missing, transform=ax.transAxes, va="top", fontsize=8, color="tab:red")
 
 
-def _draw(path: str, title: str, rows, series, ps, missing) -> str:
+def _draw(path: str, title: str, rows, series, ps) -> str:
     """2 × 2 panels: per row (ℓ setting, label) time against p at 8 GiB and against size at p = 128."""
     import matplotlib
     matplotlib.use("Agg")
@@ -83,13 +78,13 @@ def _draw(path: str, title: str, rows, series, ps, missing) -> str:
     fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
     for row, (setting, label) in enumerate(rows):
         pts = [series(p, setting, S.MESSAGE_BYTES) for p in ps]
-        _panel(axes[row][0], ps, pts, "GPUs p", f"{label}, N = 8 GiB", missing)
+        _panel(axes[row][0], ps, pts, "GPUs p", f"{label}, N = 8 GiB")
         axes[row][0].set_xscale("log", base=2)
         axes[row][0].set_xticks(ps, [str(p) for p in ps])
         sizes = S.MESSAGE_SWEEP_BYTES
         pts = [series(S.P_SIZE_SWEEP, setting, n) for n in sizes]
         _panel(axes[row][1], [n / S.GIB for n in sizes], pts, "message size N (GiB)",
-               f"{label}, p = {S.P_SIZE_SWEEP}", missing)
+               f"{label}, p = {S.P_SIZE_SWEEP}")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10)
     fig.suptitle(f"Redraw of the paper's {title} — α-β model, 400 Gb/s per GPU, α = "
@@ -103,23 +98,18 @@ def _draw(path: str, title: str, rows, series, ps, missing) -> str:
 def draw_figure(g: int, path: str) -> str:
     """Figure 8 (g = 1) or Figure 10 (g > 1): one straggler (server), ℓ = 8/7 and ℓ = 2."""
     ps = S.P_FIGURE8 if g == 1 else S.P_FIGURE10
-    if g == 1:
-        missing = None if O.optcc_single_available() else "OptCC: " + O.NOT_BUILT_SINGLE
-    else:
-        missing = None if O.optcc_multi_gpu_available() else f"OptCC (g = {g}): " + O.NOT_BUILT_MULTI_GPU
     rows = [(ell, f"ℓ = {ell} ≈ {float(ell):.2f} (lost {lost} of 8 NICs)")
             for ell, lost in ((S.ELL_1_OF_8, 1), (S.ELL_4_OF_8, 4))]
     which = "Figure 8: single straggler, g = 1" if g == 1 else f"Figure 10: straggler server, g = {g}"
-    return _draw(path, which, rows, lambda p, ell, n: _series(p, g, ell, n), ps, missing)
+    return _draw(path, which, rows, lambda p, ell, n: _series(p, g, ell, n), ps)
 
 
 def draw_figure9(path: str) -> str:
     """Figure 9: two stragglers (g = 1), (ℓ1, ℓ2) = (4/3, 8/7) and (2, 4/3)."""
-    missing = None if O.optcc_multi_straggler_available() else "OptCC (m = 2): " + O.NOT_BUILT_MULTI_STRAGGLER
     rows = [(pair, f"ℓ1 = {pair[0]}, ℓ2 = {pair[1]} (lost {lost} of 8 NICs)")
             for pair, lost in zip(S.FIGURE9_ELLS, ("2 and 1", "4 and 2"))]
     return _draw(path, "Figure 9: two stragglers, g = 1",
-                 rows, _series_multi, S.P_FIGURE9, missing)
+                 rows, _series_multi, S.P_FIGURE9)
 
 
 def draw_figures(directory: str) -> list[str]:

@@ -10,41 +10,16 @@ Each α count below is derived from its construction and tested ≥ the event mo
 """
 from __future__ import annotations
 
-import importlib
 from fractions import Fraction
 
+from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+from optcc.algorithms.optcc_servers import optcc_server_slot_time
+from optcc.algorithms.optcc_single import optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from paper_checks import settings
 
-NOT_BUILT_SINGLE = "not built yet (optcc.algorithms.optcc_single missing)"
-NOT_BUILT_MULTI_GPU = "not built yet (optcc.algorithms.optcc_servers missing)"
-NOT_BUILT_MULTI_STRAGGLER = "not built yet (optcc.algorithms.optcc_multi missing)"
 K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one per point (stated rule)
-
-
-def _module(name: str, function: str):
-    try:
-        module = importlib.import_module(f"optcc.algorithms.{name}")
-    except ImportError:
-        return None
-    return module if hasattr(module, function) else None
-
-
-def _single():
-    return _module("optcc_single", "optcc_slot_time")
-
-
-def optcc_single_available() -> bool:
-    return _single() is not None
-
-
-def optcc_multi_gpu_available() -> bool:
-    return _module("optcc_servers", "optcc_server_slot_time") is not None
-
-
-def optcc_multi_straggler_available() -> bool:
-    return _module("optcc_multi", "optcc_multi_slot_time") is not None
 
 
 # ---- α counts (derived) --------------------------------------------------------------------
@@ -110,11 +85,8 @@ def optcc_server_messages_on_critical_path(p: int, g: int, ell, k: int) -> int:
 # ---- times ---------------------------------------------------------------------------------
 def optcc_time(p: int, ell, k: int, au=Fraction(0)) -> Fraction:
     """Single straggler (g = 1), units n/B: closed-form slot time + α per message."""
-    module = _single()
-    if module is None:
-        raise RuntimeError(NOT_BUILT_SINGLE)
     cluster = Cluster.build(p, stragglers={0: Fraction(ell)})
-    return module.optcc_slot_time(cluster, k) + optcc_messages_on_critical_path(p, k) * au
+    return optcc_slot_time(cluster, k) + optcc_messages_on_critical_path(p, k) * au
 
 
 def multi_straggler_cluster(p: int, ells) -> Cluster:
@@ -123,10 +95,7 @@ def multi_straggler_cluster(p: int, ells) -> Cluster:
 
 def optcc_multi_time(p: int, ells, k: int, au=Fraction(0)) -> Fraction:
     """m ≥ 2 stragglers (g = 1), units n/B: optcc_multi_slot_time + α per message."""
-    module = _module("optcc_multi", "optcc_multi_slot_time")
-    if module is None:
-        raise RuntimeError(NOT_BUILT_MULTI_STRAGGLER)
-    slot = module.optcc_multi_slot_time(multi_straggler_cluster(p, ells), k)
+    slot = optcc_multi_slot_time(multi_straggler_cluster(p, ells), k)
     return slot + optcc_multi_messages_on_critical_path(p, len(ells), k) * au
 
 
@@ -140,10 +109,7 @@ def optcc_server_time(p: int, g: int, ell, k: int, au=Fraction(0)) -> Fraction:
     """One straggler server (g > 1), units n/B: optcc_server_slot_time + α per message.
 
     Raises OptccError where the closed form does not hold (optcc_servers' NVLink conditions)."""
-    module = _module("optcc_servers", "optcc_server_slot_time")
-    if module is None:
-        raise RuntimeError(NOT_BUILT_MULTI_GPU)
-    slot = module.optcc_server_slot_time(server_cluster(p, g, ell), k)
+    slot = optcc_server_slot_time(server_cluster(p, g, ell), k)
     return slot + optcc_server_messages_on_critical_path(p, g, ell, k) * au
 
 

@@ -7,13 +7,13 @@ from bounds.closed_form import lower_bound
 from lp_models.fluid import solve_fluid_lp
 from lp_models.slot_search import optimal_tree_schedule
 from lp_models.slot_timing import optimal_timing
+from optcc.algorithms.optcc_single import optcc_allreduce
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 from optcc.timing import durations, slot_time, time_schedule
-
-verifier = pytest.importorskip("verifier", reason="the verifier package is not installed")
+import verifier
 
 
 def test_durations_use_the_slower_end_with_straggler_at_rank_0():
@@ -42,21 +42,13 @@ def test_stretched_ring_is_retimed_back_and_stays_correct():
     assert verifier.prove_allreduce(res.schedule).proved
 
 
-def _optcc():
-    try:
-        from optcc.algorithms.optcc_single import optcc_allreduce
-    except ImportError:
-        pytest.skip("optcc.algorithms.optcc_single (another helper's) is not installed yet")
-    return optcc_allreduce
-
-
 @pytest.mark.parametrize("p", [3, 4, 5, 6])
 @pytest.mark.parametrize("ell", [F(3, 2), F(2)])
 @pytest.mark.parametrize("k", [1, 2])
 def test_optcc_flows_retimed_optimally(p, ell, k):
     """Report, per case, whether OptCC's own timing is optimal for its flows (benchmarks/lp_slot_optcc.py
     prints the table, k up to 4); here: the solve is optimal, never worse, and the result proves."""
-    sched = _optcc()(Cluster.build(p, stragglers={0: ell}), k)
+    sched = optcc_allreduce(Cluster.build(p, stragglers={0: ell}), k)
     res = optimal_timing(sched, time_limit_s=30)
     assert res.optimal, res.status
     assert res.best_time_exact <= slot_time(sched)

@@ -54,9 +54,8 @@ def test_open_only_where_an_algorithm_is_missing(rows):
         if r["verdict"] == C.OPEN:
             assert "not built yet" in r["ours"], r["id"]
     # g = 4 OptCC exists now: its rows carry OptCC numbers, not OPEN.
-    if O.optcc_multi_gpu_available():
-        assert rows["fig10-gap-p16"]["verdict"] != C.OPEN
-        assert rows["within-6pct-fig10"]["verdict"] != C.OPEN
+    assert rows["fig10-gap-p16"]["verdict"] != C.OPEN
+    assert rows["within-6pct-fig10"]["verdict"] != C.OPEN
 
 
 def test_theorem3_rows(rows):
@@ -131,7 +130,6 @@ def _server_time_by_hand(p, g, ell, k, au):
     return optcc_server_slot_time(c, k) + count * au
 
 
-@pytest.mark.skipif(not O.optcc_multi_gpu_available(), reason="optcc_servers not built")
 def test_fig10_rows_use_optcc_g4(rows):
     r = rows["within-6pct-fig10"]
     au = M.alpha_units(S.MESSAGE_BYTES)
@@ -155,7 +153,6 @@ def test_fig10_rows_use_optcc_g4(rows):
     assert gap["verdict"] == (C.PASS if abs(diff) <= C.PERCENT_ROUNDING_PP else C.FAIL)
 
 
-@pytest.mark.skipif(not O.optcc_multi_straggler_available(), reason="optcc_multi not built")
 def test_fig9_rows_use_optcc_multi(rows):
     from optcc.algorithms.optcc_multi import optcc_multi_slot_time
     from optcc.cluster import Cluster
@@ -191,12 +188,9 @@ def test_fig8_row_follows_its_rule(rows):
     # Independent check of one bound entry: p = 32, ℓ = 2: (2 + α)/(2·31·(α + 1/32)) − 1.
     expect = (2 + au) / (62 * (au + F(1, 32))) - 1
     assert r["details"]["bound_overhead_vs_nccl"]["2@32"] == pytest.approx(float(expect))
-    if O.optcc_single_available():
-        worst = max(v[0] for v in r["details"]["optcc_overhead_and_k"].values())
-        assert r["our_value"] == pytest.approx(100 * worst)
-        assert r["verdict"] == (C.PASS if 100 * worst <= 6 + C.PERCENT_ROUNDING_PP else C.FAIL)
-    else:
-        assert "not built yet" in r["ours"]
+    worst = max(v[0] for v in r["details"]["optcc_overhead_and_k"].values())
+    assert r["our_value"] == pytest.approx(100 * worst)
+    assert r["verdict"] == (C.PASS if 100 * worst <= 6 + C.PERCENT_ROUNDING_PP else C.FAIL)
 
 
 def test_alpha_units_and_seconds():
@@ -207,7 +201,6 @@ def test_alpha_units_and_seconds():
 
 
 
-@pytest.mark.skipif(not O.optcc_single_available(), reason="optcc.algorithms.optcc_single not built")
 @pytest.mark.parametrize("ell", [F(8, 7), F(3, 2), F(2), F(3)])
 @pytest.mark.parametrize("p", [3, 5, 8])
 def test_optcc_alpha_count_bounds_the_event_model(ell, p):
@@ -237,7 +230,6 @@ def test_cli_json_and_figures(tmp_path, capsys):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.skipif(not O.optcc_multi_straggler_available(), reason="optcc_multi not built")
 @pytest.mark.parametrize("p", [4, 7, 10])
 def test_optcc_multi_alpha_count_bounds_the_event_model(p):
     from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
@@ -252,7 +244,6 @@ def test_optcc_multi_alpha_count_bounds_the_event_model(p):
                 assert event_time(s, au, grid) <= O.optcc_multi_time(p, ells, k, au)
 
 
-@pytest.mark.skipif(not O.optcc_multi_gpu_available(), reason="optcc_servers not built")
 @pytest.mark.parametrize("g,q", [(2, 4), (4, 3), (8, 3), (4, 2)])
 def test_optcc_server_alpha_count_bounds_the_event_model(g, q):
     from optcc.algorithms.optcc_servers import optcc_server_allreduce

@@ -14,13 +14,6 @@ from optcc.schedule import Flow, LocalOp, Schedule  # noqa: E402
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64]
 
 
-def optcc_or_skip():
-    try:
-        import optcc.algorithms.optcc_single  # noqa: F401
-    except ImportError:
-        pytest.skip("optcc.algorithms.optcc_single (OptCC generator) has not landed")
-
-
 def signed_schedule():
     """Hand-made p = 2 schedule with a coefficient 2, a LocalOp −1 and a copy:
     v0 = x0 + 2·x1; v1 = −x1; v0 += v1 → x0 + x1; v1 = v0."""
@@ -104,7 +97,6 @@ def test_ring_virtual(p, dtype):
 @pytest.mark.parametrize("p", [3, 4, 5, 8])
 @pytest.mark.parametrize("ell", [2, F(3, 2)])
 def test_optcc_virtual(p, ell):
-    optcc_or_skip()
     s = build_schedule("optcc", Cluster.build(p, stragglers={0: ell}), 3)
     for dtype in (torch.int64, torch.float32, torch.bfloat16):
         for n in (1, 13, 1001):

@@ -7,6 +7,7 @@ from fractions import Fraction as F
 
 import pytest
 
+from optcc.algorithms.optcc_single import optcc_allreduce
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
 from optcc.cluster import Cluster
@@ -14,11 +15,6 @@ from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 from verifier import PROPERTIES, certificate_matches, prove_allreduce, write_certificate
 from verifier_cases import local_op_p2, signed_p3
-
-try:
-    from optcc.algorithms.optcc_single import optcc_allreduce
-except ImportError:                                   # pragma: no cover
-    optcc_allreduce = None
 
 
 def ring(p=5, ell=2, k=2):
@@ -41,7 +37,6 @@ def test_ring_is_proved_with_all_five_properties(p, ell, k):
     assert proof.facts["finish"] == max(ell, 1) * F(2 * (p - 1), p)
 
 
-@pytest.mark.skipif(optcc_allreduce is None, reason="optcc_single not in the tree yet")
 @pytest.mark.parametrize("p,ell,k", [(5, 2, 2), (7, F(3, 2), 4), (6, F(8, 7), 3), (2, 2, 1)])
 def test_optcc_is_proved(p, ell, k):
     proof = prove_allreduce(optcc_allreduce(Cluster.build(p, stragglers={1: ell}), k))

@@ -12,16 +12,12 @@ from fractions import Fraction as F
 
 import pytest
 
+from optcc.algorithms.optcc_single import optcc_allreduce
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.timing import durations
 from verifier import prove_allreduce
 from verifier_cases import FAMILIES, local_op_p2, mutants, really_wrong, redundant_p3, signed_p3
-
-try:
-    from optcc.algorithms.optcc_single import optcc_allreduce
-except ImportError:                                   # pragma: no cover - depends on the other helper
-    optcc_allreduce = None
 
 
 def _ring(p, ell, k):
@@ -29,8 +25,6 @@ def _ring(p, ell, k):
 
 
 def _optcc(p, ell, k):
-    if optcc_allreduce is None:
-        pytest.skip("optcc.algorithms.optcc_single.optcc_allreduce is not in the tree yet")
     return optcc_allreduce(Cluster.build(p, stragglers={p - 1: ell} if ell != 1 else {}), k)
 
 
