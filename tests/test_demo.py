@@ -32,3 +32,12 @@ def test_demo_real_run_matches_all_reduce(capsys):
     out = json.loads(capsys.readouterr().out)
     run = out["rows"]["real run"]
     assert run["correct"] is True and run["seconds"] > 0
+
+
+def test_demo_without_torch_skips_the_real_run(monkeypatch, capsys):
+    import importlib.util
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    assert main(["demo", "--p", "4", "-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "real run skipped: torch is not installed" in out and "OptCC" in out
