@@ -43,7 +43,6 @@ def durations(schedule: Schedule) -> list[Fraction]:
     slow_ids: dict = {}
     rank_class = [slow_ids.setdefault(x, len(slow_ids)) for x in c.slowdown]
     slows = list(slow_ids)
-    speed_nv = c.nvlink_speedup
     cache: dict = {}
     out = []
     append = out.append
@@ -51,12 +50,9 @@ def durations(schedule: Schedule) -> list[Fraction]:
         a, b = rank_class[f.src], rank_class[f.dst]
         key = (piece_class[f.piece], a if slows[a] >= slows[b] else b, f.link == "nic", id(f.rate))
         d = cache.get(key)
-        if d is None:
+        if d is None:   # the formulas live in Cluster (one home for the model)
             size = sizes[key[0]]
-            if f.link == "nic":
-                d = size * max(slows[a], slows[b]) / f.rate
-            else:
-                d = size / (speed_nv * f.rate)
+            d = c.nic_time(f.src, f.dst, size, f.rate) if f.link == "nic" else c.nvlink_time(size, f.rate)
             cache[key] = d
         append(d)
     return out
