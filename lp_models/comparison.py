@@ -31,17 +31,6 @@ def lp_optimum(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT
     return res.objective if res.optimal else None
 
 
-def ring_pxn_time(cluster: Cluster) -> Fraction:
-    """Derived (optcc.algorithms.ring docstring): the synchronous ring at the slowest link, ℓ_max·2(p−1)/p;
-    g > 1: the flat ring over all p GPUs, ℓ_max·2(p−1)/(p·g) (optcc.algorithms.baselines)."""
-    return max(cluster.slowdown) * Fraction(2 * (cluster.p - 1), cluster.p * cluster.g)
-
-
-def ring_no_failure_time(cluster: Cluster) -> Fraction:
-    """NCCL's ring on the same cluster without failures: 2(p−1)/(p·g) (paper T0 for g = 1)."""
-    return Fraction(2 * (cluster.p - 1), cluster.p * cluster.g)
-
-
 def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str = DEFAULT_LP_SOLVER,
             ilp_pieces: int = 2, ilp_time_limit_s: float = 30.0, prove: bool = True,
             materialize_max_p: int = MATERIALIZE_MAX_P) -> dict:
@@ -145,7 +134,8 @@ def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
 
 
 def _add_rings(out, cluster, small, t0, lb, prove, notes) -> None:
-    """g = 1: the ring with the stragglers on it (PXN) and without failures.
+    """g = 1: the ring with the stragglers on it (PXN) and without failures; their closed form
+    is baselines.flat_ring_slot_time, ℓ_max·2(p−1)/(p·g), which is the ring's at g = 1.
     g > 1: the flat ring over all p GPUs with and without the straggler (NCCLNoFailure is the
     fault-free one, PAPER.md's derived reading) and the hierarchical ring."""
     from optcc.algorithms import baselines as BL
@@ -157,8 +147,9 @@ def _add_rings(out, cluster, small, t0, lb, prove, notes) -> None:
             from optcc.algorithms.ring import ring_allreduce
             _add_schedule(out, "ring_pxn", ring_allreduce(cluster, 1), t0, lb, prove, notes)
         else:
-            algos["ring_pxn"] = _entry(ring_pxn_time(cluster), t0, lb, None, "closed form")
-        algos["ring_no_failure"] = _entry(ring_no_failure_time(cluster), t0, lb, None, "closed form (no straggler)")
+            algos["ring_pxn"] = _entry(BL.flat_ring_slot_time(cluster), t0, lb, None, "closed form")
+        algos["ring_no_failure"] = _entry(BL.flat_ring_slot_time(fault_free), t0, lb, None,
+                                          "closed form (no straggler)")
         return
     rows = [("ring_pxn", cluster, BL.flat_ring_allreduce, BL.flat_ring_slot_time, "flat ring, straggler on it"),
             ("ring_no_failure", fault_free, BL.flat_ring_allreduce, BL.flat_ring_slot_time,

@@ -4,7 +4,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from lp_models.comparison import compare, lp_optimum, ring_pxn_time
+from lp_models.comparison import compare, lp_optimum
+from optcc.algorithms.baselines import flat_ring_slot_time
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
 from optcc.cluster import Cluster
@@ -130,7 +131,7 @@ def test_optcc_row_says_why_when_the_closed_form_refuses(capsys):
 def test_ring_closed_form_matches_generated_schedule():
     for p in list(range(2, 20)) + [31, 48, 64]:
         cluster = Cluster.build(p, stragglers={p // 2: F(3, 2)})
-        assert ring_pxn_time(cluster) == slot_time(ring_allreduce(cluster, 2))
+        assert flat_ring_slot_time(cluster) == slot_time(ring_allreduce(cluster, 2))
 
 
 def test_optcc_closed_form_matches_generated_schedule():
