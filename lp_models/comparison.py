@@ -98,35 +98,34 @@ def _unavailable(out: dict, name: str, reason: str) -> None:
                                "proved": None, "source": f"not available: {reason}"}
 
 
-def optcc_closed_form(cluster: Cluster, segments: int) -> Fraction:
-    """OptCC's closed-form slot time for the construction `build_schedule("optcc", …)` picks:
-    g > 1 → optcc_server_slot_time, m ≥ 2 → optcc_multi_slot_time, else optcc_slot_time (each
-    derived from its construction and tested equal to the generated schedules' slot times)."""
+def _optcc_construction(cluster: Cluster):
+    """(name, closed-form slot time) of the construction `build_schedule("optcc", …)` picks:
+    g > 1 → optcc_servers, m ≥ 2 stragglers → optcc_multi, else optcc_single."""
     if cluster.g > 1:
         from optcc.algorithms.optcc_servers import optcc_server_slot_time
-        return optcc_server_slot_time(cluster, segments)
+        return "optcc_servers", optcc_server_slot_time
     if len(cluster.stragglers) >= 2:
         from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-        return optcc_multi_slot_time(cluster, segments)
+        return "optcc_multi", optcc_multi_slot_time
     from optcc.algorithms.optcc_single import optcc_slot_time
-    return optcc_slot_time(cluster, segments)
+    return "optcc_single", optcc_slot_time
 
 
-def _optcc_construction(cluster: Cluster) -> str:
-    if cluster.g > 1:
-        return "optcc_servers"
-    return "optcc_multi" if len(cluster.stragglers) >= 2 else "optcc_single"
+def optcc_closed_form(cluster: Cluster, segments: int) -> Fraction:
+    """OptCC's closed-form slot time for the construction `build_schedule("optcc", …)` picks
+    (each derived from its construction and tested equal to the generated schedules' slot times)."""
+    return _optcc_construction(cluster)[1](cluster, segments)
 
 
 def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
     from optcc.algorithms import build_schedule
-    which = _optcc_construction(cluster)
+    which, closed_form = _optcc_construction(cluster)
     try:
         if small:
             _add_schedule(out, "optcc", build_schedule("optcc", cluster, segments), t0, lb, prove, notes)
             out["algorithms"]["optcc"]["source"] = f"schedule ({which})"
         else:
-            out["algorithms"]["optcc"] = _entry(optcc_closed_form(cluster, segments), t0, lb, None,
+            out["algorithms"]["optcc"] = _entry(closed_form(cluster, segments), t0, lb, None,
                                                 f"closed form ({which})")
     except OptccError as exc:
         _unavailable(out, "optcc", f"{which}: {exc}")
