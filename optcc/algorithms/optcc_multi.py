@@ -176,7 +176,7 @@ def _nofill_end(H: int, k: int, ells: list[Fraction]) -> Fraction:
 def _drain_last_slot(H: int, m: int, k: int) -> int:
     """Start slot of the drain's last hop: L(k+1) − 2, or L(k+1) − 1 with the coincide rotation
     and k ≥ 2 (its moved segment k−2 tail joins the drain). What `_drain_slots` gives for every
-    size tried (m ≤ 4, H ≤ 40, k ≤ 8); asserted by the tests, not proved."""
+    m ≤ 4, H ≤ 40, k ≤ 8 tried; the tests assert it for H = 2..11, 17, 30, k ∈ {1, 2, 5}; not proved."""
     L = 2 * (H + m - 1)
     return L * (k + 1) - (1 if _coincide(H, m) and k >= 2 else 2)
 
@@ -258,7 +258,7 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     (`_f_slot`, taking ℓ_i·δ; with the H = 2 relay fill, straggler 1's F moves to its window's
     end and straggler 0's relay of the last fill result starts at slot Lk + 2H plus ℓ2·δ, taking
     ℓ1·c1·δ) and the drain's last hop (`_drain_last_slot`, taking δ; an identity with
-    `_drain_slots` asserted by the tests for m ≤ 4, H ≤ 30, not proved). Fill pieces are made only
+    `_drain_slots`, see `_drain_last_slot`; not proved). Fill pieces are made only
     where they end by then, so they change δ only.
     """
     stragglers = _check(cluster, segments)
@@ -393,8 +393,9 @@ def _fill_flows(h, stragglers, k, L, d, lam, at, f0, f1, base) -> list[Flow]:
     return out
 
 
-def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int], int]:
-    """Slot of each all-gather hop (job a, hop j on link a+j) of the last segment (derived).
+def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int, int], int]:
+    """Slot of each drained all-gather hop, keyed (σ, a, j): hop j of job (σ, a) on link a+j,
+    σ = k−1 (and, coincide rotation, segment k−2's moved tail) (derived).
 
     The periodic pattern leaves the ring links free where segment k−1's all-gather hops and
     segment k's reduce-scatter hops would be, and in every rest block after period k. Busy slots
@@ -403,7 +404,7 @@ def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int], int]:
     straggler flow of a healthy node, fill included, lies in its link's rest block). Job a is
     ready when its reduce-scatter and the stragglers' raws have landed. The hops are placed slot
     by slot, each free link taking the ready job with the most hops left (ties: smallest a).
-    O(H²) per call; `optcc_multi_slot_time` calls the same function.
+    O(H²) per call; `optcc_multi_slot_time` uses its closed form `_drain_last_slot` instead.
     """
     if H < 2:
         return {}
