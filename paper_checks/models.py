@@ -10,6 +10,8 @@ from fractions import Fraction
 
 from bounds.closed_form import (fault_free_optimum, lower_bound_multi_straggler, lower_bound_single_straggler,
                                 lower_bound_straggler_server)
+from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time
+from optcc.cluster import Cluster
 from paper_checks import settings
 
 
@@ -29,24 +31,34 @@ def nvlink_speedup() -> Fraction:
     return settings.NVLINK_BANDWIDTH / settings.NIC_BANDWIDTH
 
 
-def ring_time(p: int, ell=1, au=Fraction(0)) -> Fraction:
-    """NCCL ring, g = 1 (optcc.algorithms.ring, k = 1): 2(p−1) synchronous steps of α + ℓ/p.
-
-    ℓ = 1 is NCCLNoFailure; ℓ > 1 is the PXN ring with the straggler on it (ℓ·T0 at α = 0).
-    """
-    return 2 * (p - 1) * (au + Fraction(ell) / p)
+def _cluster(p: int, g: int, ell) -> Cluster:
+    """p GPUs, g per server, GPU 0 slowed by ℓ; bandwidths from settings (the ring slot times
+    below read only ℓ_max and the NVLink speedup)."""
+    return Cluster.build(p, g, stragglers={0: Fraction(ell)}, bandwidth=settings.NIC_BANDWIDTH,
+                         nvlink_bandwidth=settings.NVLINK_BANDWIDTH)
 
 
 def flat_ring_time(p: int, g: int, ell=1, au=Fraction(0)) -> Fraction:
-    """Flat ring over p GPUs, g channels (baselines.flat_ring_allreduce): 2(p−1)(α + ℓ/(g·p))."""
-    return 2 * (p - 1) * (au + Fraction(ell) / (g * p))
+    """Flat ring over p GPUs, g channels (baselines.flat_ring_allreduce): its slot time
+    (baselines.flat_ring_slot_time) plus α per step, 2(p−1) steps: 2(p−1)(α + ℓ/(g·p))."""
+    return flat_ring_slot_time(_cluster(p, g, ell)) + 2 * (p - 1) * au
+
+
+def ring_time(p: int, ell=1, au=Fraction(0)) -> Fraction:
+    """NCCL ring, g = 1 (optcc.algorithms.ring, k = 1): the flat ring with one channel,
+    2(p−1) synchronous steps of α + ℓ/p.
+
+    ℓ = 1 is NCCLNoFailure; ℓ > 1 is the PXN ring with the straggler on it (ℓ·T0 at α = 0).
+    """
+    return flat_ring_time(p, 1, ell, au)
 
 
 def hierarchical_ring_time(p: int, g: int, ell=1, au=Fraction(0)) -> Fraction:
-    """baselines.hierarchical_ring_allreduce: 2(g−1)(α + 1/(g·s_nv)) + 2(q−1)(α + ℓ/p)."""
+    """baselines.hierarchical_ring_allreduce: its slot time (baselines.hierarchical_ring_slot_time)
+    plus α per step, 2(g−1) NVLink and 2(q−1) NIC steps:
+    2(g−1)(α + 1/(g·s_nv)) + 2(q−1)(α + ℓ/p)."""
     q = p // g
-    return (2 * (g - 1) * (au + Fraction(1, g) / nvlink_speedup())
-            + 2 * (q - 1) * (au + Fraction(ell) / p))
+    return hierarchical_ring_slot_time(_cluster(p, g, ell)) + (2 * (g - 1) + 2 * (q - 1)) * au
 
 
 def nccl_no_failure_time(p: int, g: int = 1, au=Fraction(0)) -> Fraction:
