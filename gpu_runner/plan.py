@@ -6,8 +6,9 @@
 - The rank's events are grouped by instant t and done in the Schedule's order (optcc.schedule):
   sends that end at t are waited, flows that land at t are applied (add: x += coef·scratch,
   copy: x = scratch), local ops at t scale in place, then the flows that start at t are
-  posted as ONE batch (sends and receives, in the global order (src, dst, piece, index) that
-  both ends of every pair compute alike, so pairs match).
+  posted as ONE batch (sends and receives, in the global order optcc.schedule.posting_order
+  (start, src, dst, piece, index) that both ends of every pair compute alike, so pairs match;
+  the verifier's "runnable" property checks that order).
 - Received data lands in a scratch buffer slot reserved from the flow's start to its end. A
   send reads the tensor directly, unless this rank modifies that piece while the flow is in
   flight, in which case it is first copied ("snapshot") into a scratch slot. Slots are given
@@ -18,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from optcc.schedule import Schedule
+from optcc.schedule import Schedule, posting_order
 from optcc.timing import durations
 
 ALIGN = 16  # scratch slots start on multiples of 16 elements (64 bytes for float32)
@@ -79,23 +80,16 @@ def piece_ranges(pieces, numel: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(len(pieces))]
 
 
-def flow_order(schedule: Schedule) -> list[int]:
-    """Flow indices sorted by (start, src, dst, piece, index): the order every rank posts in."""
-    flows = schedule.flows
-    return sorted(range(len(flows)), key=lambda i: (flows[i].start, flows[i].src, flows[i].dst,
-                                                    flows[i].piece, i))
-
-
 def build_all_plans(schedule: Schedule, numel: int) -> list[RankPlan]:
     """Plans of all ranks (shares the duration and ordering work)."""
     durs = durations(schedule)
-    order = flow_order(schedule)
+    order = posting_order(schedule)
     ranges = piece_ranges(schedule.pieces, numel)
     return [_build(schedule, r, numel, durs, order, ranges) for r in range(schedule.cluster.p)]
 
 
 def build_plan(schedule: Schedule, rank: int, numel: int) -> RankPlan:
-    return _build(schedule, rank, numel, durations(schedule), flow_order(schedule),
+    return _build(schedule, rank, numel, durations(schedule), posting_order(schedule),
                   piece_ranges(schedule.pieces, numel))
 
 

@@ -231,6 +231,15 @@ class Schedule:
         return cls.from_json(data)
 
 
+def posting_order(schedule: Schedule, starts=None) -> list[int]:
+    """Flow indices sorted by (start, src, dst, piece, index): the one order in which every rank
+    posts its flows (gpu_runner.plan) and the verifier checks them ("runnable"), so both ends of
+    every pair post alike. `starts`: per-flow start times in any order-preserving encoding
+    (e.g. optcc.timing.IntegerTimes.starts, faster to compare); default the flows' own starts."""
+    flows = schedule.flows
+    starts = [f.start for f in flows] if starts is None else starts
+    return sorted(range(len(flows)), key=lambda i: (starts[i], flows[i].src, flows[i].dst, flows[i].piece, i))
+
 def _validate_pieces(pieces):
     if not pieces:
         raise OptccError("pieces", "a schedule needs at least one piece")

@@ -5,7 +5,7 @@ capacity: delegated to optcc.timing.check_capacity (the one timing model; the sc
 runnable: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis-pair data.
   The runner posts, on every rank, one batch_isend_irecv batch per distinct start time, in
   increasing time; inside a batch, in the global order (start, src, dst, piece, index)
-  (`POST_ORDER`, the key of gpu_runner.plan.flow_order), each flow is an isend on src and an
+  (optcc.schedule.posting_order, which the runner calls too), each flow is an isend on src and an
   irecv on dst of the piece's element range. Before posting batch t a rank only waits for
   flows that END at t. Checked here, on the posting lists the runner builds:
   R1 every flow is posted exactly once as a send on src and once as a receive on dst, and
@@ -28,6 +28,7 @@ runnable: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis
 """
 from __future__ import annotations
 
+from optcc.schedule import posting_order
 from optcc.timing import check_capacity
 
 
@@ -47,17 +48,11 @@ def check_capacity_property(schedule, grid):
                    "message": violation.describe(schedule)}
 
 
-def post_order(schedule, grid) -> list[int]:
-    """Flow indices in the runner's global posting order (start, src, dst, piece, index)."""
-    flows, starts = schedule.flows, grid.starts
-    return sorted(range(len(flows)), key=lambda i: (starts[i], flows[i].src, flows[i].dst, flows[i].piece, i))
-
-
 def runner_posts(schedule, grid) -> list[list[int]]:
     """What each rank posts, in order: the global order filtered to the flows it sends or receives."""
     posts: list[list[int]] = [[] for _ in range(schedule.cluster.p)]
     flows = schedule.flows
-    for i in post_order(schedule, grid):
+    for i in posting_order(schedule, grid.starts):
         f = flows[i]
         posts[f.src].append(i)
         posts[f.dst].append(i)
