@@ -27,6 +27,9 @@ def test_schedule_time_simulate(tmp_path, capsys):
     (["--p", "4", "--straggler", "1:2", "--straggler", "1:3"], "--straggler"),
     (["--p", "6", "--g", "4"], "--g"),
     (["--p", "4", "--segments", "0"], "--segments"),
+    (["--p", "4", "--bandwidth", "abc"], "--bandwidth"),
+    (["--p", "4", "--bandwidth", "0"], "--bandwidth"),
+    (["--p", "4", "--alpha", "nan"], "--alpha"),
 ])
 def test_bad_input_exits_2_and_names_the_field(argv, field, tmp_path, capsys):
     out = tmp_path / "s.json"

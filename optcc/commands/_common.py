@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
+from optcc.exact import parse_fraction
 
 DEFAULT_N_BYTES = 2**30
 
@@ -45,10 +46,11 @@ def cluster_from_args(args) -> Cluster:
             raise OptccError("--straggler", f"rank {rank} is given twice")
         seen.add(rank)
         stragglers.append((rank, ell))
+    bandwidth = parse_fraction(args.bandwidth, "--bandwidth")
+    nvlink_bandwidth = parse_fraction(args.nvlink_bandwidth, "--nvlink-bandwidth")
+    alpha = parse_fraction(args.alpha, "--alpha")
     try:
-        return Cluster.build(args.p, args.g, stragglers, _number(args.bandwidth, "--bandwidth"),
-                             _number(args.nvlink_bandwidth, "--nvlink-bandwidth"),
-                             _number(args.alpha, "--alpha"))
+        return Cluster.build(args.p, args.g, stragglers, bandwidth, nvlink_bandwidth, alpha)
     except OptccError as e:
         raise OptccError(_flag(e.field), e.message) from None
 
@@ -57,17 +59,6 @@ def _flag(field: str) -> str:
     if field.startswith("stragglers"):
         return "--straggler"
     return "--" + field.replace("_", "-")
-
-
-def _number(text: str, flag: str):
-    from optcc.exact import parse_fraction
-    try:
-        return parse_fraction(text, flag)
-    except OptccError:
-        try:
-            return Fraction(float(text)) if text.strip().lower() not in {"nan", "inf", "-inf"} else parse_fraction(text, flag)
-        except ValueError:
-            raise OptccError(flag, f"expected a number, got {text!r}") from None
 
 
 def print_json(obj) -> None:
