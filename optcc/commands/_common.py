@@ -38,14 +38,7 @@ def cluster_from_args(args) -> Cluster:
         return Cluster.from_json(data, field_prefix="cluster.")
     if args.p is None:
         raise OptccError("--p", "give --p (or --cluster FILE)")
-    pairs = [parse_straggler(s) for s in args.straggler]
-    stragglers = []
-    seen = set()
-    for rank, ell in pairs:
-        if rank in seen:
-            raise OptccError("--straggler", f"rank {rank} is given twice")
-        seen.add(rank)
-        stragglers.append((rank, ell))
+    stragglers = [parse_straggler(s) for s in args.straggler]   # Cluster.build refuses duplicates
     bandwidth = parse_fraction(args.bandwidth, "--bandwidth")
     nvlink_bandwidth = parse_fraction(args.nvlink_bandwidth, "--nvlink-bandwidth")
     alpha = parse_fraction(args.alpha, "--alpha")
