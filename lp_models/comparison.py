@@ -78,7 +78,6 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
                 _add_schedule(out, "ilp_trees", found.schedule, t0, lb, prove, notes)
 
     small = cluster.p <= materialize_max_p
-    algos = out["algorithms"]
     _add_optcc(out, cluster, segments, small, t0, lb, prove, notes)
     _add_rings(out, cluster, small, t0, lb, prove, notes)
     _add_r2ccl(out, cluster, small, t0, lb, prove, notes)

@@ -5,7 +5,7 @@ Models know nothing of the command line; the CLI prints these objects.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 OPTIMAL = "OPTIMAL"
 
@@ -21,7 +21,6 @@ class SolveResult:
     seconds: float
     best_bound: float | None = None       # proven lower bound (CP-SAT), equal to objective when optimal
     time_limit_s: float | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def optimal(self) -> bool:

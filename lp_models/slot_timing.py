@@ -16,10 +16,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 
-from optcc.errors import OptccError
-from optcc.schedule import Flow, LocalOp, Schedule
+from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes, capacity_model, durations, port_usage, slot_time
-from lp_models.result import run_cp_sat, OPTIMAL, SolveResult
+from lp_models.result import SolveResult, run_cp_sat
 
 DEFAULT_TIME_LIMIT_S = 30.0
 

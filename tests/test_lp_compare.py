@@ -4,7 +4,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from lp_models.comparison import compare, lp_optimum
+from lp_models.comparison import lp_optimum
 from optcc.algorithms.baselines import flat_ring_slot_time
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
