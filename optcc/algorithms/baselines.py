@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring import ring_allreduce, ring_step
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -61,15 +61,12 @@ def flat_ring_allreduce(cluster: Cluster) -> Schedule:
         base = c * p
         for t in range(2 * (p - 1)):
             start = t * step
+            offset, op = ring_step(t, p)
             for pos in range(p):
                 src, dst = order[pos], order[(pos + 1) % p]
                 nic = src // g != dst // g
                 link, rate = ("nic", ONE) if nic else ("nvlink", nv_rate)
-                if t < p - 1:       # reduce-scatter: position pos adds its shard (pos − t) into pos+1
-                    piece, op = base + (pos - t) % p, "add"
-                else:               # all-gather: copy the full sums around
-                    piece, op = base + (pos + 1 - (t - (p - 1))) % p, "copy"
-                flows.append(Flow(src, dst, piece, op, start, link, rate))
+                flows.append(Flow(src, dst, base + (pos + offset) % p, op, start, link, rate))
     meta = {"algorithm": "flat_ring", "channels": g, "capacity": "exclusive"}
     return Schedule(cluster, [shard] * (g * p), flows, meta=meta)
 
@@ -109,15 +106,12 @@ def hierarchical_ring_allreduce(cluster: Cluster) -> Schedule:
         t += step_nv
     if q > 1:
         for step in range(2 * (q - 1)):      # g inter-server rings, one per local index
+            offset, op = ring_step(step, q)
             for l in range(g):
                 j = (l + 1) % g              # the shard GPU l reduced
                 for s in range(q):
                     src, dst = s * g + l, ((s + 1) % q) * g + l
-                    if step < q - 1:
-                        pc, op = j * q + (s - step) % q, "add"
-                    else:
-                        pc, op = j * q + (s + 1 - (step - (q - 1))) % q, "copy"
-                    flows.append(Flow(src, dst, pc, op, t))
+                    flows.append(Flow(src, dst, j * q + (s + offset) % q, op, t))
             t += step_nic
     for step in range(g - 1):                # NVLink all-gather inside every server
         for s in range(q):
@@ -218,25 +212,20 @@ def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
     # Global ring on the main part.
     step1 = main_shard * ell
     for t in range(2 * (p - 1)):
+        offset, op = ring_step(t, p)
         for i in range(p):
             src, dst = ring_all[i], ring_all[(i + 1) % p]
             rate = ONE if rank in (src, dst) else 1 / ell
-            if t < p - 1:
-                piece, op = (i - t) % p, "add"
-            else:
-                piece, op = (i + 1 - (t - (p - 1))) % p, "copy"
-            flows.append(Flow(src, dst, piece, op, t * step1, "nic", rate))
+            flows.append(Flow(src, dst, (i + offset) % p, op, t * step1, "nic", rate))
     t1 = 2 * (p - 1) * step1
     # Healthy-only ring on the tail, at rate X (split over the refinement pieces of each shard).
     h = len(healthy)
     step2 = y / (h * x) if h > 1 else Fraction(0)
     for t in range(2 * (h - 1)):
+        offset, op = ring_step(t, h)
         for i in range(h):
             src, dst = healthy[i], healthy[(i + 1) % h]
-            if t < h - 1:
-                shard, op = (i - t) % h, "add"
-            else:
-                shard, op = (i + 1 - (t - (h - 1))) % h, "copy"
+            shard = (i + offset) % h
             for piece, share in tail_range(Fraction(shard, h), Fraction(shard + 1, h)):
                 flows.append(Flow(src, dst, piece, op, t * step2, "nic", x * share))
     t2 = 2 * (h - 1) * step2

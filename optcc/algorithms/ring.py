@@ -16,6 +16,15 @@ from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
 
+def ring_step(t: int, n: int) -> tuple[int, str]:
+    """Step t = 0..2(n−1)−1 of a ring AllReduce over n positions: position i sends shard
+    (i + offset) mod n to position i+1 with `op`. Reduce-scatter (t < n−1) adds shard i − t;
+    all-gather (t' = t − (n−1)) copies shard i + 1 − t', the full sum i holds after it."""
+    if t < n - 1:
+        return -t, "add"
+    return 1 - (t - (n - 1)), "copy"
+
+
 def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if cluster.g != 1:
         raise OptccError("--g", "the ring generator covers one GPU per server (g = 1); "
@@ -26,13 +35,10 @@ def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     flows = []
     for seg in range(k):
         base = seg * p
-        for t in range(p - 1):            # reduce-scatter
+        for t in range(2 * (p - 1)):
             start = (seg * 2 * (p - 1) + t) * step
+            offset, op = ring_step(t, p)
             for i in range(p):
-                flows.append(Flow(i, (i + 1) % p, base + (i - t) % p, "add", start))
-        for t in range(p - 1):            # all-gather
-            start = (seg * 2 * (p - 1) + p - 1 + t) * step
-            for i in range(p):
-                flows.append(Flow(i, (i + 1) % p, base + (i + 1 - t) % p, "copy", start))
+                flows.append(Flow(i, (i + 1) % p, base + (i + offset) % p, op, start))
     meta = {"algorithm": "ring", "segments": k, "capacity": "exclusive"}
     return Schedule(cluster, [shard] * (k * p), flows, meta=meta)
