@@ -25,6 +25,7 @@ from optcc.algorithms.ring import ring_allreduce, ring_step
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
+from optcc.timing import slot_time
 
 ONE = Fraction(1)
 
@@ -299,8 +300,7 @@ def r2ccl_server_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8
     gf = Fraction(g)
     rnd = Fraction(1, g) / cluster.nvlink_speedup            # one NVLink round
     lead = (g - 1) * rnd
-    from optcc.timing import durations
-    t_inst = max(f.start + d for f, d in zip(inst.flows, durations(inst)))
+    t_inst = slot_time(inst)
     flows: list[Flow] = []
 
     def nvlink_rounds(start: Fraction, op: str) -> None:
