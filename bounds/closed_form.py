@@ -10,6 +10,8 @@ stay fast. Sources (see shared/PAPER.md "Lower bounds"):
 - Several stragglers, g = 1 (derived, bounds/symbolic.py): T ≥ max{ℓ1, 2(p−1)/(p−m+Σ1/ℓi)}.
 - Any stragglers, g per server (derived, bounds/symbolic.py servers_cut/servers_volume):
   T ≥ max{1/min_j b_j, 2(q−1)/Σ_j b_j}, b_j = Σ_{k on server j} 1/ℓ_k, q = p/g servers.
+- Exclusive rule (one flow per NIC direction), one straggler, g = 1 (derived, in
+  `exclusive_single_straggler_optimum`): T ≥ max{ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)}.
 """
 from __future__ import annotations
 
@@ -102,6 +104,21 @@ def server_terms(slowdowns_by_server) -> Terms:
 def lower_bound_servers(slowdowns_by_server) -> Fraction:
     """Derived: max{1/min_j b_j, 2(q−1)/Σ_j b_j}; Theorem 3 for one fully slowed server."""
     return server_terms(slowdowns_by_server).bound
+
+
+def exclusive_single_straggler_optimum(p: int, ell) -> Fraction:
+    """Derived: the best time with one flow per NIC direction (the paper's exclusive rule), fluid
+    data, one straggler, g = 1: max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). A lower bound for every schedule in
+    that model, reached by lp_models.fluid's exclusive LP and, as k → ∞, by OptCC.
+
+    Let u = bytes per byte of data that the straggler receives (and sends); u ≥ 1 (cut). Any
+    AllReduce moves ≥ 2(p−1)·n bytes (volume argument of Theorem 1). A straggler flow occupies
+    the healthy end for ℓ per byte too, so the p−1 healthy send ports need 2(p−1) − (2−ℓ)u in
+    total, the straggler ℓu. Balancing gives u* = 2(p−1)/(ℓ(p−2)+2), T = ℓu*; for ℓ ≥ 2, u = 1
+    and T = ℓ.
+    """
+    ell = _num(ell)
+    return _max(ell, 2 * ell * (p - 1) / (ell * (p - 2) + 2))
 
 
 def cluster_terms(cluster: Cluster) -> Terms:

@@ -19,7 +19,8 @@ Minimize T subject to every port load ≤ (ports per node)·T and Σ_d n_d x_d =
 Why single-level trees lose nothing (derived, docs/lp_models.md): in the shared model the LP
 meets the closed-form lower bound (bounds.closed_form), which holds for every algorithm; in the
 exclusive model with one straggler every tree scheme moves 2(p−1) messages per unit of data and
-its cost depends only on how many of them touch the straggler, which stars can set freely.
+its cost depends only on how many of them touch the straggler, which stars can set freely; the
+LP then meets bounds.closed_form.exclusive_single_straggler_optimum (tests/test_lp_fluid.py).
 
 GPUs with equal slowdown are interchangeable, so the LP is solved on equivalence classes (one
 variable and two rows per class): p = 10 000 is as small as p = 3. `reduce_classes=False`
@@ -235,10 +236,3 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
 
 _STATUS = {0: "OPTIMAL", 1: "FEASIBLE", 2: "INFEASIBLE", 3: "UNBOUNDED", 4: "ABNORMAL",
            5: "MODEL_INVALID", 6: "NOT_SOLVED"}
-
-
-def exclusive_single_straggler_formula(p: int, ell) -> Fraction:
-    """Derived (the lead's derivation, docs/lp_models.md; confirmed by this LP):
-    exclusive-model fluid optimum with one straggler, max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2))."""
-    ell = Fraction(ell)
-    return max(ell, 2 * ell * (p - 1) / (ell * (p - 2) + 2))

@@ -3,9 +3,9 @@ from fractions import Fraction as F
 
 import pytest
 
-from bounds.closed_form import (lower_bound_multi_straggler, lower_bound_single_straggler,
-                                lower_bound_straggler_server)
-from lp_models.fluid import exclusive_single_straggler_formula, solve_fluid_lp
+from bounds.closed_form import (exclusive_single_straggler_optimum, lower_bound_multi_straggler,
+                                lower_bound_single_straggler, lower_bound_straggler_server)
+from lp_models.fluid import solve_fluid_lp
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 
@@ -42,7 +42,7 @@ def test_exclusive_single_straggler_matches_derived_formula():
             cluster = Cluster.build(p, stragglers={0: ell})
             exc = solve_fluid_lp(cluster, "exclusive")
             sh = solve_fluid_lp(cluster, "shared")
-            want = float(exclusive_single_straggler_formula(p, ell))
+            want = float(exclusive_single_straggler_optimum(p, ell))
             assert _rel(exc.objective, want) < 1e-9, (p, ell, exc.objective, want)
             assert exc.objective >= sh.objective * (1 - 1e-12)
             if ell >= 2 or ell == 1:
@@ -112,7 +112,7 @@ def test_server_level_shared_optimum_equals_theorem_3():
                 assert _rel(res.objective, want) < 1e-9, (p, g, ell, res.objective, want)
                 exc = solve_fluid_lp(cluster, "exclusive")
                 # exclusive, per NIC: the g = 1 formula on q servers, divided by g (derived)
-                assert _rel(exc.objective, float(exclusive_single_straggler_formula(q, ell) / g)) < 1e-9
+                assert _rel(exc.objective, float(exclusive_single_straggler_optimum(q, ell) / g)) < 1e-9
 
 
 def test_server_level_nvlink_row_binds_when_nvlink_is_slow():
