@@ -19,6 +19,7 @@ import sympy as sp
 from bounds import closed_form as CF
 from bounds import symbolic as S
 from optcc.cluster import Cluster
+from optcc.timing import units_to_seconds
 
 
 @dataclass
@@ -72,7 +73,6 @@ def bound_report(cluster: Cluster, n_bytes: int) -> dict:
     lb = terms.bound
     t0 = CF.fault_free_optimum(cluster.p, cluster.g)
     case = classify(cluster)
-    to_s = lambda x: float(Fraction(x) * n_bytes / cluster.bandwidth)  # noqa: E731
     return {
         "lower_bound": float(lb),
         "lower_bound_exact": str(lb),
@@ -81,8 +81,8 @@ def bound_report(cluster: Cluster, n_bytes: int) -> dict:
         "binding": terms.binding,
         "cut": float(terms.cut),
         "volume": float(terms.volume),
-        "seconds": to_s(lb),
-        "t0_seconds": to_s(t0),
+        "seconds": units_to_seconds(cluster, lb, n_bytes),
+        "t0_seconds": units_to_seconds(cluster, t0, n_bytes),
         "n_bytes": n_bytes,
         "case": case.title,
         "formula": "0" if case.bound is None else sp.sstr(case.bound.expr),
