@@ -44,14 +44,14 @@ def run(args) -> int:
     sizes = sweep(parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e"), args.stepfactor)
     common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", args.dtype,
               "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
+    if args.p is None and not args.cluster:
+        args.p = args.nproc                  # cluster flags default to one rank per process
     with tempfile.TemporaryDirectory(prefix="optcc-bench-") as tmp:
         if args.schedule or args.algo in ("optcc", "ring"):
             if args.schedule:
                 path = args.schedule
             else:
                 from optcc.algorithms import build_schedule
-                if args.p is None and not args.cluster:
-                    args.p = args.nproc
                 schedule = build_schedule(args.algo, cluster_from_args(args), args.segments)
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)
@@ -60,8 +60,6 @@ def run(args) -> int:
             worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), *common]
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
         else:
-            if args.p is None and not args.cluster:
-                args.p = args.nproc
             cluster = cluster_from_args(args)
             if cluster.p != args.nproc:
                 raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
