@@ -109,21 +109,23 @@ def section_nccl1(torch):
                 for a, b in zip(src, dst):
                     ops.append(dist.P2POp(dist.isend, a, 0))
                     ops.append(dist.P2POp(dist.irecv, b, 0))
-                for _ in range(10):
+
+                def post_and_wait():
                     for w in dist.batch_isend_irecv(ops):
                         w.wait()
+
+                for _ in range(10):
+                    post_and_wait()
                 torch.cuda.synchronize()
                 steps = 100
                 t0 = time.perf_counter()
                 for _ in range(steps):
-                    for w in dist.batch_isend_irecv(ops):
-                        w.wait()
+                    post_and_wait()
                     torch.cuda.synchronize()
                 synced = (time.perf_counter() - t0) / steps
                 t0 = time.perf_counter()
                 for _ in range(steps):
-                    for w in dist.batch_isend_irecv(ops):
-                        w.wait()
+                    post_and_wait()
                 torch.cuda.synchronize()
                 pipelined = (time.perf_counter() - t0) / steps
                 ok = all(torch.equal(b, a) for a, b in zip(src, dst))
