@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.optcc_single import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -66,8 +67,7 @@ from optcc.schedule import Flow, Schedule
 def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     if cluster.g != 1:
         raise OptccError("--g", "multi-straggler OptCC covers one GPU per server (g = 1)")
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    check_segments(segments)
     st = cluster.stragglers
     if len(st) < 2:
         raise OptccError("--straggler", f"multi-straggler OptCC needs m ≥ 2 stragglers, got {len(st)}")

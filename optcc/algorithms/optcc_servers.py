@@ -91,7 +91,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
+from optcc.algorithms.optcc_single import _shard_size, check_segments, optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -128,18 +128,12 @@ def _instance_cluster(cluster: Cluster) -> tuple[Cluster, Fraction]:
     return Cluster.build(q, 1, {s: ell} if ell != 1 else None), ell
 
 
-def _check_segments(segments) -> int:
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
-    return segments
-
-
 def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_server_allreduce` (module docstring, derived).
 
     Raises OptccError (field "nvlink_bandwidth") for q ≥ 3 outside the stated NVLink conditions;
     q = 1 and q = 2 hold for every NVLink speed."""
-    k = _check_segments(segments)
+    k = check_segments(segments)
     g, q = cluster.g, cluster.servers
     s_nv = cluster.nvlink_speedup
     if q == 1:
@@ -166,7 +160,7 @@ def _instance_shard(q: int, ell: Fraction, k: int) -> Fraction:
 
 def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: exclusive port model, explicit starts."""
-    k = _check_segments(segments)
+    k = check_segments(segments)
     g, q = cluster.g, cluster.servers
     s_star, ell = straggler_server(cluster)
     s_nv = cluster.nvlink_speedup

@@ -95,6 +95,13 @@ def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
     return rank, ell
 
 
+def check_segments(segments) -> int:
+    """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
+    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
+        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    return segments
+
+
 def _ring_offsets(H: int) -> tuple[list[int], list[int]]:
     """τ_RS[j] (index j = 1..H−1, index 0 unused) and τ_AG[j] (j = 0..H−2), in slots."""
     rs = [0] * H
@@ -136,9 +143,7 @@ def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:
 def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule described in the module docstring: k segments, exclusive port model."""
     s_rank, ell = _straggler(cluster)
-    k = segments
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {k!r}")
+    k = check_segments(segments)
     p = cluster.p
     H = p - 1
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "straggler": s_rank,
