@@ -144,18 +144,13 @@ def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
         nvlink_work = 2 * Fraction(g - 1, g) / s_nv
         return max(ell / g + nvlink_work / k, nvlink_work)
     t1 = optcc_slot_time(inst, k)
-    delta = _instance_shard(q, ell, k)
+    delta = _shard_size(q - 1, k, ell)                 # the instance's shard (optcc_single)
     c = (g - 1) * delta / (g * s_nv)
     if s_nv < g - 1 or 2 * (g - 1) / s_nv > t1:
         raise OptccError("nvlink_bandwidth", f"no closed form when NVLink is slower than g−1 = {g - 1} NICs or "
                                              f"its total work 2(g−1)/(g·s_nv) exceeds the NIC part T_1/g "
                                              f"(s_nv = {s_nv}); time the generated schedule instead")
     return t1 / g + 3 * c
-
-
-def _instance_shard(q: int, ell: Fraction, k: int) -> Fraction:
-    """δ: the single-straggler instance's shard on q servers (optcc_single)."""
-    return _shard_size(q - 1, k, ell)
 
 
 def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
