@@ -12,20 +12,15 @@ from optcc.schedule import Schedule
 
 def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     """Return a one-line description of the proof, or raise OptccError('schedule', why)."""
-    from verifier import certificate_matches as matches
-    from verifier import prove_allreduce as prove
+    from verifier import certificate_matches, prove_allreduce
     if certificate:
-        if matches(schedule, certificate):
+        if certificate_matches(schedule, certificate):
             return f"certificate {certificate} matches schedule sha256 {schedule.sha256()[:16]}"
         raise OptccError("--certificate", f"{certificate} does not certify this schedule "
                                           f"(sha256 {schedule.sha256()[:16]}…); refusing to run it")
-    proof = prove(schedule)
-    if not getattr(proof, "proved", False):
-        cex = getattr(proof, "counterexample", None)
-        if isinstance(cex, dict) and cex.get("message"):
-            cex = f"{cex.get('property', 'property')}: {cex['message']}"
-        raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce"
-                                     + (f": {cex}" if cex else "") + "; refusing to run it")
-    props = getattr(proof, "properties", None) or {}
-    names = [k for k, v in props.items() if v] if isinstance(props, dict) else list(props)
-    return f"proved by the verifier ({', '.join(names) or 'allreduce'}) in {getattr(proof, 'seconds', 0):.2f} s"
+    proof = prove_allreduce(schedule)
+    if not proof.proved:
+        cx = proof.counterexample          # the first failed property, always with a message
+        raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce: "
+                                     f"{cx['property']}: {cx['message']}; refusing to run it")
+    return f"proved by the verifier ({', '.join(proof.properties)}) in {proof.seconds:.2f} s"
