@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_single import check_segments
+from optcc.algorithms.optcc_single import check_segments, tick_clock
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -287,14 +287,7 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     W = H + m - 1
     L = 2 * W
     c0, c1 = _fill_coefs(H, k, [e for _, e in stragglers])
-    cache: dict[int, Fraction] = {}
-
-    def at(s: int) -> Fraction:
-        f = cache.get(s)
-        if f is None:
-            f = cache[s] = s * lam
-        return f
-
+    at = tick_clock(lam)
     flows: list[Flow] = []
     app = flows.append
     win = _windows(H, m)

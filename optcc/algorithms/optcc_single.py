@@ -160,14 +160,7 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     # Integer tick grid: δ, λ, ℓδ all multiples of `unit`.
     unit = _gcd_frac(_gcd_frac(d, lam), ell * d)
     dt, lt, ut = int(d / unit), int(lam / unit), int(ell * d / unit)
-    cache: dict[int, Fraction] = {}
-
-    def at(ticks: int) -> Fraction:
-        f = cache.get(ticks)
-        if f is None:
-            f = cache[ticks] = ticks * unit
-        return f
-
+    at = tick_clock(unit)
     rs, ag = _ring_offsets(H)
     O = (H - 1) * dt                                         # prologue length in ticks
     flows: list[Flow] = []
@@ -210,6 +203,19 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             app(Flow(healthy[i], healthy[(i + 1) % H], base_piece + (i - t) % H, "copy", st))
     pieces = [d] * (k * H) + [x] * (k - 1 if small else 0)
     return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def tick_clock(unit: Fraction):
+    """at(ticks) = ticks·unit as one shared Fraction per tick value: many flows start together,
+    and optcc.timing converts each distinct start object once."""
+    cache: dict[int, Fraction] = {}
+
+    def at(ticks: int) -> Fraction:
+        f = cache.get(ticks)
+        if f is None:
+            f = cache[ticks] = ticks * unit
+        return f
+    return at
 
 
 def _gcd_frac(a: Fraction, b: Fraction) -> Fraction:
