@@ -54,6 +54,19 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:
+    """--n BYTES (the message size, for seconds) and --json: the pair most commands share."""
+    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
+    parser.add_argument("--json", action="store_true", help=json_help)
+
+
+def message_size(args) -> int:
+    """The validated --n."""
+    if args.n <= 0:
+        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    return args.n
+
+
 def print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=2, default=_json_default)
     sys.stdout.write("\n")

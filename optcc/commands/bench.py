@@ -5,9 +5,9 @@ import os
 import tempfile
 
 from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
+from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
 from optcc.errors import OptccError
 
-DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 
 
 def register(sub) -> None:

@@ -1,8 +1,7 @@
 """`optcc bound`: the AllReduce lower bound for a cluster, its binding term, and its derivation."""
 from __future__ import annotations
 
-from optcc.commands._common import DEFAULT_N_BYTES, add_cluster_args, cluster_from_args, print_json, print_table
-from optcc.errors import OptccError
+from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
 
 
 def register(sub) -> None:
@@ -12,15 +11,13 @@ def register(sub) -> None:
                     "--straggler names a GPU rank; all g GPUs of one server at one ℓ is the "
                     "paper's Theorem 3, any other set uses the derived server-aggregate bound.")
     add_cluster_args(parser)
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_size_and_json_args(parser)
     parser.add_argument("--derive", action="store_true", help="print the derivation steps (appendix style)")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    if args.n <= 0:
-        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    message_size(args)
     from bounds.report import bound_report, derivation
 
     cluster = cluster_from_args(args)

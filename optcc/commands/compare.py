@@ -1,7 +1,7 @@
 """`optcc compare`: lower bound, fluid LP (shared, exclusive), ILP, OptCC and rings in one table."""
 from __future__ import annotations
 
-from optcc.commands._common import DEFAULT_N_BYTES, add_cluster_args, cluster_from_args, print_json, print_table
+from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
 from optcc.errors import OptccError
 from optcc.timing import units_to_seconds
 
@@ -15,16 +15,14 @@ def register(sub) -> None:
     parser.add_argument("--ilp-time-limit", type=float, default=30.0, help="CP-SAT time limit in seconds (default 30)")
     parser.add_argument("--solver", default="glop", help="LP solver: glop (default), pdlp, highs, clp, scip")
     parser.add_argument("--no-prove", action="store_true", help="skip the Z3 proofs of the schedules")
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_size_and_json_args(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     from lp_models.comparison import compare
 
-    if args.n <= 0:
-        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    message_size(args)
     if args.ilp_time_limit <= 0:
         raise OptccError("--ilp-time-limit", f"expected a positive number of seconds, got {args.ilp_time_limit}")
     cluster = cluster_from_args(args)

@@ -14,8 +14,7 @@ from bounds.closed_form import describe_case, fault_free_optimum, lower_bound
 from lp_models.comparison import lp_optimum
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
-from optcc.commands._common import DEFAULT_N_BYTES, add_cluster_args, cluster_from_args, print_json, print_table
-from optcc.errors import OptccError
+from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
 from optcc.simulate import simulate
 from optcc.timing import time_schedule, units_to_seconds
 from verifier import prove_allreduce
@@ -26,17 +25,15 @@ def register(sub) -> None:
     add_cluster_args(parser, p_required=False)
     parser.set_defaults(p=16, straggler=None)
     parser.add_argument("--segments", "-k", type=int, default=64, help="pipeline segments for OptCC (default 64)")
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
+    add_size_and_json_args(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the real gloo run even if torch is installed")
-    parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     if args.straggler is None:
         args.straggler = ["0:2"]
-    if args.n <= 0:
-        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    message_size(args)
     cluster = cluster_from_args(args)
     started = time.perf_counter()
     result = run_demo(cluster, args.segments, args.n, real_run=not args.no_run,

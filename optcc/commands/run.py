@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from optcc.commands._common import print_json
+from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
 from optcc.errors import OptccError
 
-DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 
 
 def register(sub) -> None:

@@ -1,8 +1,7 @@
 """`optcc time FILE`: slot and event time of a schedule, against T0 and the lower bound."""
 from __future__ import annotations
 
-from optcc.commands._common import DEFAULT_N_BYTES, print_json, print_table
-from optcc.errors import OptccError
+from optcc.commands._common import add_size_and_json_args, message_size, print_json, print_table
 from optcc.schedule import Schedule
 from optcc.timing import time_schedule, units_to_seconds
 
@@ -10,14 +9,12 @@ from optcc.timing import time_schedule, units_to_seconds
 def register(sub) -> None:
     parser = sub.add_parser("time", help="time a schedule (slot and event models) against T0 and the bound")
     parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_size_and_json_args(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
-    if args.n <= 0:
-        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
+    message_size(args)
     schedule = Schedule.load(args.file)
     rep = time_schedule(schedule, args.n)
     c = schedule.cluster
