@@ -4,10 +4,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
 from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
+from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
 from optcc.errors import OptccError
-
 
 
 def register(sub) -> None:

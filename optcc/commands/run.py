@@ -1,10 +1,9 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
-from optcc.commands._common import print_json
 from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
+from optcc.commands._common import print_json
 from optcc.errors import OptccError
-
 
 
 def register(sub) -> None:
