@@ -377,11 +377,9 @@ def check_r2ccl_schedule_formula() -> Row:
         for s in R2CCL_SUBPIECES[:2]:
             sch = r2ccl_allreduce(cluster, k, s)
             t = slot_time(sch)
-            # PAPER.md's formula with the (1 + 1/K) factor on T3 = ℓY, plus the chain's (p−2)·Y/(K·S).
-            t1 = M.t0(n) * (1 - x) * ell
-            t2 = Fraction(2 * (n - 2), n - 1)
-            paper_form = max(t1, t2) + (1 + Fraction(1, k)) * ell * x
-            expected = paper_form + (n - 2) * x / (k * s)
+            # PAPER.md's formula with the (1 + 1/K) factor on T3 = ℓY (models.r2ccl_time at α = 0),
+            # plus the chain's (p−2)·Y/(K·S).
+            expected = M.r2ccl_time(n, ell, chunks=k) + (n - 2) * x / (k * s)
             correct = simulate(sch).correct and check_capacity(sch) is None
             results[f"{ell}/S={s}"] = {"slot": float(t), "formula_plus_chain": float(expected), "correct": correct}
             ok = ok and t == expected and correct
