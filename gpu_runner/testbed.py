@@ -178,7 +178,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
     from gpu_runner.launch import prepare_schedule
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
-    from optcc.timing import slot_time
+    from optcc.timing import slot_time, units_to_seconds
 
     require_root()
     if not 0 <= straggler < p:
@@ -189,9 +189,8 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
     straggler_rates = list(healthy_rates)
     straggler_rates[straggler] = rate_mbit / float(ell)
     log = log or (lambda msg: None)
-    n_over_b = size / float(bandwidth)
-    lb_s = float(lower_bound(cluster)) * n_over_b
-    t0_s = float(fault_free_optimum(p)) * n_over_b
+    lb_s = units_to_seconds(cluster, lower_bound(cluster), size)
+    t0_s = units_to_seconds(cluster, fault_free_optimum(p), size)
     common = ["--mode", "run", "--size", str(size), "--dtype", "float32", "--iters", str(iters),
               "--warmup", str(warmup), "--backend", "gloo"]
     runs = {}
@@ -231,7 +230,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
         "p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
         "straggler_rate_mbit": straggler_rates[straggler], "size": size, "segments": segments,
         "iters": iters, "lower_bound_seconds": lb_s, "t0_seconds": t0_s,
-        "optcc_schedule_seconds": float(slot_time(schedules["optcc"][1])) * n_over_b,
+        "optcc_schedule_seconds": units_to_seconds(cluster, slot_time(schedules["optcc"][1]), size),
         "rows": rows,
         "speedup_optcc_vs_torch": torch_s / optcc_s,
         "optcc_over_lower_bound": optcc_s / lb_s,
