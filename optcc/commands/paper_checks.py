@@ -7,7 +7,7 @@ from optcc.commands._common import print_json
 def register(sub) -> None:
     parser = sub.add_parser("paper-checks", help="check the paper's claims against our bounds, schedules and models")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.add_argument("--figures", metavar="DIR", help="also write PNG redraws of Figures 8 and 10 into DIR")
+    parser.add_argument("--figures", metavar="DIR", help="also write PNG redraws of Figures 8, 9 and 10 into DIR")
     parser.set_defaults(handler=run)
 
 
