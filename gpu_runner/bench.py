@@ -10,6 +10,7 @@ import re
 
 from bounds.closed_form import lower_bound
 from optcc.errors import OptccError
+from optcc.timing import units_to_seconds
 
 HEADERS = ("size", "count", "type", "time_us", "algbw", "busbw", "#wrong", "lb_us", "eff")
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -47,7 +48,7 @@ def table_rows(result: dict, cluster) -> list[dict]:
         t = r["seconds"]
         size = r["size"]
         algbw = size / t / 1e9 if t > 0 else float("inf")
-        lb_us = float(lb_units * size / cluster.bandwidth) * 1e6
+        lb_us = units_to_seconds(cluster, lb_units, size) * 1e6
         rows.append({"size": size, "count": r["count"], "type": r["type"], "time_us": t * 1e6,
                      "algbw": algbw, "busbw": algbw * 2 * (p - 1) / p, "wrong": r["wrong"],
                      "lb_us": lb_us, "eff": lb_us / (t * 1e6) if t > 0 else None})
