@@ -15,6 +15,7 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
+from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
@@ -35,8 +36,7 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
             ilp_pieces: int = 2, ilp_time_limit_s: float = 30.0, prove: bool = True,
             materialize_max_p: int = MATERIALIZE_MAX_P) -> dict:
     """The comparison as a JSON-ready dict (keys as in issue #5)."""
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    check_segments(segments)
     started = time.perf_counter()
     t0 = fault_free_optimum(cluster.p, cluster.g)
     try:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -79,8 +80,7 @@ def lp_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
     """Pipelined star schedule realizing the fluid-LP optimum; meta records the LP optimum."""
     if cluster.g != 1:
         raise OptccError("--g", "the LP schedule covers one GPU per server (g = 1)")
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    check_segments(segments)
     lp = lp or solve_fluid_lp(cluster, capacity, solver)
     if lp.capacity != capacity:
         raise OptccError("lp", f"the LP was solved for {lp.capacity!r} capacity, not {capacity!r}")

@@ -6,10 +6,16 @@ from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 
-def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
-    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments."""
+def check_segments(segments) -> int:
+    """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    return segments
+
+
+def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
+    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments."""
+    check_segments(segments)
     if algo == "ring":
         if cluster.g > 1:
             from optcc.algorithms.baselines import flat_ring_allreduce

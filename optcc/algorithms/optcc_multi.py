@@ -58,7 +58,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_single import check_segments, tick_clock
+from optcc.algorithms import check_segments
+from optcc.algorithms.optcc_single import tick_clock
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule

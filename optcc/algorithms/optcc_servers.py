@@ -91,7 +91,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_single import _shard_size, check_segments, optcc_allreduce, optcc_slot_time
+from optcc.algorithms import check_segments
+from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule

@@ -62,23 +62,18 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from bounds.closed_form import exclusive_single_straggler_optimum
+from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
 
 def exclusive_fluid_optimum(p: int, ell) -> Fraction:
-    """Derived: best time (n/B) with one flow per NIC direction, fluid data, one straggler.
-
-    Let u = bytes per byte of data that the straggler receives (and sends); u ≥ 1 (cut).
-    Any AllReduce moves ≥ 2(p−1)·n bytes (volume argument of Theorem 1). A straggler flow
-    occupies the healthy end for ℓ per byte too, so the p−1 healthy send ports need
-    2(p−1) − 2u + ℓu = 2(p−1) − (2−ℓ)u in total, the straggler ℓu. Balancing gives
-    u* = 2(p−1)/(ℓ(p−2)+2), T = ℓu*; for ℓ ≥ 2, u = 1 and T = ℓ. Hence
-    T_ex = max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). Achieved in the limit k → ∞ by `optcc_allreduce`.
-    """
-    ell = Fraction(ell)
-    return max(ell, 2 * ell * (p - 1) / (ell * (p - 2) + 2))
+    """Derived: best time (n/B) with one flow per NIC direction, fluid data, one straggler:
+    max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). Its argument and its one home are in bounds.closed_form
+    (`exclusive_single_straggler_optimum`); reached in the limit k → ∞ by `optcc_allreduce`."""
+    return exclusive_single_straggler_optimum(p, Fraction(ell))
 
 
 def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
@@ -93,13 +88,6 @@ def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
         return 0, Fraction(1)
     (rank, ell), = stragglers.items()
     return rank, ell
-
-
-def check_segments(segments) -> int:
-    """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
-    return segments
 
 
 def _ring_offsets(H: int) -> tuple[list[int], list[int]]:
@@ -129,7 +117,7 @@ def _shard_size(H: int, k: int, ell: Fraction) -> Fraction:
 def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_allreduce(cluster, segments)` (derived above)."""
     _, ell = _straggler(cluster)
-    H, k = cluster.p - 1, segments
+    H, k = cluster.p - 1, check_segments(segments)
     if H == 1:
         return ell
     d = _shard_size(H, k, ell)
