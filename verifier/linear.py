@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from collections import Counter
 
-from verifier.events import LAND, LOCAL, READ
+from verifier.events import LAND, READ
+
+
+def add_scaled(a: dict[int, int], coef: int, b: dict[int, int]) -> dict[int, int]:
+    """Coefficients of a + coef·b, zero coefficients dropped (a and b are left unchanged)."""
+    out = dict(a)
+    for r, c in b.items():
+        v = out.get(r, 0) + coef * c
+        if v:
+            out[r] = v
+        else:
+            out.pop(r, None)
+    return out
 
 
 class ExpressionTable:
@@ -41,14 +53,7 @@ class ExpressionTable:
         key = (a, coef, b)
         i = self._add.get(key)
         if i is None:
-            out = dict(self.coefs[a])
-            for r, c in self.coefs[b].items():
-                v = out.get(r, 0) + coef * c
-                if v:
-                    out[r] = v
-                else:
-                    out.pop(r, None)
-            i = self._add[key] = self.intern(out)
+            i = self._add[key] = self.intern(add_scaled(self.coefs[a], coef, self.coefs[b]))
         return i
 
     def scale(self, a: int, coef: int) -> int:

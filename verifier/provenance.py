@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from verifier.events import LAND, LOCAL, READ
+from verifier.events import LAND, READ
+from verifier.linear import add_scaled
 
 
 @dataclass
@@ -39,14 +40,7 @@ def run_piece(schedule, events) -> dict[int, Value]:
             src = carried.pop(i)
             if f.op == "add":
                 old = get(f.dst)
-                out = dict(old.coefs)
-                for r, c in src.coefs.items():
-                    v = out.get(r, 0) + f.coef * c
-                    if v:
-                        out[r] = v
-                    else:
-                        out.pop(r, None)
-                values[f.dst] = Value(out, ("flow", i), t, [old, src])
+                values[f.dst] = Value(add_scaled(old.coefs, f.coef, src.coefs), ("flow", i), t, [old, src])
             else:
                 old = get(f.dst)
                 values[f.dst] = Value(dict(src.coefs), ("flow", i), t, [src], old.coefs)
