@@ -9,19 +9,11 @@ import argparse
 import time
 from fractions import Fraction
 
+from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from verifier import prove_allreduce
 
 TARGETS = {(64, 16): 20.0, (256, 4): 120.0}
-
-
-def build(algo, p, ell, k):
-    cluster = Cluster.build(p, stragglers={0: ell})
-    if algo == "ring":
-        from optcc.algorithms.ring import ring_allreduce
-        return ring_allreduce(cluster, k)
-    from optcc.algorithms.optcc_single import optcc_allreduce
-    return optcc_allreduce(cluster, k)
 
 
 def main():
@@ -39,7 +31,7 @@ def main():
     for p in [int(x) for x in args.ps.split(",")]:
         for k in [int(x) for x in args.ks.split(",")]:
             t = time.perf_counter()
-            s = build(algo, p, ell, k)
+            s = build_schedule(algo, Cluster.build(p, stragglers={0: ell}), k)
             built = time.perf_counter() - t
             proof = prove_allreduce(s)
             ps = proof.facts["property_seconds"]
