@@ -6,7 +6,7 @@ use `bounds.closed_form` for exact single points.
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import sympy as sp
@@ -14,7 +14,7 @@ import sympy as sp
 from bounds import symbolic as S
 
 
-@lru_cache(maxsize=None)
+@cache
 def _compiled(name: str):
     if name == "theorem1":
         bound, args, t0 = S.THEOREM_1, (S.p, S.ell), S.T0_G1

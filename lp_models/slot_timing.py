@@ -142,7 +142,7 @@ def optimal_timing(schedule: Schedule, time_limit_s: float = DEFAULT_TIME_LIMIT_
 
 def _keep_order(m, e1, e2, when, order):
     """Keep events e1, e2 on one (rank, piece) in their given order (ties by instant semantics)."""
-    (k1, i1, t1), (k2, i2, t2) = e1, e2
+    (k1, _i1, t1), (k2, _i2, t2) = e1, e2
     first, second = (e1, e2) if (t1, order[k1]) <= (t2, order[k2]) else (e2, e1)
     a, b = when(first[0], first[1]), when(second[0], second[1])
     if first[2] == second[2] and order[first[0]] == order[second[0]]:

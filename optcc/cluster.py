@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from optcc.errors import OptccError
 from optcc.exact import fraction_to_json, parse_fraction
@@ -40,7 +40,7 @@ class Cluster:
         nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
         alpha=0,
         field_prefix: str = "",
-    ) -> "Cluster":
+    ) -> Cluster:
         """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1)."""
         pre = field_prefix
         p = _positive_int(p, pre + "p")
@@ -72,7 +72,7 @@ class Cluster:
         return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha)
 
     @classmethod
-    def from_json(cls, data, field_prefix: str = "cluster.") -> "Cluster":
+    def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")

@@ -66,7 +66,7 @@ class Schedule:
                 f"{len(self.flows)} flows, meta={self.meta})")
 
     # ---- checks -------------------------------------------------------------------------
-    def validate(self) -> "Schedule":
+    def validate(self) -> Schedule:
         """Raise OptccError naming the first bad field (path as in the JSON file)."""
         _validate_pieces(self.pieces)
         p, g = self.cluster.p, self.cluster.g
@@ -138,7 +138,7 @@ class Schedule:
         return out
 
     @classmethod
-    def from_json(cls, data) -> "Schedule":
+    def from_json(cls, data) -> Schedule:
         if not isinstance(data, dict):
             raise OptccError("(top level)", "expected a JSON object")
         if data.get("format") != FORMAT:
@@ -220,7 +220,7 @@ class Schedule:
             raise
 
     @classmethod
-    def load(cls, path: str) -> "Schedule":
+    def load(cls, path: str) -> Schedule:
         try:
             with open(path) as fh:
                 data = json.load(fh)

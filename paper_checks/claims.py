@@ -387,8 +387,8 @@ def check_r2ccl_schedule_formula() -> Row:
                "R2CCL-AllReduce: T/T0 = 1 + N(ℓ−1)/(2(N−1)) with the (1 + 1/K) factor on its last step",
                "PAPER.md, Baselines (R2CCL repository, arXiv 2512.25059)",
                "max(T1, T2) + (1 + 1/K)·T3",
-               f"Schedule slot time = formula + chain fill (N−2)·Y/(K·S) exactly, correct and within capacity "
-               f"for ℓ ∈ {{8/7, 4/3, 2}}, N = 8, K = 4" if ok else "mismatch (see details)",
+               "Schedule slot time = formula + chain fill (N−2)·Y/(K·S) exactly, correct and within capacity "
+               "for ℓ ∈ {8/7, 4/3, 2}, N = 8, K = 4" if ok else "mismatch (see details)",
                "baselines.r2ccl_allreduce: optcc.timing.slot_time, optcc.simulate, shared capacity",
                "exact equality", PASS if ok else FAIL, details=results)
 

@@ -28,7 +28,8 @@ STYLE = {
 def _series(p: int, g: int, ell: Fraction, n_bytes: int) -> dict:
     """AllReduce time in ms for each line at one point (α-β models, α = settings.ALPHA_SECONDS)."""
     au = M.alpha_units(n_bytes)
-    ms = lambda units: 1000 * M.seconds(units, n_bytes)
+    def ms(units):
+        return 1000 * M.seconds(units, n_bytes)
     out = {
         "NCCLNoFailure": ms(M.nccl_no_failure_time(p, g, au)),
         "Ring w/ straggler (PXN)": ms(M.pxn_ring_time(p, g, ell, au)),
@@ -48,7 +49,8 @@ def _series(p: int, g: int, ell: Fraction, n_bytes: int) -> dict:
 def _series_multi(p: int, ells, n_bytes: int) -> dict:
     """Figure 9 (m = 2, g = 1): ms per line. R2CCL handles one degraded node only: not drawn."""
     au = M.alpha_units(n_bytes)
-    ms = lambda units: 1000 * M.seconds(units, n_bytes)
+    def ms(units):
+        return 1000 * M.seconds(units, n_bytes)
     out = {
         "NCCLNoFailure": ms(M.nccl_no_failure_time(p, 1, au)),
         "Ring w/ straggler (PXN)": ms(M.ring_time(p, max(ells), au)),

@@ -1,7 +1,6 @@
 """Multi-straggler OptCC (g = 1, m ≥ 2): proofs, port rule, closed form, dispatch, float32 replay, gloo run."""
 from __future__ import annotations
 
-import os
 from fractions import Fraction as F
 
 import numpy as np

@@ -280,7 +280,7 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
 def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: k segments, H shards each, exclusive ports."""
     stragglers = _check(cluster, segments)
-    k, p = segments, cluster.p
+    k, _p = segments, cluster.p
     m = len(stragglers)
     healthy = cluster.healthy
     H = len(healthy)
@@ -404,7 +404,6 @@ def _drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int, int], int]:
         return {}
     W = H + m - 1
     L = 2 * W
-    wrap = 2 * m - 2
     busy: list[set[int]] = [set() for _ in range(H)]
     w = _windows(H, m)
     lo = L * max(0, k - 2)
