@@ -3,11 +3,11 @@ from fractions import Fraction as F
 
 import pytest
 
+from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
 from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler
 from optcc.algorithms import build_schedule
 from optcc.algorithms import optcc_single as mod
-from optcc.algorithms.optcc_single import (exclusive_fluid_optimum, optcc_allreduce, optcc_slot_time,
-                                           slot_table)
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time, slot_table
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule

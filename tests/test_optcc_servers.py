@@ -165,7 +165,7 @@ def test_lp_is_the_construction_limit(p, ell):
     """The server-level exclusive LP equals max(T_ex(q, ℓ)/g, 2(g−1)/(g·s_nv)) (derived), and the
     closed form approaches it as k grows (only the O(1/k) fill is left)."""
     from lp_models.fluid import solve_fluid_lp
-    from optcc.algorithms.optcc_single import exclusive_fluid_optimum
+    from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
     g = 4
     c = server_cluster(p // g, g, 1, ell)
     lp = solve_fluid_lp(c, "exclusive")
