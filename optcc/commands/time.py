@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from optcc.commands._common import add_size_and_json_args, message_size, print_json, print_table
 from optcc.schedule import Schedule
-from optcc.timing import time_schedule, units_to_seconds
+from compose.timing_report import time_schedule
+from optcc.timing import units_to_seconds
 
 
 def register(sub) -> None:
