@@ -15,21 +15,13 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
+from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 
 MATERIALIZE_MAX_P = 64
 ILP_MAX_P = 4
-
-
-def lp_optimum(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT_LP_SOLVER) -> float | None:
-    """Fluid-LP optimum (n/B) for `cluster`, or None when the LP does not reach optimality.
-
-    For `optcc demo` and other callers that want one number."""
-    res = solve_fluid_lp(cluster, capacity, solver)
-    return res.objective if res.optimal else None
 
 
 def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str = DEFAULT_LP_SOLVER,
@@ -199,7 +191,7 @@ def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, sour
 
 
 def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: list) -> None:
-    from optcc.timing import time_schedule
+    from compose.timing_report import time_schedule
 
     rep = time_schedule(schedule)
     proved = None

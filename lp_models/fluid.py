@@ -236,3 +236,11 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
 
 _STATUS = {0: "OPTIMAL", 1: "FEASIBLE", 2: "INFEASIBLE", 3: "UNBOUNDED", 4: "ABNORMAL",
            5: "MODEL_INVALID", 6: "NOT_SOLVED"}
+
+
+def lp_optimum(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT_LP_SOLVER) -> float | None:
+    """Fluid-LP optimum (n/B) for `cluster`, or None when the LP does not reach optimality.
+
+    For `optcc demo` and other callers that want one number."""
+    res = solve_fluid_lp(cluster, capacity, solver)
+    return res.objective if res.optimal else None

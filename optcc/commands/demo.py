@@ -11,12 +11,13 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import describe_case, fault_free_optimum, lower_bound
-from lp_models.comparison import lp_optimum
+from compose.timing_report import time_schedule
+from lp_models.fluid import lp_optimum
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
 from optcc.simulate import simulate
-from optcc.timing import time_schedule, units_to_seconds
+from optcc.timing import units_to_seconds
 from verifier import prove_allreduce
 
 
