@@ -3,7 +3,7 @@
 Small clusters (p ≤ MATERIALIZE_MAX_P) get real schedules, timed by optcc.timing and proved by
 the verifier; larger ones get the algorithms' closed forms (derived from the constructions and
 tested equal to the generated schedules' slot times), reported with proved = None.
-OptCC is whatever `build_schedule("optcc", …)` picks (single straggler, m ≥ 2 stragglers, or
+OptCC is whatever optcc.algorithms.registry chooses (single straggler, m ≥ 2 stragglers, or
 g > 1 servers); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
 straggler (NCCLNoFailure) and the hierarchical ring; R2CCL is the g = 1 schedule or the
 node-level one for g > 1. A row that has no number says why (time null, source "not available").
@@ -89,34 +89,17 @@ def _unavailable(out: dict, name: str, reason: str) -> None:
                                "proved": None, "source": f"not available: {reason}"}
 
 
-def _optcc_construction(cluster: Cluster):
-    """(name, closed-form slot time) of the construction `build_schedule("optcc", …)` picks:
-    g > 1 → optcc_servers, m ≥ 2 stragglers → optcc_multi, else optcc_single."""
-    if cluster.g > 1:
-        from optcc.algorithms.optcc_servers import optcc_server_slot_time
-        return "optcc_servers", optcc_server_slot_time
-    if len(cluster.stragglers) >= 2:
-        from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-        return "optcc_multi", optcc_multi_slot_time
-    from optcc.algorithms.optcc_single import optcc_slot_time
-    return "optcc_single", optcc_slot_time
-
-
-def optcc_closed_form(cluster: Cluster, segments: int) -> Fraction:
-    """OptCC's closed-form slot time for the construction `build_schedule("optcc", …)` picks
-    (each derived from its construction and tested equal to the generated schedules' slot times)."""
-    return _optcc_construction(cluster)[1](cluster, segments)
-
-
 def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
     from optcc.algorithms import build_schedule
-    which, closed_form = _optcc_construction(cluster)
+    from optcc.algorithms.registry import choose
+    chosen = choose(cluster)
+    which = chosen.name
     try:
         if small:
             _add_schedule(out, "optcc", build_schedule("optcc", cluster, segments), t0, lb, prove, notes)
             out["algorithms"]["optcc"]["source"] = f"schedule ({which})"
         else:
-            out["algorithms"]["optcc"] = _entry(closed_form(cluster, segments), t0, lb, None,
+            out["algorithms"]["optcc"] = _entry(chosen.slot_time(cluster, segments), t0, lb, None,
                                                 f"closed form ({which})")
     except OptccError as exc:
         _unavailable(out, "optcc", f"{which}: {exc}")
