@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module under optcc/commands/ and defines
 `register(subparsers)`; modules are discovered automatically, so adding a command touches
-no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2.
+no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2, where
+FIELD is the flag that sets the model field the library named (optcc/commands/_fields.py).
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def main(argv=None) -> int:
     try:
         code = args.handler(args)
     except OptccError as e:
-        print(f"optcc: error: {e}", file=sys.stderr)
+        from optcc.commands._fields import flag_for
+        print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, 
 from optcc.errors import OptccError
 from optcc.exact import parse_fraction
 from compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
+from optcc.commands._fields import flag_for
 
 DEFAULT_N_BYTES = 2**30
 
@@ -44,13 +45,7 @@ def cluster_from_args(args) -> Cluster:
     try:
         return Cluster.build(args.p, args.g, stragglers, bandwidth, nvlink_bandwidth, alpha)
     except OptccError as e:
-        raise OptccError(_flag(e.field), e.message) from None
-
-
-def _flag(field: str) -> str:
-    if field.startswith("stragglers"):
-        return "--straggler"
-    return "--" + field.replace("_", "-")
+        raise OptccError(flag_for(e.field), e.message) from None
 
 
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:
