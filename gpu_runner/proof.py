@@ -16,7 +16,7 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     if certificate:
         if certificate_matches(schedule, certificate):
             return f"certificate {certificate} matches schedule sha256 {schedule.sha256()[:16]}"
-        raise OptccError("--certificate", f"{certificate} does not certify this schedule "
+        raise OptccError("certificate", f"{certificate} does not certify this schedule "
                                           f"(sha256 {schedule.sha256()[:16]}…); refusing to run it")
     proof = prove_allreduce(schedule)
     if not proof.proved:

@@ -172,7 +172,7 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
                    reduce_classes: bool = True, time_limit_s: float | None = None) -> FluidLPResult:
     """Solve the fluid LP on `cluster` under the `capacity` model; objective T in units of n/B."""
     if solver not in LP_SOLVERS:
-        raise OptccError("--solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)})")
+        raise OptccError("solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)})")
     from ortools.linear_solver import pywraplp
 
     level, classes = node_classes(cluster, reduce_classes)
@@ -180,7 +180,7 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
     t_start = time.perf_counter()
     lp = pywraplp.Solver.CreateSolver(LP_SOLVERS[solver])
     if lp is None:
-        raise OptccError("--solver", f"OR-Tools was built without {LP_SOLVERS[solver]}")
+        raise OptccError("solver", f"OR-Tools was built without {LP_SOLVERS[solver]}")
     if time_limit_s is not None:
         lp.SetTimeLimit(int(time_limit_s * 1000))
     inf = lp.infinity()

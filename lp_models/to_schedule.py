@@ -79,7 +79,7 @@ def lp_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
                 solver: str = DEFAULT_LP_SOLVER, lp: FluidLPResult | None = None) -> Schedule:
     """Pipelined star schedule realizing the fluid-LP optimum; meta records the LP optimum."""
     if cluster.g != 1:
-        raise OptccError("--g", "the LP schedule covers one GPU per server (g = 1)")
+        raise OptccError("g", "the LP schedule covers one GPU per server (g = 1)")
     check_segments(segments)
     lp = lp or solve_fluid_lp(cluster, capacity, solver)
     if lp.capacity != capacity:

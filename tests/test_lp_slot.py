@@ -80,5 +80,5 @@ def test_time_limit_is_reported_not_hidden():
 
 
 def test_search_refuses_large_clusters():
-    with pytest.raises(OptccError, match="--p"):
+    with pytest.raises(OptccError, match="^p: "):
         optimal_tree_schedule(Cluster.build(12))

@@ -126,13 +126,13 @@ def test_targets_at_k64():
 def test_scope_errors_name_the_field():
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8, g=2, stragglers={0: 2}), 2)
-    assert e.value.field == "--g"
+    assert e.value.field == "g"
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8, stragglers={0: 2, 3: F(3, 2)}), 2)
-    assert e.value.field == "--straggler"
+    assert e.value.field == "stragglers"
     with pytest.raises(OptccError) as e:
         optcc_slot_time(Cluster.build(8, stragglers={0: 2, 3: F(3, 2)}), 2)
-    assert e.value.field == "--straggler"
+    assert e.value.field == "stragglers"
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8), 0)
-    assert e.value.field == "--segments"
+    assert e.value.field == "segments"

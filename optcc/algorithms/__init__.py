@@ -7,9 +7,9 @@ from optcc.schedule import Schedule
 
 
 def check_segments(segments) -> int:
-    """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
+    """The pipeline segment count k: a positive int (OptccError on field "segments" otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+        raise OptccError("segments", f"expected a positive integer, got {segments!r}")
     return segments
 
 
@@ -26,7 +26,7 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     if algo == "optcc":
         from optcc.algorithms.registry import choose
         return choose(cluster).build(cluster, segments)
-    raise OptccError("--algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
+    raise OptccError("algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
 
 
 ALGORITHMS = ("ring", "optcc")

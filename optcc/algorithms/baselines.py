@@ -137,12 +137,12 @@ def hierarchical_ring_slot_time(cluster: Cluster) -> Fraction:
 # ---- R2CCL-AllReduce -----------------------------------------------------------------------
 def _single_straggler(cluster: Cluster) -> tuple[int, Fraction]:
     if cluster.g != 1:
-        raise OptccError("--g", "the R2CCL schedule is built for one GPU per server (g = 1)")
+        raise OptccError("g", "the R2CCL schedule is built for one GPU per server (g = 1)")
     if len(cluster.stragglers) != 1:
-        raise OptccError("--straggler", "R2CCL-AllReduce needs exactly one degraded node")
+        raise OptccError("stragglers", "R2CCL-AllReduce needs exactly one degraded node")
     (rank, ell), = cluster.stragglers.items()
     if cluster.p < 2:
-        raise OptccError("--p", "R2CCL needs a healthy helper")
+        raise OptccError("p", "R2CCL needs a healthy helper")
     return rank, ell
 
 
@@ -181,7 +181,7 @@ def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
     """
     rank, ell = _single_straggler(cluster)
     if ell <= 1:
-        raise OptccError("--straggler", "R2CCL needs a degraded node (ℓ > 1)")
+        raise OptccError("stragglers", "R2CCL needs a degraded node (ℓ > 1)")
     if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
         raise OptccError("chunks", f"expected a positive integer, got {chunks!r}")
     if isinstance(subpieces, bool) or not isinstance(subpieces, int) or subpieces < 1:
@@ -260,9 +260,9 @@ def _server_instance(cluster: Cluster) -> tuple[Cluster, Fraction]:
     from optcc.algorithms.optcc_servers import straggler_server
     s, ell = straggler_server(cluster)
     if ell <= 1:
-        raise OptccError("--straggler", "R2CCL needs a degraded server (ℓ > 1)")
+        raise OptccError("stragglers", "R2CCL needs a degraded server (ℓ > 1)")
     if cluster.servers < 2:
-        raise OptccError("--p", "R2CCL needs at least two servers")
+        raise OptccError("p", "R2CCL needs at least two servers")
     return Cluster.build(cluster.servers, 1, {s: ell}), ell
 
 

@@ -67,13 +67,13 @@ from optcc.schedule import Flow, Schedule
 
 def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     if cluster.g != 1:
-        raise OptccError("--g", "multi-straggler OptCC covers one GPU per server (g = 1)")
+        raise OptccError("g", "multi-straggler OptCC covers one GPU per server (g = 1)")
     check_segments(segments)
     st = cluster.stragglers
     if len(st) < 2:
-        raise OptccError("--straggler", f"multi-straggler OptCC needs m ≥ 2 stragglers, got {len(st)}")
+        raise OptccError("stragglers", f"multi-straggler OptCC needs m ≥ 2 stragglers, got {len(st)}")
     if len(st) >= cluster.p:
-        raise OptccError("--straggler", "at least one GPU must be healthy")
+        raise OptccError("stragglers", "at least one GPU must be healthy")
     return sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))
 
 

@@ -112,12 +112,12 @@ def straggler_server(cluster: Cluster) -> tuple[int, Fraction]:
         return 0, ONE
     servers = sorted({r // g for r in slow})
     if len(servers) > 1:
-        raise OptccError("--straggler", f"the multi-GPU OptCC handles one straggler server; slow GPUs sit on "
+        raise OptccError("stragglers", f"the multi-GPU OptCC handles one straggler server; slow GPUs sit on "
                                         f"servers {servers}")
     s = servers[0]
     ells = {cluster.slowdown[s * g + i] for i in range(g)}
     if len(ells) != 1:
-        raise OptccError("--straggler", f"server {s} mixes slowdowns {sorted(map(str, ells))}; a straggler "
+        raise OptccError("stragglers", f"server {s} mixes slowdowns {sorted(map(str, ells))}; a straggler "
                                         f"server has all its {g} GPUs at the same ℓ (a lost NIC slows the "
                                         f"whole server through PXN)")
     return s, ells.pop()
@@ -165,7 +165,7 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             "construction": "NVLink RS + g single-straggler OptCC instances + NVLink AG, "
                             "see optcc_servers (derived)"}
     if g == 1:
-        raise OptccError("--g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
+        raise OptccError("g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
     if q == 1:
         return _one_server(cluster, meta)
     inst_cluster, _ = _instance_cluster(cluster)

@@ -70,11 +70,11 @@ from optcc.schedule import Flow, Schedule
 
 def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
     if cluster.g != 1:
-        raise OptccError("--g", "the single-straggler OptCC covers one GPU per server (g = 1); "
+        raise OptccError("g", "the single-straggler OptCC covers one GPU per server (g = 1); "
                                 "for g > 1 use optcc_servers.optcc_server_allreduce (build_schedule picks it)")
     stragglers = cluster.stragglers
     if len(stragglers) > 1:
-        raise OptccError("--straggler", f"single-straggler OptCC got {len(stragglers)} stragglers "
+        raise OptccError("stragglers", f"single-straggler OptCC got {len(stragglers)} stragglers "
                                         f"(ranks {sorted(stragglers)}); several stragglers are optcc_multi.optcc_multi_allreduce (build_schedule picks it)")
     if not stragglers:
         return 0, Fraction(1)

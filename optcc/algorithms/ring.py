@@ -27,7 +27,7 @@ def ring_step(t: int, n: int) -> tuple[int, str]:
 
 def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if cluster.g != 1:
-        raise OptccError("--g", "the ring generator covers one GPU per server (g = 1); "
+        raise OptccError("g", "the ring generator covers one GPU per server (g = 1); "
                                 "for g > 1 use baselines.flat_ring_allreduce (build_schedule picks it)")
     p, k = cluster.p, segments
     shard = Fraction(1, k * p)
