@@ -65,3 +65,18 @@ def test_field_flag_table():
     assert flag_for("stragglers[2].ell") == "--straggler" and flag_for("nvlink_bandwidth") == "--nvlink-bandwidth"
     assert flag_for("ilp.pieces") == "--ilp-pieces" and flag_for("segments") == "--segments"
     assert flag_for("cluster.p") == "cluster.p" and flag_for("flows[3].src") == "flows[3].src"   # file paths stay
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`optcc … | head`: the reader is gone before the output is written; no traceback, exit 141."""
+    import os
+    import subprocess
+    import sys
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "optcc", "bound", "--p", "8", "--straggler", "0:2", "--json"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 141
