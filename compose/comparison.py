@@ -15,6 +15,7 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
+from compose.rows import row
 from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
@@ -85,8 +86,7 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
 
 def _unavailable(out: dict, name: str, reason: str) -> None:
     """A row that says why there is no number (time and ratios null)."""
-    out["algorithms"][name] = {"time": None, "ratio_to_t0": None, "ratio_to_lower_bound": None,
-                               "proved": None, "source": f"not available: {reason}"}
+    out["algorithms"][name] = row(None, None, None, proved=None, source=f"not available: {reason}")
 
 
 def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
@@ -162,15 +162,7 @@ def _add_r2ccl(out, cluster, small, t0, lb, prove, notes) -> None:
 
 
 def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, source: str, **extra) -> dict:
-    entry = {
-        "time": float(time_units),
-        "ratio_to_t0": float(time_units / t0),
-        "ratio_to_lower_bound": None if lb is None else float(time_units / lb),
-        "proved": proved,
-        "source": source,
-    }
-    entry.update(extra)
-    return entry
+    return row(time_units, t0, lb, proved=proved, source=source, **extra)
 
 
 def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: list) -> None:
