@@ -5,7 +5,7 @@
   argument for each term (paper: Theorems 1 and 3; derived: multi-straggler, server-aggregate).
 - `bounds.proofs`: sympy reduction to polynomials + Z3 proofs of the O(1/p) headline.
 - `bounds.sweep`: lambdify/numpy evaluation over sweeps.
-- `bounds.report`: what `optcc bound` prints, including the derivation steps.
+- `bounds.report`: the case of a cluster and its derivation steps (`optcc bound --derive`).
 """
 from bounds.closed_form import (
     fault_free_optimum,
