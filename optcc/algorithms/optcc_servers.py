@@ -93,41 +93,12 @@ from fractions import Fraction
 
 from optcc.algorithms import check_segments
 from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
+from optcc.algorithms.server_lift import instance_cluster as _instance_cluster
+from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_server
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 from optcc.timing import durations
-
-ONE = Fraction(1)
-
-
-def straggler_server(cluster: Cluster) -> tuple[int, Fraction]:
-    """(server index, ℓ) of the one straggler server; (0, 1) when no GPU is slow.
-
-    Raises OptccError unless every slow GPU is on one server and all g GPUs there share one ℓ.
-    """
-    g = cluster.g
-    slow = cluster.stragglers
-    if not slow:
-        return 0, ONE
-    servers = sorted({r // g for r in slow})
-    if len(servers) > 1:
-        raise OptccError("stragglers", f"the multi-GPU OptCC handles one straggler server; slow GPUs sit on "
-                                        f"servers {servers}")
-    s = servers[0]
-    ells = {cluster.slowdown[s * g + i] for i in range(g)}
-    if len(ells) != 1:
-        raise OptccError("stragglers", f"server {s} mixes slowdowns {sorted(map(str, ells))}; a straggler "
-                                        f"server has all its {g} GPUs at the same ℓ (a lost NIC slows the "
-                                        f"whole server through PXN)")
-    return s, ells.pop()
-
-
-def _instance_cluster(cluster: Cluster) -> tuple[Cluster, Fraction]:
-    s, ell = straggler_server(cluster)
-    q = cluster.servers
-    return Cluster.build(q, 1, {s: ell} if ell != 1 else None), ell
-
 
 def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_server_allreduce` (module docstring, derived).
@@ -214,7 +185,7 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     for f in inst.flows:                      # g copies of the instance on the NICs
         st = at(f.start)
         for l in range(g):
-            app(Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, st))
+            app(lifted_flow(f, l, g, P, st))
     for s in range(q):
         t_free = Fraction(0)
         for st, pi in rs_abs[s]:
@@ -245,13 +216,10 @@ def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:
 
 def _batch(app, s: int, g: int, P: int, pi: int, start: Fraction, rnd: Fraction, op: str) -> None:
     """g−1 permutation rounds on server s for piece π of every instance (see module docstring)."""
-    base = s * g
     for t in range(1, g):
         st = start + (t - 1) * rnd
-        for j in range(g):
-            dst = (j + t) % g
-            inst = dst if op == "add" else j
-            app(Flow(base + j, base + dst, inst * P + pi, op, st, "nvlink"))
+        for src, dst, inst in nvlink_round(s, g, t, op):
+            app(Flow(src, dst, inst * P + pi, op, st, "nvlink"))
 
 
 def _one_server(cluster: Cluster, meta: dict) -> Schedule:
