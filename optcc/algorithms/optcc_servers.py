@@ -7,7 +7,7 @@ failure slows all g GPUs of one server by ℓ; NVLink inside servers, NICs betwe
 intra-server reduction and broadcast; OptCC's four stages between servers; NVLink and NIC work
 interleaved so the NICs keep working.
 
-Ours (derived; docs/optcc_servers.md "Construction" and "Slot time" give the argument):
+Ours (derived; the argument is in docs/optcc_servers.md "Construction and slot time"):
 - Local index l of every server forms instance l (optcc.algorithms.server_lift): the q GPUs
   {s·g + l} run optcc_single over the servers on 1/g of the data; instance time t runs at
   D + t/g. q = 2: the instance is k segments swapped one after another (`_two_server_instance`).
@@ -35,7 +35,8 @@ from optcc.schedule import Flow, Schedule
 from optcc.timing import durations
 
 def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
-    """Closed-form slot time (n/B) of `optcc_server_allreduce` (derived, docs/optcc_servers.md "Construction and slot time").
+    """Closed-form slot time (n/B) of `optcc_server_allreduce` (derived, docs/optcc_servers.md
+    "Construction and slot time").
 
     Raises OptccError (field "nvlink_bandwidth") for q ≥ 3 outside the stated NVLink conditions;
     q = 1 and q = 2 hold for every NVLink speed."""
