@@ -26,31 +26,30 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   The chains move one link per slot and wait 2m − 2 slots where they cross the closing link:
   that wait is exactly the closing link's extra shift (−2H ≡ 2m − 2 mod L), which is why
   a fixed per-hop offset (the single-straggler pattern) cannot work here and these do.
-- m = 2, H ≥ 3: the "coincide" rotation (`Pattern.windows`): straggler 1 serves the closing link H−1
-  in window 0 (not H), so link H−1 rests in windows H−1 and 0 and both stragglers idle in
-  window H. Its F to straggler 1 goes one period later (`Pattern.f_slot`). Window 0 of link H−1 held
-  two all-gather hops (job 1's hop H−2, job 2's hop H−3); they move into the freed window H one
-  period later, job 2's last hop a period later too (`Pattern.ag_slot`). That repair came from a CP-SAT
-  search (minimum number of changed offsets; 2 for H = 6, 8, 10, 12) and is port-checked by
-  the tests for H = 3..12, 20, 31, 62; it is not proved for every H. H = 2 keeps the default
-  rotation and the relay fill below.
-- Fill (Figure 7's idea; our layout, `optcc_multi_fill.chain_fill_plan`): piece P_r is rooted at straggler r.
+- m = 2, H ≥ 3: the "coincide" rotation (`Pattern.windows`): straggler 1 serves the closing
+  link H−1 in window 0 (not H), so link H−1 rests in windows H−1 and 0 and both stragglers idle
+  in window H. Its F to straggler 1 goes one period later (`Pattern.f_slot`). Window 0 of link
+  H−1 held two all-gather hops (job 1's hop H−2, job 2's hop H−3); they move into the freed
+  window H one period later, job 2's last hop a period later too (`Pattern.ag_slot`; how the
+  repair was found: docs/optcc_multi.md). Port-checked by the tests for H = 3..12, 20, 31, 62;
+  not proved for every H. H = 2 keeps the default rotation and the relay fill below.
+- Fill (Figure 7's idea; our layout, `optcc_multi_fill.chain_fill_plan`): piece P_r is rooted
+  at straggler r.
   Each healthy a sends its input to S_r after F in S_r's window for link a and gets the result
   after the raw in a later period, both at S_r's own speed. Stragglers i and i+1 are both idle
   in one window (m = 2 coincide: window H; m ≥ 3: window H + 1 + i); there the pair exchanges
   one message per root and direction at ℓ_i (inputs along S_0 → … → S_r ← … ← S_{m−1},
   results back out). Sizes x_r = s·(2λ − ℓ_rδ)/(ℓ_rδ) shards with s ≤ 1 so ℓ1·Σx_r ≤ 2λ/δ.
   Only pieces whose flows end by the no-fill slot time are made.
-- Fill for m = 2, H = 2 (old layout, `optcc_multi_fill.relay_fill_flows`): the stragglers are never idle together,
-  so the straggler–straggler parts go through the idle straggler at ℓ1 (c1 = R_1/ℓ1 instead of
+- Fill for m = 2, H = 2 (relay layout, `optcc_multi_fill.relay_fill_flows`): the stragglers
+  are never idle together, so the straggler–straggler parts go through the idle straggler at ℓ1 (c1 = R_1/ℓ1 instead of
   R_1/ℓ2: every S0–S1 transfer needs both ports, and with that rotation they are free together
   only in one straggler's window remainder, ℓ1(c0 + c1) ≤ R_0 + R_1).
 - Fill and drain: segment 0's raws and reduce-scatter take period 0. Segment k−1's all-gather
-  (and, coincide rotation, segment k−2's moved tail) is placed by `optcc_multi_drain.drain_slots` in the ring
-  slots the pattern leaves free, slot by slot, ready job with most hops left first. Its last
-  hop starts at slot `drain_last_slot` = L(k+1) − 2 (coincide, k ≥ 2: L(k+1) − 1) for every
-  size tried (asserted by the tests, not proved); the earlier synchronous epilogue ended at
-  L(k+1) + H − 1. What remains is about one period: raws travel one period ahead of F, so the
+  (and, coincide rotation, segment k−2's moved tail) is placed by
+  `optcc_multi_drain.drain_slots` in the ring slots the pattern leaves free, slot by slot, ready
+  job with most hops left first. Its last hop starts at slot `drain_last_slot` = L(k+1) − 2
+  (coincide, k ≥ 2: L(k+1) − 1) for every size tried (asserted by the tests, not proved). What remains is about one period: raws travel one period ahead of F, so the
   stragglers' receive ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
 """
@@ -98,8 +97,8 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     The first flow starts at 0. The last flows are segment k−1's F to the stragglers
     (`Pattern.f_slot`, taking ℓ_i·δ; with the H = 2 relay fill, straggler 1's F moves to its window's
     end and straggler 0's relay of the last fill result starts at slot Lk + 2H plus ℓ2·δ, taking
-    ℓ1·c1·δ) and the drain's last hop (`_drain_last_slot`, taking δ; an identity with
-    `_drain_slots`, see `_drain_last_slot`; not proved). Fill pieces are made only
+    ℓ1·c1·δ) and the drain's last hop (`optcc_multi_drain.drain_last_slot`, taking δ; an identity
+    with `drain_slots`, see `drain_last_slot`; not proved). Fill pieces are made only
     where they end by then, so they change δ only.
     """
     stragglers = _check(cluster, segments)
@@ -167,7 +166,7 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                          at(L * pi + 2 * e.window) + e.offset * d))
             chain_pieces += [xs[r] * d for r in roots]
     # Drain: segment k−1's all-gather in the free ring slots of the last periods (derived,
-    # optcc_multi_drain), instead of a synchronous epilogue after period k.
+    # optcc_multi_drain).
     for (sigma, a, j), slot in _drain_slots(H, m, k).items():
         b = (a + j) % H
         app(Flow(healthy[b], healthy[(b + 1) % H], sigma * H + a, "copy", at(slot)))
