@@ -11,7 +11,6 @@ from bounds.closed_form import (
     fault_free_optimum,
     lower_bound,
     lower_bound_multi_straggler,
-    lower_bound_servers,
     lower_bound_single_straggler,
     lower_bound_straggler_server,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "fault_free_optimum",
     "lower_bound",
     "lower_bound_multi_straggler",
-    "lower_bound_servers",
     "lower_bound_single_straggler",
     "lower_bound_straggler_server",
 ]

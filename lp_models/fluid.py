@@ -74,12 +74,6 @@ class FluidLPResult(SolveResult):
     binding: list = field(default_factory=list)          # rows with zero slack (the capacities that bind)
     rows: dict = field(default_factory=dict)             # row name -> (coefficients over classes, constant, capacity)
 
-    def root_share_of_rank(self, rank_or_server: int) -> float:
-        for c in self.classes:
-            if rank_or_server in c.members:
-                return self.root_share[c.name]
-        raise KeyError(rank_or_server)
-
     def certificate_bound(self) -> float:
         """Lower bound on T implied by the duals alone (weak duality), for a reader to check.
 
