@@ -16,6 +16,8 @@ FIELD_FLAGS = {
     "ilp.pieces": "--ilp-pieces",
     "nproc": "--nproc",
     "certificate": "--certificate",
+    "sweep.end": "-e",
+    "sweep.factor": "-f",
 }
 
 
