@@ -42,15 +42,17 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   results back out). Sizes x_r = s·(2λ − ℓ_rδ)/(ℓ_rδ) shards with s ≤ 1 so ℓ1·Σx_r ≤ 2λ/δ.
   Only pieces whose flows end by the no-fill slot time are made.
 - Fill for m = 2, H = 2 (relay layout, `optcc_multi_fill.relay_fill_flows`): the stragglers
-  are never idle together, so the straggler–straggler parts go through the idle straggler at ℓ1 (c1 = R_1/ℓ1 instead of
-  R_1/ℓ2: every S0–S1 transfer needs both ports, and with that rotation they are free together
-  only in one straggler's window remainder, ℓ1(c0 + c1) ≤ R_0 + R_1).
+  are never idle together, so the straggler–straggler parts go through the idle straggler at
+  ℓ1 (c1 = R_1/ℓ1 instead of R_1/ℓ2: every S0–S1 transfer needs both ports, and with that
+  rotation they are free together only in one straggler's window remainder,
+  ℓ1(c0 + c1) ≤ R_0 + R_1).
 - Fill and drain: segment 0's raws and reduce-scatter take period 0. Segment k−1's all-gather
   (and, coincide rotation, segment k−2's moved tail) is placed by
   `optcc_multi_drain.drain_slots` in the ring slots the pattern leaves free, slot by slot, ready
   job with most hops left first. Its last hop starts at slot `drain_last_slot` = L(k+1) − 2
-  (coincide, k ≥ 2: L(k+1) − 1) for every size tried (asserted by the tests, not proved). What remains is about one period: raws travel one period ahead of F, so the
-  stragglers' receive ports idle in period 0 and their send ports in period k. Slot time:
+  (coincide, k ≥ 2: L(k+1) − 1) for every size tried (asserted by the tests, not proved). What
+  remains is about one period: raws travel one period ahead of F, so the stragglers' receive
+  ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
 """
 from __future__ import annotations
