@@ -46,9 +46,9 @@ def optcc_multi_messages_on_critical_path(p: int, m: int, k: int) -> int:
     last F to a straggler starts by slot L(k+1) (`Pattern.f_slot`). A chain of dependent flows
     starts in strictly later slots, so it has at most L(k+1) + 1 flows, each paying α once. The
     count used here, L(k+1) + H − 1, is that with H − 2 slots of slack: an upper bound. Fill
-    flows start inside windows, so this is tested, not proved: event_time ≤ slot time + count·α in tests/test_paper_checks.py; for p ≤ 10, k ≤ 8
-    the event model's slope in α (event_time at α = 2 minus at α = 1 n/B) is 6–159 against
-    counts 13–169.
+    flows start inside windows, so this is tested, not proved: event_time ≤ slot time + count·α
+    in tests/test_paper_checks.py; for p ≤ 10, k ≤ 8 the event model's slope in α (event_time
+    at α = 2 minus at α = 1 n/B) is 6–159 against counts 13–169.
     """
     return 2 * (p - 1) * (k + 1) + (p - m) - 1
 

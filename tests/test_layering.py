@@ -106,7 +106,8 @@ def test_a_wrong_arrow_is_caught(tmp_path):
     the verifier importing the runner, and lp_models importing the verifier at module level."""
     root = _tree(tmp_path, {
         "optcc/__init__.py": "",
-        "optcc/timing.py": "from optcc.schedule import Schedule\n\ndef f():\n    from bounds.closed_form import lower_bound\n",
+        "optcc/timing.py": ("from optcc.schedule import Schedule\n\n"
+                            "def f():\n    from bounds.closed_form import lower_bound\n"),
         "optcc/commands/x.py": "import bounds\nimport verifier\n",      # the CLI may import anything
         "bounds/__init__.py": "from optcc.cluster import Cluster\n",
         "verifier/__init__.py": "import gpu_runner.launch\n",
