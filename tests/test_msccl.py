@@ -200,3 +200,11 @@ def test_real_files(name):
         # withdrawn upstream: "MSCCL 1-shot xmls may cause different output values on different ranks"
         cx = proof.counterexample
         assert cx["property"] == "deterministic" and cx["rank"] != cx["other_rank"]
+
+
+def test_two_thread_blocks_on_one_connection_are_refuted():
+    text = mc.ring(4).replace('<tb id="1" send="1" recv="3" chan="1">', '<tb id="1" send="1" recv="3" chan="0">', 1)
+    proof = verify_xml(text)
+    assert not proof.properties["limits"]
+    v = proof.counterexamples["limits"]["violations"][0]
+    assert (v["rank"], v["tb"], v["channel"]) == (0, 1, 0) and "one connection per (peer, channel)" in v["message"]

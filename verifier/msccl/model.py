@@ -246,9 +246,17 @@ def limit_violations(prog: Program, max_steps: int) -> list[dict]:
                                                  f"{g.id}; its parser is limited to {MAX_NODES} (MSCCL_MAX_NODES)"})
         for key in ("send", "recv"):
             per_chan: dict[int, list[int]] = {}
+            per_conn: dict[tuple, list[int]] = {}
             for tb in g.tbs:
                 if getattr(tb, key) >= 0:
                     per_chan.setdefault(tb.chan, []).append(tb.id)
+                    per_conn.setdefault((getattr(tb, key), tb.chan), []).append(tb.id)
+            for (peer, chan), ids in per_conn.items():
+                if len(ids) > 1:
+                    out.append({"rank": g.id, "tb": ids[1], "channel": chan,
+                                "message": f"gpu {g.id} thread blocks {ids} all {key} {'to' if key == 'send' else 'from'}"
+                                           f" rank {peer} on channel {chan}: the runtime has one connection per "
+                                           "(peer, channel), so their messages would interleave by timing"})
             for chan, ids in per_chan.items():
                 if len(ids) > MAX_TBS_PER_CHANNEL:
                     out.append({"rank": g.id, "channel": chan, "message": f"gpu {g.id} channel {chan} has {len(ids)} "
