@@ -7,8 +7,8 @@ Mapping (docs/msccl.md):
   part of its piece; one thread block per (rank, peer, channel) holds both directions.
 - channels: the flows of one (src, dst) pair go, in start order, on a channel whose previous flow
   has landed by this flow's start, so every channel holds at most one message in flight (the
-  one-message buffers cannot deadlock) and FIFO order is start order = landing order. With
-  `spread` > 1 a pair uses at least that many channels, to keep thread blocks within the step limit.
+  one-message buffers cannot deadlock) and FIFO order is start order = landing order. A pair
+  whose thread block exceeds the step limit gets one more channel, until every one fits.
 - order: each thread block lists its steps in time order, landings before starts at equal times
   (the Schedule's rule); across the thread blocks of a rank, read-after-write, write-after-write
   and write-after-read on one part become dependencies on the latest conflicting step of each
@@ -56,14 +56,14 @@ def check_expressible(schedule) -> None:
             raise OptccError(f"schedule.flows[{i}].op", f"unknown op {f.op!r}")
 
 
-def _channels(schedule, grid, spread: int) -> list[int]:
+def _channels(schedule, grid, spread: dict) -> list[int]:
     chan = [0] * len(schedule.flows)
     by_pair: dict[tuple, list[int]] = {}
     for i in sorted(range(len(schedule.flows)), key=lambda i: (grid.starts[i], i)):
         f = schedule.flows[i]
         lanes = by_pair.setdefault((f.src, f.dst), [])      # per channel: [last end, flows]
         free = [c for c, (end, _) in enumerate(lanes) if end <= grid.starts[i]]
-        if len(lanes) < spread or not free:
+        if len(lanes) < spread.get((f.src, f.dst), 1) or not free:
             lanes.append([0, 0])
             free = [len(lanes) - 1]
         c = min(free, key=lambda c: (lanes[c][1], c))
@@ -72,12 +72,12 @@ def _channels(schedule, grid, spread: int) -> list[int]:
     return chan
 
 
-def build_program(schedule, spread: int = 1):
+def build_program(schedule, spread: dict | None = None):
     """Per rank: {(peer, chan): [step dicts]} in program order, and the number of channels."""
     check_expressible(schedule)
     grid = IntegerTimes(schedule)
     _, parts = chunk_layout(schedule)
-    chan = _channels(schedule, grid, spread)
+    chan = _channels(schedule, grid, spread or {})
     events = []                      # (time, phase, flow, rank, peer, kind): landings (0) before starts (1)
     for i, f in enumerate(schedule.flows):
         events.append((grid.starts[i], 1, i, f.src, f.dst, "s"))
@@ -124,7 +124,7 @@ def build_program(schedule, spread: int = 1):
 def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None) -> tuple[str, dict]:
     """The XML text and facts {D, channels, thread_blocks, steps, max_tb_steps}; OptccError if impossible."""
     d, _ = chunk_layout(schedule)
-    spread = 1
+    spread: dict[tuple, int] = {}
     while True:
         tbs, nchannels = build_program(schedule, spread)
         longest = max((len(prog) for progs in tbs for prog in progs.values()), default=0)
@@ -135,7 +135,11 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
                              f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS})")
         if longest <= max_steps:
             break
-        spread += 1
+        for rank, progs in enumerate(tbs):            # more channels for the pairs of overfull thread blocks
+            for (peer, _), prog in progs.items():
+                if len(prog) > max_steps:
+                    for pair in ((rank, peer), (peer, rank)):
+                        spread[pair] = max(spread.get(pair, 1), 1 + sum(1 for q, _ in progs if q == peer))
     p = schedule.cluster.p
     title = name or str(schedule.meta.get("algorithm", "optcc"))
     lines = [f"<!-- optcc export of {title} on {schedule.cluster.describe()}: schedule sha256 {schedule.sha256()} -->",
