@@ -208,3 +208,19 @@ def test_two_thread_blocks_on_one_connection_are_refuted():
     assert not proof.properties["limits"]
     v = proof.counterexamples["limits"]["violations"][0]
     assert (v["rank"], v["tb"], v["channel"]) == (0, 1, 0) and "one connection per (peer, channel)" in v["message"]
+
+
+def test_wait_on_a_step_without_hasdep_is_refuted_even_when_a_later_step_publishes():
+    x = mc.Xml("reduce-bcast2", 2, 2, nchannels=2)
+    x.gpu(0).tb(send=1, recv=1, chan=0).step("rrc", ("i", 0)).step("rrc", ("i", 1))
+    x.tb(send=1, recv=1, chan=1).step("s", ("i", 0), dep=(0, 0)).step("s", ("i", 1), dep=(0, 1))
+    x.gpu(1).tb(send=0, recv=0, chan=0).step("s", ("i", 0)).step("s", ("i", 1))
+    x.tb(send=0, recv=0, chan=1).step("r", ("i", 0)).step("r", ("i", 1))
+    text = x.text()
+    assert verify_xml(text).proved
+    mutant = mc.set_attr(text, 0, 0, 0, hasdep=0)       # step 1 still publishes, so nothing deadlocks
+    proof = verify_xml(mutant)
+    assert proof.properties == {**ALL_PROVED, "deadlock_free": False}
+    cx = proof.counterexample
+    assert cx["kind"] == "unpublished_wait" and (cx["rank"], cx["tb"], cx["step"]) == (0, 1, 0)
+    assert cx["target"] == {"tb": 0, "step": 0, "line": 4}

@@ -4,7 +4,8 @@
                  `E(x) != Σ x` unsatisfiable for each distinct final expression (as
                  verifier.sum_property does for schedules); and no race makes it timing-dependent
   deadlock_free  with unbounded and with one-message FIFO buffers every thread block finishes,
-                 every message is received, and each receive's cnt matches its send
+                 every message is received, each receive's cnt matches its send, and every
+                 dependency waits on a step with hasdep="1"
   limits         steps per thread block (--max-steps), thread blocks per GPU, cnt, peers per
                  channel, elements the runtime stores (verifier.msccl.model.limit_violations)
   deterministic  every rank holds chunk c as the same summation tree (same additions in the
@@ -55,6 +56,10 @@ def prove_program(prog: Program, max_steps: int = 64) -> MscclProof:
             if cx is not None and name not in failures:
                 cx = {"property": name, "mode": mode, **cx}
                 failures[name] = cx
+    if "deadlock_free" not in failures:
+        cx = _unpublished_wait(prog)
+        if cx is not None:
+            failures["deadlock_free"] = cx
     violations = limit_violations(prog, max_steps)
     if violations:
         failures["limits"] = {"property": "limits", "max_steps": max_steps, "violations": violations[:20],
@@ -87,6 +92,24 @@ def _deadlock(run, buffers: str) -> dict | None:
                 "message": f"{len(run.leftover)} message(s) never received; first: {m['sender']['text']} sends "
                            f"{m['chunks']} chunk(s) to rank {m['to_rank']} on channel {m['channel']}, "
                            "and no receive takes them"}
+    return None
+
+
+def _unpublished_wait(prog: Program) -> dict | None:
+    """A wait on a step without hasdep="1" ends only when a later step of that thread block
+    publishes: it waits longer than written, and forever if none does (../shared/MSCCL.md: a bug)."""
+    for g in prog.gpus:
+        for tb in g.tbs:
+            for st in tb.steps:
+                for dep_tb, k, line in st.waits:
+                    target = g.tbs[dep_tb].steps
+                    if k < len(target) and not target[k].hasdep:
+                        return {"property": "deadlock_free", "kind": "unpublished_wait", "rank": g.id, "tb": tb.id,
+                                "step": st.s, "line": line, "target": {"tb": dep_tb, "step": k, "line": target[k].line},
+                                "message": f"rank {g.id} thread block {tb.id} step {st.s} waits (line {line}) for "
+                                           f"thread block {dep_tb} step {k} (line {target[k].line}), which does not "
+                                           "have hasdep=\"1\" and never publishes its completion; the wait ends only "
+                                           "if a later step of that thread block publishes"}
     return None
 
 
