@@ -3,8 +3,8 @@
 `load_program(text)` raises OptccError (exit 2) for what the runtime refuses or misreads: a
 missing attribute, an unknown step type or buffer, an offset outside its buffer, a send in a
 thread block without a send peer, a `nop` chain not closed by a step with a dependency, thread
-block ids with gaps. Runtime *limits* (steps per thread block, thread blocks per GPU, cnt,
-fusion, stored elements) are not errors here: `limit_violations` lists them, and the verifier
+block ids with gaps. Runtime *limits* (steps per thread block, thread blocks per GPU, cnt, peers
+per channel, one thread block per connection, stored elements) are not errors here: `limit_violations` lists them, and the verifier
 reports them as the refuted property `limits`.
 
 Kernel step numbering (derived from the interpreter, msccl_kernel_impl.h): `nop`s are not
