@@ -45,7 +45,8 @@ class Xml:
                 for st in tb["steps"]:
                     if st["dep"]:
                         waited.add(st["dep"])
-            out.append(f'  <gpu id="{g["id"]}" i_chunks="{nchunks}" o_chunks="0" s_chunks="{g["s_chunks"]}">')
+            o_chunks = nchunks if self.head["outofplace"] else 0
+            out.append(f'  <gpu id="{g["id"]}" i_chunks="{nchunks}" o_chunks="{o_chunks}" s_chunks="{g["s_chunks"]}">')
             for t, tb in enumerate(g["tbs"]):
                 out.append(f'    <tb id="{t}" send="{tb["send"]}" recv="{tb["recv"]}" chan="{tb["chan"]}">')
                 k = 0
@@ -62,22 +63,25 @@ class Xml:
         return "\n".join(out) + "\n"
 
 
-def ring(p: int = 4) -> str:
+def ring(p: int = 4, out_of_place: bool = False) -> str:
     """Ring AllReduce, one channel (and thread block per rank) per chunk, as msccl-tools writes it:
     chunk c is reduced along c, c+1, ..., c−1 (s, rrs ×(p−2), rrcs) and sent round again (rcs, r).
-    One message per channel is in flight at a time. D = p."""
+    One message per channel is in flight at a time. D = p. Out of place, results go to `o`."""
     x = Xml(f"ring{p}", p, p, nchannels=p)
+    if out_of_place:
+        x.head.update(inplace=0, outofplace=1)
+    o = "o" if out_of_place else "i"
     for r in range(p):
         x.gpu(r)
         for c in range(p):
             k = (r - c) % p                           # r's place on chunk c's ring
             x.tb(send=(r + 1) % p, recv=(r - 1) % p, chan=c)
             if k == 0:
-                x.step("s", ("i", c)).step("rcs" if p > 2 else "r", ("i", c))
+                x.step("s", ("i", c)).step("rcs" if p > 2 else "r", (o, c))
             elif k < p - 1:
-                x.step("rrs", ("i", c)).step("rcs" if k < p - 2 else "r", ("i", c))
+                x.step("rrs", ("i", c)).step("rcs" if k < p - 2 else "r", (o, c))
             else:
-                x.step("rrcs", ("i", c))
+                x.step("rrcs", ("i", c), (o, c))
     return x.text()
 
 

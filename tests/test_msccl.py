@@ -224,3 +224,16 @@ def test_wait_on_a_step_without_hasdep_is_refuted_even_when_a_later_step_publish
     cx = proof.counterexample
     assert cx["kind"] == "unpublished_wait" and (cx["rank"], cx["tb"], cx["step"]) == (0, 1, 0)
     assert cx["target"] == {"tb": 0, "step": 0, "line": 4}
+
+
+def test_out_of_place_results_go_to_the_output_buffer():
+    assert verify_xml(mc.ring(4, out_of_place=True)).proved
+    both = mc.ring(4, out_of_place=True).replace('inplace="0"', 'inplace="1"')   # claims in-place too
+    proof = verify_xml(both)
+    assert proof.facts["modes"] == ["in-place", "out-of-place"]
+    assert verify_xml(both).proved                  # in place, o aliases i: the same program is right
+    wrong = mc.ring(4).replace('inplace="1" outofplace="0"', 'inplace="0" outofplace="1"')
+    wrong = wrong.replace('o_chunks="0"', 'o_chunks="4"')
+    cx = verify_xml(wrong).counterexamples["sum"]
+    assert cx["mode"] == "out-of-place" and cx["rank"] == 0 and cx["chunk"] == 0
+    assert "undefined" in cx["message"] and cx["tb"] is None          # nothing writes o[0] on rank 0

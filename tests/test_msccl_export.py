@@ -98,3 +98,19 @@ def test_cli_export_refuses_and_writes_nothing(tmp_path, capsys):
     broken.save(str(wrong))
     assert main(["msccl", "export", str(wrong), "-o", str(out)]) == 1
     assert "not proved" in capsys.readouterr().out and not out.exists()
+
+
+def test_every_offset_mutant_of_an_export_is_refuted():
+    text, facts = export_xml(build_schedule("optcc", Cluster.build(4, 1, {0: 2}), 1))
+    lines = text.split("\n")
+    steps = [i for i, line in enumerate(lines) if "<step " in line and 'type="nop"' not in line]
+    assert len(steps) == facts["steps"] == 36
+    for i in steps:
+        off = int(re.search(r'srcoff="(\d+)"', lines[i]).group(1))
+        new = (off + 1) % facts["D"]
+        mutant = list(lines)
+        mutant[i] = re.sub(r'(src|dst)off="\d+"', rf'\1off="{new}"', mutant[i])
+        proof = verify_xml("\n".join(mutant))
+        assert not proof.properties["sum"], lines[i]
+        cx = proof.counterexamples["sum"]
+        assert {"rank", "chunk", "tb", "step", "message"} <= set(cx)
