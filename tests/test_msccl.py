@@ -52,7 +52,7 @@ def test_textbook_ring_needs_two_messages_of_buffer():
     assert proof.properties == {**ALL_PROVED, "deadlock_free": False}
     cx = proof.counterexample
     assert cx["buffers"] == "one-message buffers" and len(cx["blocked"]) == 4
-    assert (cx["rank"], cx["tb"], cx["step"]) == (0, 0, 1)
+    assert (cx["rank"], cx["tb"], cx["step"], cx["chunk"]) == (0, 0, 1, 3)
     assert "slot is full" in cx["message"]
 
 
@@ -94,7 +94,7 @@ def test_mutant_missing_hasdep_deadlocks_and_says_why():
     proof = verify_xml(text)
     assert not proof.properties["deadlock_free"]
     cx = proof.counterexamples["deadlock_free"]
-    assert cx["buffers"] == "unbounded buffers" and (cx["rank"], cx["tb"], cx["step"]) == (0, 0, 1)
+    assert cx["buffers"] == "unbounded buffers" and (cx["rank"], cx["tb"], cx["step"], cx["chunk"]) == (0, 0, 1, 0)
     assert 'does not have hasdep="1"' in cx["message"]
 
 

@@ -77,8 +77,11 @@ class Run:
 
 
 def describe(tb, st) -> dict:
-    return {"rank": tb.rank, "tb": tb.id, "step": st.s, "type": st.type, "line": st.line,
-            "text": f"rank {tb.rank} thread block {tb.id} step {st.s} ({st.type}, line {st.line})"}
+    """The step as counterexamples name it; `chunk` is the first chunk it writes (else reads)."""
+    buf, off = (st.dstbuf, st.dstoff) if st.type in WRITES_DST else (st.srcbuf, st.srcoff)
+    return {"rank": tb.rank, "tb": tb.id, "step": st.s, "type": st.type, "line": st.line, "buffer": buf,
+            "chunk": off, "text": f"rank {tb.rank} thread block {tb.id} step {st.s} ({st.type} {buf}[{off}]"
+                                  + (f"..[{off + st.cnt - 1}]" if st.cnt > 1 else "") + f", line {st.line})"}
 
 
 def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import z3
 
-from verifier.msccl.execute import execute
+from verifier.msccl.execute import describe, execute
 from verifier.msccl.model import Program, limit_violations
 
 PROPERTIES = ("sum", "deadlock_free", "limits", "deterministic")
@@ -78,17 +78,20 @@ def prove_program(prog: Program, max_steps: int = 64) -> MscclProof:
 def _deadlock(run, buffers: str) -> dict | None:
     if run.mismatch:
         m = run.mismatch
-        return {"buffers": buffers, **m, "message": f"{m['receiver']['text']} receives {m['cnt']} chunk(s) but "
+        return {"buffers": buffers, **m, "rank": m["receiver"]["rank"], "tb": m["receiver"]["tb"],
+                "step": m["receiver"]["step"], "chunk": m["receiver"]["chunk"],
+                "message": f"{m['receiver']['text']} receives {m['cnt']} chunk(s) but "
                 f"the matching send, {m['sender']['text']}, sent {m['sent']}"}
     if run.blocked:
         b = run.blocked[0]
         return {"buffers": buffers, "blocked": run.blocked[:16], "rank": b["rank"], "tb": b["tb"], "step": b["step"],
+                "chunk": b["chunk"],
                 "message": f"deadlock with {buffers}: {len(run.blocked)} thread block(s) never finish; first: "
                            + b["text"]}
     if run.leftover:
         m = run.leftover[0]
         return {"buffers": buffers, "unreceived": run.leftover[:16], "rank": m["sender"]["rank"],
-                "tb": m["sender"]["tb"], "step": m["sender"]["step"],
+                "tb": m["sender"]["tb"], "step": m["sender"]["step"], "chunk": m["sender"]["chunk"],
                 "message": f"{len(run.leftover)} message(s) never received; first: {m['sender']['text']} sends "
                            f"{m['chunks']} chunk(s) to rank {m['to_rank']} on channel {m['channel']}, "
                            "and no receive takes them"}
@@ -105,7 +108,7 @@ def _unpublished_wait(prog: Program) -> dict | None:
                     target = g.tbs[dep_tb].steps
                     if k < len(target) and not target[k].hasdep:
                         return {"property": "deadlock_free", "kind": "unpublished_wait", "rank": g.id, "tb": tb.id,
-                                "step": st.s, "line": line, "target": {"tb": dep_tb, "step": k, "line": target[k].line},
+                                "step": st.s, "chunk": describe(tb, st)["chunk"], "line": line, "target": {"tb": dep_tb, "step": k, "line": target[k].line},
                                 "message": f"rank {g.id} thread block {tb.id} step {st.s} waits (line {line}) for "
                                            f"thread block {dep_tb} step {k} (line {target[k].line}), which does not "
                                            "have hasdep=\"1\" and never publishes its completion; the wait ends only "
