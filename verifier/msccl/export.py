@@ -7,7 +7,8 @@ Mapping (docs/msccl.md):
   part of its piece; one thread block per (rank, peer, channel) holds both directions.
 - channels: the flows of one (src, dst) pair go, in start order, on a channel whose previous flow
   has landed by this flow's start, so every channel holds at most one message in flight (the
-  one-message buffers cannot deadlock) and FIFO order is start order = landing order. A pair
+  one-message buffers cannot deadlock) and FIFO order is start order = landing order (a thread
+  block's send or recv peer is -1 when it only receives or only sends). A pair
   whose thread block exceeds the step limit gets one more channel, until every one fits.
 - order: each thread block lists its steps in time order, landings before starts at equal times
   (the Schedule's rule); across the thread blocks of a rank, read-after-write, write-after-write
@@ -154,7 +155,9 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
         ids = {key: t for t, key in enumerate(keys)}
         for key in keys:
             peer, c = key
-            lines.append(f'    <tb id="{ids[key]}" send="{peer}" recv="{peer}" chan="{c}">')
+            kinds = {st["type"] for st in tbs[rank][key]}
+            send, recv = (peer if "s" in kinds else -1), (peer if kinds & {"r", "rrc"} else -1)
+            lines.append(f'    <tb id="{ids[key]}" send="{send}" recv="{recv}" chan="{c}">')
             for s, st in enumerate(tbs[rank][key]):
                 depid, deps = (ids[st["dep"][0]], st["dep"][1]) if st["dep"] else (-1, -1)
                 lines.append(f'      <step s="{s}" type="{st["type"]}" srcbuf="i" srcoff="{st["off"]}" dstbuf="i" '
