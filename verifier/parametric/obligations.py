@@ -94,7 +94,14 @@ def discharge(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> dict:
         solver.add(z3.Not(claim))
         r = solver.check()
         if r == z3.sat:
-            return done("refuted", what + " fails", solver.model())
+            model = solver.model()
+            if ob.params is not None:         # prefer a small counterexample when there is one
+                solver.push()
+                solver.add(ob.params.p <= 8, ob.params.k <= 3)
+                if solver.check() == z3.sat:
+                    model = solver.model()
+                solver.pop()
+            return done("refuted", what + " fails", model)
         if r == z3.unknown:
             return done("unknown", what + ": " + solver.reason_unknown())
         solver.pop()

@@ -49,7 +49,7 @@ class _IntArith:
 
     @staticmethod
     def div(a, b):
-        return Fraction(a) / b
+        return a if b == 1 else Fraction(a) / b
 
 
 INT = _IntArith()

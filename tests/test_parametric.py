@@ -1,0 +1,164 @@
+"""Parametric (all-p) proofs of the ring generator: families = generator, obligations proved,
+CLI `optcc prove-all`, generator certificates accepted by the runner's proof gate."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from fractions import Fraction
+
+import pytest
+
+from bounds.closed_form import single_straggler_terms
+from optcc.algorithms.families import INT, Params
+from optcc.algorithms.families import ring as FR
+from optcc.algorithms.optcc_single import optcc_allreduce
+from optcc.algorithms.ring import ring_allreduce
+from optcc.cli import main
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+from optcc.timing import durations, slot_time
+from verifier.parametric import PROPERTIES, prove_all
+from verifier.parametric import ring as PR
+from verifier.parametric.certificate import generator_certificate_check, write_generator_certificate
+
+# sha256 digests of the generators' schedules on GRID, taken before the ring became the
+# enumeration of its families (commit a7fa82d): the enumeration must not change one byte.
+RING_GRID_DIGEST = "4ed24823418bde0dd8da56c890e1eb0bb23a808e3821d70b7b9fd018f4ddaae8"
+OPTCC_GRID_DIGEST = "f07f5fc0535a69f55d3dc2516099f3742b41b1508f4229d7765b4fe0d72d3471"
+
+
+def _grid():
+    for p in (2, 3, 4, 5, 6, 7, 9):
+        for k in (1, 2, 3):
+            for st in ([], [(0, Fraction(2))], [(p - 1, Fraction(3, 2))], [(p // 2, Fraction(5))],
+                       [(1, Fraction(8, 7))]):
+                yield p, k, Cluster.build(p, 1, st)
+
+
+def _digest(build):
+    h = hashlib.sha256()
+    for p, k, c in _grid():
+        h.update(build(c, k).sha256().encode())
+    return h.hexdigest()
+
+
+def test_ring_generator_is_the_family_enumeration_sha256_identical():
+    assert _digest(ring_allreduce) == RING_GRID_DIGEST
+
+
+def test_optcc_generator_unchanged():
+    assert _digest(optcc_allreduce) == OPTCC_GRID_DIGEST
+
+
+def test_family_durations_are_the_timing_models():
+    for p, k, c in _grid():
+        if len(c.stragglers) > 1:
+            continue
+        (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
+        sched = ring_allreduce(c, k)
+        step = Fraction(1, k * p) * ell
+        P = Params(p, k, ell, s)
+        durs = durations(sched)
+        n = 0
+        for sigma in range(k):
+            for t in range(2 * (p - 1)):
+                fam, h = (FR.RS, t) if t < p - 1 else (FR.AG, t - (p - 1))
+                for i in range(p):
+                    T = fam.terms(INT, P, sigma, h, i)
+                    f = sched.flows[n]
+                    assert (f.src, f.dst, f.start) == (T.src, T.dst, (T.box + T.offset) * step)
+                    assert durs[n] == T.dur * step
+                    n += 1
+        assert n == len(sched.flows)
+
+
+def test_closed_form_and_bound_match_the_project():
+    for p, k, c in _grid():
+        ell = max(c.slowdown)
+        if len(c.stragglers) <= 1:
+            assert slot_time(ring_allreduce(c, k)) == PR.closed_form(p, ell)
+        assert PR.lower_bound(p, ell) == tuple(single_straggler_terms(p, ell))
+
+
+def test_prove_all_ring_proves_every_property():
+    res = prove_all("ring")
+    assert res["proved"] is True and res["failures"] == []
+    assert set(res["properties"]) == set(PROPERTIES)
+    assert all(v == "proved" for v in res["properties"].values())
+    assert res["obligations"] >= 40
+    assert "p ≥ 2" in res["for_all"] and "k ≥ 1" in res["for_all"]
+    json.dumps(res, allow_nan=False)
+
+
+def test_prove_all_refuses_unknown_and_unproved_constructions():
+    with pytest.raises(OptccError):
+        prove_all("nope")
+    with pytest.raises(OptccError):
+        prove_all("optcc")
+
+
+def test_cli_prove_all_json(capsys, tmp_path):
+    cert = tmp_path / "ring.cert.json"
+    assert main(["prove-all", "--algo", "ring", "--json", "--certificate", str(cert)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["proved"] is True and out["properties"]["sum"] == "proved"
+    assert isinstance(out["obligations"], int) and math.isfinite(out["seconds"])
+    assert json.loads(cert.read_text())["algo"] == "ring"
+
+
+def test_cli_prove_all_prints_counterexample(capsys, monkeypatch):
+    from parametric_mutants import MUTANTS
+    import verifier.parametric as vp
+    real = vp.prove_all
+    monkeypatch.setattr(vp, "prove_all", lambda algo: real(algo, families=MUTANTS["rs copies instead of adding"]))
+    assert main(["prove-all", "--algo", "ring"]) == 1
+    out = capsys.readouterr().out
+    assert "REFUTED (sum)" in out and "counterexample: p=" in out and "flow ring.reduce_scatter(" in out
+    assert "NOT PROVED" in out
+
+
+def test_cli_prove_all_optcc_is_bad_input(capsys):
+    assert main(["prove-all", "--algo", "optcc"]) == 2
+    assert capsys.readouterr().err.startswith("optcc: error: algo:")
+
+
+@pytest.fixture(scope="module")
+def ring_cert(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gencert") / "ring.json"
+    write_generator_certificate(prove_all("ring"), str(path))
+    return str(path)
+
+
+def test_generator_certificate_accepts_generated_schedules(ring_cert):
+    for p, k, st in ((2, 1, []), (5, 3, [(4, Fraction(3))]), (64, 2, [(7, Fraction(9, 8))])):
+        sched = Schedule.from_json(ring_allreduce(Cluster.build(p, 1, st), k).to_json())
+        ok, why = generator_certificate_check(sched, ring_cert)
+        assert ok, why
+
+
+def test_generator_certificate_rejects_other_schedules(ring_cert, monkeypatch):
+    c = Cluster.build(5, 1, [(0, Fraction(2))])
+    good = ring_allreduce(c, 2)
+    f = good.flows[3]
+    tampered = Schedule(c, good.pieces, good.flows[:3] + [Flow(f.src, f.dst, f.piece, f.op, f.start + 1)]
+                        + good.flows[4:], meta=good.meta)
+    assert generator_certificate_check(tampered, ring_cert)[0] is False
+    wrong_k = Schedule(c, good.pieces, good.flows, meta={**good.meta, "segments": 1})
+    assert generator_certificate_check(wrong_k, ring_cert)[0] is False
+    assert generator_certificate_check(optcc_allreduce(c, 2), ring_cert)[0] is False
+    two = ring_allreduce(Cluster.build(5, 1, [(0, 2), (1, 3)]), 1)
+    assert generator_certificate_check(two, ring_cert)[0] is False      # outside the proved range
+    import verifier.parametric.certificate as gc
+    monkeypatch.setattr(gc, "sources_digest", lambda algo: "0" * 64)
+    assert generator_certificate_check(good, ring_cert)[0] is False      # sources changed
+
+
+def test_runner_gate_accepts_a_generator_certificate(ring_cert):
+    from gpu_runner.proof import require_proof
+    sched = ring_allreduce(Cluster.build(6, 1, [(2, 2)]), 2)
+    assert "generator certificate" in require_proof(sched, ring_cert)
+    bad = Schedule(sched.cluster, sched.pieces, sched.flows[1:] + sched.flows[:1], meta=sched.meta)
+    with pytest.raises(OptccError):
+        require_proof(bad, ring_cert)
