@@ -44,3 +44,36 @@ MUTANTS = {
 }
 
 assert Terms  # the mutants change fields of this tuple
+
+
+# ---- single-straggler OptCC (families.optcc): index 0 pro, 1 rs, 2 up, 3 down, 4 p2p_up,
+# 5 p2p_down, 6 ag, 7 epi
+from optcc.algorithms.families import optcc as O   # noqa: E402
+
+
+def _with(**by_index):
+    fams = list(O.FAMILIES)
+    for i, fam in by_index.items():
+        fams[int(i[1:])] = fam
+    return tuple(fams)
+
+
+def _fewer_rs():
+    def domain(A, P, sigma, o, j):
+        return O.RS.domain(A, P, sigma, o, j) + [j <= P.p - 3]
+    return replace(O.RS, domain=domain)
+
+
+OPTCC_MUTANTS = {
+    "rs hop one slot late": _with(f1=_mut(O.RS, box=lambda A, P, T, s, o, j: T.box + 1)),
+    "ag hop two slots early": _with(f6=_mut(O.AG, box=lambda A, P, T, s, o, j: T.box - 2)),
+    "upload copies instead of adding": _with(f2=replace(O.UP, op="copy")),
+    "download adds instead of copying": _with(f3=replace(O.DOWN, op="add")),
+    "rs missing last hop": _with(f1=_fewer_rs()),
+    "download to the next node": _with(f3=_mut(O.DOWN, dst=lambda A, P, T, s, o: A.mod(o + 1, P.p - 1, 0, 1))),
+    "p2p upload at the window start": _with(f4=_mut(O.P2P_UP, offset=lambda A, P, T, s, o: 0)),
+    "prologue wrong shard (i − t)": _with(f0=_mut(O.PRO, piece=lambda A, P, T, t, i: (0, A.mod(i - t, P.p - 1, -1, 0)))),
+    "pipeline period 2H − 2": _with(**{f"f{n}": _mut(f, box=lambda A, P, T, *idx, f=f: T.box - A.mul(idx[0], 2))
+                                       for n, f in ((1, O.RS), (2, O.UP), (3, O.DOWN), (6, O.AG))}),
+    "p2p download before the next download": _with(f5=_mut(O.P2P_DOWN, offset=lambda A, P, T, s, o: 0)),
+}

@@ -1,8 +1,9 @@
-"""Parametric (all-p) proofs of the ring generator: families = generator, obligations proved,
+"""Parametric (all-p) proofs of the ring and single-straggler OptCC generators: families = generator, obligations proved,
 CLI `optcc prove-all`, generator certificates accepted by the runner's proof gate."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 from fractions import Fraction
@@ -11,8 +12,9 @@ import pytest
 
 from bounds.closed_form import single_straggler_terms
 from optcc.algorithms.families import INT, Params
+from optcc.algorithms.families import optcc as FO
 from optcc.algorithms.families import ring as FR
-from optcc.algorithms.optcc_single import optcc_allreduce
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
 from optcc.cluster import Cluster
@@ -20,6 +22,7 @@ from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 from optcc.timing import durations, slot_time
 from verifier.parametric import PROPERTIES, prove_all
+from verifier.parametric import optcc as PO
 from verifier.parametric import ring as PR
 from verifier.parametric.certificate import generator_certificate_check, write_generator_certificate
 
@@ -92,11 +95,55 @@ def test_prove_all_ring_proves_every_property():
     json.dumps(res, allow_nan=False)
 
 
-def test_prove_all_refuses_unknown_and_unproved_constructions():
+def test_prove_all_refuses_unknown_constructions():
     with pytest.raises(OptccError):
         prove_all("nope")
-    with pytest.raises(OptccError):
-        prove_all("optcc")
+
+
+def test_optcc_families_enumerate_the_generator_sha256_identical():
+    for p, k, c in _grid():
+        if p < 3 or len(c.stragglers) > 1:
+            continue
+        (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
+        gen = optcc_allreduce(c, k)
+        pieces, flows = FO.optcc_flows(p, k, s, ell)
+        assert Schedule(c, pieces, flows, meta=gen.meta).sha256() == gen.sha256(), (p, k, s, ell)
+
+
+def test_optcc_family_durations_and_closed_form_are_the_projects():
+    import z3
+    for p, k, c in _grid():
+        if p < 3:
+            continue
+        (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
+        H = p - 1
+        d = FO.shard_size(H, k, ell)
+        lam = d if ell < 2 else ell * d / 2
+        unit = (d, lam, d)
+        P = Params(p, k, ell, s)
+        gen = optcc_allreduce(c, k)
+        durs = durations(gen)
+        seen = 0
+        by_key = {}
+        for fam in FO.FAMILIES:
+            for idx in itertools.product(*[range(-1, max(k, H) + 1)] * len(fam.index)):
+                if all(fam.domain(INT, P, *idx)):
+                    T = fam.terms(INT, P, *idx)
+                    rank = [s if n == H else n + (n >= s) for n in (T.src, T.dst)]
+                    by_key[(*rank, FO.piece_index(P, T.piece), fam.op)] = T.dur * unit[T.phase]
+                    seen += 1
+        assert seen == len(gen.flows)
+        for f, dd in zip(gen.flows, durs):
+            assert by_key[(f.src, f.dst, f.piece, f.op)] == dd
+        cf = z3.simplify(PO.closed_form(z3.RealVal(H), z3.RealVal(k), z3.RealVal(ell)))
+        assert Fraction(str(cf.as_fraction())) == optcc_slot_time(c, k) == slot_time(gen)
+
+
+def test_prove_all_optcc_proves_every_property():
+    res = prove_all("optcc")
+    assert res["proved"] is True and res["failures"] == []
+    assert set(res["properties"]) == set(PROPERTIES)
+    assert res["obligations"] >= 200 and "p ≥ 3" in res["for_all"]
 
 
 def test_cli_prove_all_json(capsys, tmp_path):
@@ -119,9 +166,10 @@ def test_cli_prove_all_prints_counterexample(capsys, monkeypatch):
     assert "NOT PROVED" in out
 
 
-def test_cli_prove_all_optcc_is_bad_input(capsys):
-    assert main(["prove-all", "--algo", "optcc"]) == 2
-    assert capsys.readouterr().err.startswith("optcc: error: algo:")
+def test_cli_prove_all_optcc_json(capsys):
+    assert main(["prove-all", "--algo", "optcc", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["proved"] is True and set(out["properties"].values()) == {"proved"}
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +201,29 @@ def test_generator_certificate_rejects_other_schedules(ring_cert, monkeypatch):
     import verifier.parametric.certificate as gc
     monkeypatch.setattr(gc, "sources_digest", lambda algo: "0" * 64)
     assert generator_certificate_check(good, ring_cert)[0] is False      # sources changed
+
+
+@pytest.fixture(scope="module")
+def optcc_cert(tmp_path_factory):
+    path = tmp_path_factory.mktemp("gencert") / "optcc.json"
+    write_generator_certificate(prove_all("optcc"), str(path))
+    return str(path)
+
+
+def test_optcc_generator_certificate(optcc_cert, ring_cert):
+    for p, k, st in ((3, 1, []), (7, 3, [(3, Fraction(3, 2))]), (9, 2, [(8, Fraction(3))])):
+        sched = optcc_allreduce(Cluster.build(p, 1, st), k)
+        ok, why = generator_certificate_check(sched, optcc_cert)
+        assert ok, why
+        assert generator_certificate_check(sched, ring_cert)[0] is False
+    p2 = optcc_allreduce(Cluster.build(2, 1, [(0, Fraction(2))]), 1)
+    assert generator_certificate_check(p2, optcc_cert)[0] is False        # p = 2: per instance
+    good = optcc_allreduce(Cluster.build(5, 1, [(1, Fraction(3, 2))]), 2)
+    moved = Schedule(good.cluster, good.pieces, good.flows, meta={**good.meta, "straggler": 0})
+    assert generator_certificate_check(moved, optcc_cert)[0] is False
+    f = good.flows[-1]
+    late = Schedule(good.cluster, good.pieces, good.flows[:-1] + [f._replace(start=f.start + 1)], meta=good.meta)
+    assert generator_certificate_check(late, optcc_cert)[0] is False
 
 
 def test_runner_gate_accepts_a_generator_certificate(ring_cert):

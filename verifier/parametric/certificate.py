@@ -21,7 +21,9 @@ from optcc.errors import OptccError
 FORMAT = "optcc-generator-certificate/1"
 _ROOT = Path(__file__).resolve().parents[2]
 _SOURCES = {"ring": ["optcc/algorithms/families/__init__.py", "optcc/algorithms/families/ring.py",
-                     "optcc/algorithms/ring.py"]}
+                     "optcc/algorithms/ring.py"],
+            "optcc": ["optcc/algorithms/families/__init__.py", "optcc/algorithms/families/optcc.py"]}
+_MIN_P = {"ring": 2, "optcc": 3}
 
 
 def sources_digest(algo: str) -> str:
@@ -63,12 +65,22 @@ def is_generator_certificate(path: str) -> bool:
 
 
 def _regenerate(algo: str, schedule):
+    """The proved families enumerated on the schedule's own cluster and segment count."""
     from optcc.algorithms import check_segments
+    from optcc.algorithms.families.optcc import optcc_flows
     from optcc.algorithms.ring import ring_allreduce
+    from optcc.schedule import Schedule
     k = check_segments(schedule.meta.get("segments"))
+    c = schedule.cluster
     if algo == "ring":
-        return ring_allreduce(schedule.cluster, k)
-    raise OptccError("certificate", f"no generator for {algo!r}")
+        return ring_allreduce(c, k)                 # ring_allreduce is the family enumeration
+    (s, ell), = c.stragglers.items() if c.stragglers else [(0, 1)]
+    meta = schedule.meta                            # descriptive, but its semantic keys must agree
+    want = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "straggler": s}
+    if any(meta.get(key) != v for key, v in want.items()):
+        raise OptccError("meta", f"expected {want} in the schedule's meta")
+    pieces, flows = optcc_flows(c.p, k, s, ell)
+    return Schedule(c, pieces, flows, meta=meta)
 
 
 def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
@@ -89,8 +101,9 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
     if data.get("sources_sha256") != sources_digest(algo):
         return False, "the family sources changed since the proof (sources_sha256 differs); run prove-all again"
     c = schedule.cluster
-    if c.g != 1 or len(c.stragglers) > 1:
-        return False, f"the proof covers g = 1 and at most one straggler, not {c.describe()}"
+    if c.g != 1 or len(c.stragglers) > 1 or c.p < _MIN_P[algo]:
+        return False, (f"the proof covers g = 1, p ≥ {_MIN_P[algo]} and at most one straggler, "
+                       f"not {c.describe()}")
     try:
         again = _regenerate(algo, schedule)
     except OptccError as e:

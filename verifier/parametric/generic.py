@@ -56,6 +56,7 @@ class Construction:
     families: tuple
     nodes: Callable               # P -> number of nodes (flows' src/dst are nodes 0..nodes−1)
     piece_ok: Callable            # (A, P, key) -> condition: key is a piece of the schedule
+    shared: frozenset = frozenset()   # family-name pairs that may share a box, one after the other
 
 
 def well_formed(C: Construction) -> list[Obligation]:
@@ -90,8 +91,12 @@ def _pair_obligations(C, prop, relation, what, need_distinct):
                 continue
             assume = C.assume + f1.domain(A, C.P, *i1) + f2.domain(A, C.P, *i2)
             premise = [rel, _distinct(f1, i1, f2, i2)] if need_distinct else [rel]
+            goal = disjoint(T1, T2)
+            if (f1.name, f2.name) in C.shared or (f2.name, f1.name) in C.shared:
+                goal = z3.Or(goal, z3.And(T1.phase == T2.phase, T1.box == T2.box, z3.Or(
+                    T1.offset + T1.dur <= T2.offset, T2.offset + T2.dur <= T1.offset)))
             out.append(Obligation(prop, f"{f1.name} vs {f2.name}: {what}",
-                                  assume + A.product_lemmas(), disjoint(T1, T2), list(A.side), C.P,
+                                  assume + A.product_lemmas(), goal, list(A.side), C.P,
                                   [(f1, i1), (f2, i2)], premise))
     return out
 
@@ -115,7 +120,8 @@ def causality(C: Construction) -> list[Obligation]:
 
 @dataclass
 class Segment:
-    """Chain positions lo(P)..hi(P) are flows of `fam` with indices idx(A, P, key, j)."""
+    """Chain positions lo(P, key)..hi(P, key) (possibly empty) are flows of `fam` with indices
+    idx(A, P, key, j)."""
     fam: object
     lo: Callable
     hi: Callable
@@ -156,7 +162,7 @@ def sum_property(C: Construction, ch: Chain) -> list[Obligation]:
     j = z3.Int("j")
     for sg in ch.segments:
         A = Z3Arith()
-        rng = [j >= sg.lo(P), j <= sg.hi(P)]
+        rng = [j >= sg.lo(P, ch.key), j <= sg.hi(P, ch.key)]
         idx = sg.idx(A, P, ch.key, j)
         T = sg.fam.terms(A, P, *idx)
         pos = ch.pos(sg.fam, A, P, idx)
@@ -182,7 +188,7 @@ def sum_property(C: Construction, ch: Chain) -> list[Obligation]:
             continue
         pos = ch.pos(fam, A, P, idx)
         mine = [sg for sg in ch.segments if sg.fam is fam]
-        goal = z3.Or(*[z3.And(pos >= sg.lo(P), pos <= sg.hi(P),
+        goal = z3.Or(*[z3.And(pos >= sg.lo(P, ch.key), pos <= sg.hi(P, ch.key),
                               *[x == y for x, y in zip(idx, sg.idx(A, P, ch.key, pos))]) for sg in mine]) \
             if mine else z3.BoolVal(False)
         ob(f"coverage: every {fam.name} flow on the piece is its chain flow", A,
@@ -192,7 +198,8 @@ def sum_property(C: Construction, ch: Chain) -> list[Obligation]:
         A = Z3Arith()
         i1, i2 = s1.idx(A, P, ch.key, j1), s2.idx(A, P, ch.key, j2)
         T1, T2 = s1.fam.terms(A, P, *i1), s2.fam.terms(A, P, *i2)
-        ob(f"order: {s1.fam.name} before a later {s2.fam.name}", A,
-           [j1 >= s1.lo(P), j1 <= s1.hi(P), j2 >= s2.lo(P), j2 <= s2.hi(P)],
-           before(T1, T2), [(s1.fam, i1), (s2.fam, i2)], [j1 < j2])
+        ob(f"order: {s1.fam.name} before a later {s2.fam.name}", A, [], before(T1, T2),
+           [(s1.fam, i1), (s2.fam, i2)],
+           [j1 >= s1.lo(P, ch.key), j1 <= s1.hi(P, ch.key), j2 >= s2.lo(P, ch.key),
+            j2 <= s2.hi(P, ch.key), j1 < j2])
     return out

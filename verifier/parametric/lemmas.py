@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import z3
 
-from verifier.parametric.arith import Z3Arith
+from verifier.parametric.arith import SPREAD, Z3Arith
 from verifier.parametric.obligations import Obligation
 from verifier.parametric import values as V
 
@@ -18,12 +18,13 @@ def product_lemmas() -> list[Obligation]:
     a, a1, a2, b = z3.Ints("a a1 a2 b")
     return [
         Obligation("lemmas", "a, b ≥ 0 ⇒ a·b ≥ 0", [a >= 0, b >= 0], a * b >= 0),
+        Obligation("lemmas", "a ≥ 1, b ≥ 0 ⇒ a·b ≥ b", [a >= 1, b >= 0], a * b >= b),
         Obligation("lemmas", "a = 0 ⇒ a·b = 0; a = 1 ⇒ a·b = b", [],
                    z3.And(z3.Implies(a == 0, a * b == 0), z3.Implies(a == 1, a * b == b))),
-        Obligation("lemmas", "b ≥ 0, a1 + 1 ≤ a2 ⇒ a1·b + b ≤ a2·b", [b >= 0, a1 + 1 <= a2],
-                   a1 * b + b <= a2 * b),
-        Obligation("lemmas", "a1 + 1 = a2 ⇒ a1·b + b = a2·b", [a1 + 1 == a2], a1 * b + b == a2 * b),
-    ]
+        Obligation("lemmas", f"b ≥ 0, a1 + {SPREAD} ≤ a2 ⇒ a1·b + {SPREAD}·b ≤ a2·b",
+                   [b >= 0, a1 + SPREAD <= a2], a1 * b + SPREAD * b <= a2 * b),
+    ] + [Obligation("lemmas", f"a1 + {c} = a2 ⇒ a1·b + {c}·b = a2·b", [a1 + c == a2],
+                    a1 * b + c * b == a2 * b) for c in range(1, SPREAD)]
 
 
 def box_lemma() -> Obligation:

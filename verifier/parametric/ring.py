@@ -56,9 +56,9 @@ def chain(families=R.FAMILIES) -> Chain:
         "ring piece (σ, c)", (sigma, c),
         lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p),
         lambda P: P.p, lambda P: 2 * P.p - 2,
-        [Segment(rs, lambda P: 0, lambda P: P.p - 2,
+        [Segment(rs, lambda P, key: 0, lambda P, key: P.p - 2,
                  lambda A, P, key, j: (key[0], j, A.mod(key[1] + j, P.p, 0, 1))),
-         Segment(ag, lambda P: P.p - 1, lambda P: 2 * P.p - 3,
+         Segment(ag, lambda P, key: P.p - 1, lambda P, key: 2 * P.p - 3,
                  lambda A, P, key, j: (key[0], j - (P.p - 1), A.mod(key[1] - 1 + j - (P.p - 1), P.p, -1, 1)))],
         pos, _value, lambda P, v: V.unit(v), lambda P: V.full(P.p, 0))
 

@@ -48,6 +48,10 @@ class _IntArith:
         return a * b
 
     @staticmethod
+    def odd(x):
+        return x % 2 == 1
+
+    @staticmethod
     def div(a, b):
         return a if b == 1 else Fraction(a) / b
 
