@@ -233,3 +233,30 @@ def test_runner_gate_accepts_a_generator_certificate(ring_cert):
     bad = Schedule(sched.cluster, sched.pieces, sched.flows[1:] + sched.flows[:1], meta=sched.meta)
     with pytest.raises(OptccError):
         require_proof(bad, ring_cert)
+
+
+def test_multi_straggler_core_ports_for_all_sizes_and_core_is_in_the_generator():
+    from collections import Counter
+    from dataclasses import replace
+
+    from optcc.algorithms.families import multi_core as M
+    from optcc.algorithms.optcc_multi import _slot, optcc_multi_allreduce
+    from verifier.parametric import multi
+    from verifier.parametric.obligations import discharge
+    results = [discharge(ob) for ob in multi.obligations()]
+    assert len(results) >= 20 and all(r["status"] == "proved" for r in results), results
+    for p, m, k in ((6, 3, 1), (6, 3, 3), (8, 4, 2), (9, 3, 2)):
+        st = list(zip(range(0, 2 * m, 2), [Fraction(3), Fraction(2), Fraction(3, 2), Fraction(5, 4)]))
+        c = Cluster.build(p, 1, st)
+        ranked = sorted(c.stragglers.items(), key=lambda kv: (-kv[1], kv[0]))
+        _, lam = _slot(p - m, k, [e for _, e in ranked])
+        core = M.core_flows(p - m, m, k, c.healthy, [r for r, _ in ranked], lam)
+        assert len(core) > 0 and not Counter(core) - Counter(optcc_multi_allreduce(c, k).flows)
+    # a mutant (F one window late) collides with the next window's flows and is refuted
+    late = replace(M.F, terms=lambda A, P, *idx: M.F.terms(A, P, *idx)._replace(box=M.F.terms(A, P, *idx).box + 2))
+    C = multi.construction()
+    C.families = (M.RAW, M.RS, late, M.AG)
+    from verifier.parametric.generic import ports
+    bad = [discharge(ob) for ob in ports(C)]
+    refuted = [r for r in bad if r["status"] == "refuted"]
+    assert refuted and {"H", "m", "k"} <= set(refuted[0]["counterexample"])

@@ -52,8 +52,11 @@ def _concrete_flow(fam, P, idx) -> dict:
 def counterexample(ob: Obligation, model) -> dict:
     out: dict = {"obligation": ob.name}
     if ob.params is not None:
-        P = Params(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
-        out.update({"p": P.p, "k": P.k, "ell": str(P.ell), "s": P.s})
+        P = type(ob.params)(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
+        if isinstance(P, Params):
+            out.update({"p": P.p, "k": P.k, "ell": str(P.ell), "s": P.s})
+        else:
+            out.update({name: v if isinstance(v, int) else str(v) for name, v in P._asdict().items()})
         flows = []
         for fam, idx in ob.flows:
             cidx = tuple(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in idx)
@@ -95,7 +98,7 @@ def discharge(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> dict:
         r = solver.check()
         if r == z3.sat:
             model = solver.model()
-            if ob.params is not None:         # prefer a small counterexample when there is one
+            if isinstance(ob.params, Params):  # prefer a small counterexample when there is one
                 solver.push()
                 solver.add(ob.params.p <= 8, ob.params.k <= 3)
                 if solver.check() == z3.sat:
