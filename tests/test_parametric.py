@@ -260,3 +260,13 @@ def test_multi_straggler_core_ports_for_all_sizes_and_core_is_in_the_generator()
     bad = [discharge(ob) for ob in ports(C)]
     refuted = [r for r in bad if r["status"] == "refuted"]
     assert refuted and {"H", "m", "k"} <= set(refuted[0]["counterexample"])
+
+
+def test_optcc_small_case_p2_is_proved_per_instance():
+    """p = 2 is outside the families' range (one exchange, not the pipeline): per instance."""
+    from verifier import prove_allreduce
+    for ell in (Fraction(1), Fraction(3, 2), Fraction(2), Fraction(3)):
+        for s in (0, 1):
+            for k in (1, 2):
+                c = Cluster.build(2, 1, [(s, ell)] if ell != 1 else [])
+                assert prove_allreduce(optcc_allreduce(c, k)).proved, (ell, s, k)
