@@ -16,6 +16,7 @@ FIELD_FLAGS = {
     "ilp.pieces": "--ilp-pieces",
     "nproc": "--nproc",
     "certificate": "--certificate",
+    "max_steps": "--max-steps",
     "sweep.end": "-e",
     "sweep.factor": "-f",
 }

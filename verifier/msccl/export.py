@@ -131,7 +131,7 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
         longest = max((len(prog) for progs in tbs for prog in progs.values()), default=0)
         most_tbs = max((len(progs) for progs in tbs), default=0)
         if most_tbs > MAX_THREAD_BLOCKS or nchannels > MAX_CHANNELS:
-            raise OptccError("--max-steps", f"the schedule needs more than {max_steps} steps per thread block; "
+            raise OptccError("max_steps", f"the schedule needs more than {max_steps} steps per thread block; "
                              f"splitting peers over channels reached {most_tbs} thread blocks per GPU and "
                              f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS})")
         if longest <= max_steps:
