@@ -148,6 +148,18 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
     return schedule, note
 
 
+def check_runner(schedule: Schedule, runner: str) -> str:
+    """Refuse `--runner streaming` for a schedule whose streaming execution is not proved safe."""
+    if runner == "step":
+        return "step runner"
+    from gpu_runner.streaming import StreamingRefused, require_streaming
+    try:
+        program = require_streaming(schedule)
+    except StreamingRefused as e:
+        raise OptccError("--runner", str(e)) from None
+    return f"streaming runner (proved safe, window {program.window})"
+
+
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,
                       certificate: str | None = None, iters: int = 1, warmup: int = 1,
                       backend: str = "auto", extra=()) -> LaunchResult:

@@ -22,6 +22,7 @@ DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 # machine epsilon of each float dtype (IEEE / bfloat16 definitions)
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
+RUNNERS = ("streaming", "step")   # gpu_runner.streaming / gpu_runner.executor
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--mode", choices=("run", "bench"), default="run")
+    ap.add_argument("--runner", choices=RUNNERS, default="streaming",
+                    help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
     # set by gpu_runner.launch after the parent proved the schedule (its sha256 is re-checked here)
@@ -110,7 +113,12 @@ def _main(args, rank: int) -> int:
 
     from gpu_runner.executor import SUPPORTED_DTYPES, Executor
     dtype = SUPPORTED_DTYPES[args.dtype]
-    executor = Executor(schedule, rank, watchdog=watchdog) if schedule is not None else None
+    executor = None
+    if schedule is not None and args.runner == "step":
+        executor = Executor(schedule, rank, watchdog=watchdog)
+    elif schedule is not None:
+        from gpu_runner.streaming import StreamingExecutor
+        executor = StreamingExecutor(schedule, rank, watchdog=watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")
@@ -167,7 +175,7 @@ def _main(args, rank: int) -> int:
         sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
         rows = [one_size(s) for s in sizes]
     watchdog.phase("shutdown")
-    out = {"backend": backend, "world_size": world, "algo": args.algo,
+    out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
            "device": str(device), "rows": rows}
     if args.mode == "run":
