@@ -7,8 +7,9 @@ program and its dependencies come from verifier.streaming, which proves every in
 (no hazard, no deadlock); the constructor refuses a schedule it does not prove.
 
 Completions are observed by one waiter thread per peer that waits on that peer's works in
-posting order (gloo has no wait-any), and reports them to the runner's queue; the runner thread
-only blocks when no op is enabled, so it never holds back progress the proof counts on.
+posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
+that observes a completion runs the ops it enables at once, under one lock, so no enabled op
+waits while another is blocked: the fair execution the proof assumes.
 """
 from __future__ import annotations
 
@@ -86,7 +87,6 @@ class StreamingExecutor:
                 self._after[ev == "C"][m].append(k)
         self._start = [k for k in range(n) if self._ndeps[k] == 0]
         self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
-        self._done: queue.Queue = queue.Queue()
         self._waiters: dict = {}
         self._scratch: dict = {}
         self._bound: dict = {}
@@ -122,7 +122,7 @@ class StreamingExecutor:
         if q is None:
             q = self._waiters[peer] = queue.Queue()
             nccl = dist.get_backend(self.group) == "nccl"
-            threading.Thread(target=_wait_loop, args=(q, self._done, nccl), daemon=True,
+            threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True,
                              name=f"optcc-wait-{peer}").start()
         return q
 
@@ -132,32 +132,55 @@ class StreamingExecutor:
         if not self._connected and dist.get_backend(self.group) == "nccl":
             _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group)
         self._connected = True
-        ops, args, wd = self.rp.ops, bound.args, self.watchdog
-        after_s, after_c = self._after
-        remaining = list(self._ndeps)
-        ready = list(self._start)
-        heapq.heapify(ready)
-        in_flight: dict[int, int] = {}
-        completed = started = 0
+        run = _Run(self, bound)
+        with run.lock:
+            run.pump()
+        if self.watchdog is not None:
+            self.watchdog.waiting(run.describe)
+        run.finished.wait()
+        if run.error is not None:
+            raise run.error
+        return tensor
 
-        def fire(deps):
-            for k in deps:
-                remaining[k] -= 1
-                if remaining[k] == 0:
-                    heapq.heappush(ready, k)
 
-        while True:
+class _Run:
+    """One execution: whichever thread sees a completion runs the ops it enables (under `lock`),
+    so an enabled op never waits for another thread to wake up."""
+
+    def __init__(self, ex: StreamingExecutor, bound: _Bound):
+        self.ex, self.args, self.ops = ex, bound.args, ex.rp.ops
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.remaining = list(ex._ndeps)
+        self.ready = list(ex._start)
+        heapq.heapify(self.ready)
+        self.in_flight: dict[int, int] = {}
+        self.completed = self.started = 0
+        self.error: Exception | None = None
+
+    def _fire(self, deps) -> None:
+        remaining, ready = self.remaining, self.ready
+        for k in deps:
+            remaining[k] -= 1
+            if remaining[k] == 0:
+                heapq.heappush(ready, k)
+
+    def pump(self) -> None:
+        """Run every enabled op (lock held); finish when every post completed."""
+        ops, args, ex, ready = self.ops, self.args, self.ex, self.ready
+        after_s = ex._after[0]
+        try:
             while ready:
                 k = heapq.heappop(ready)
-                started += 1
+                self.started += 1
                 kind = ops[k].kind
                 a = args[k]
                 if kind == "recv":
-                    self._waiter(ops[k].peer).put((k, dist.irecv(a[0], a[1], self.group)))
-                    in_flight[k] = 1
+                    self.in_flight[k] = 1
+                    ex._waiter(ops[k].peer).put((k, dist.irecv(a[0], a[1], ex.group), self))
                 elif kind == "send":
-                    self._waiter(ops[k].peer).put((k, dist.isend(a[0], a[1], self.group)))
-                    in_flight[k] = 1
+                    self.in_flight[k] = 1
+                    ex._waiter(ops[k].peer).put((k, dist.isend(a[0], a[1], ex.group), self))
                 elif kind == "land":
                     if a[2] == "copy":
                         a[0].copy_(a[1])
@@ -169,46 +192,62 @@ class StreamingExecutor:
                     a[0].copy_(a[1])
                 else:
                     a[0].mul_(a[1])
-                fire(after_s[k])
-            if completed == self._n_posts:
-                if started != len(ops):
-                    raise RunnerError(f"internal: {len(ops) - started} ops of the streaming program never ran")
-                break
-            if not in_flight:
-                raise RunnerError("internal: the streaming program stalled with nothing in flight")
-            if wd is not None:
-                wd.waiting(lambda: self._describe(in_flight))
-            k, err = self._done.get()
+                self._fire(after_s[k])
+        except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
+            self._fail(RunnerError(f"posting or applying op {k} failed: {e}"))
+            return
+        if self.completed == ex._n_posts:
+            if self.started != len(ops):
+                self._fail(RunnerError(f"internal: {len(ops) - self.started} ops of the streaming program never ran"))
+            self.finished.set()
+        elif not self.in_flight:
+            self._fail(RunnerError("internal: the streaming program stalled with nothing in flight"))
+
+    def complete(self, k: int, err) -> None:
+        """Called by a waiter thread when op k's work finished (err: its exception or None)."""
+        with self.lock:
+            if self.finished.is_set():
+                return
             if err is not None:
                 first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                raise RunnerError(f"peer failure while waiting for {self._describe({k: 1})}: {first}") from err
-            if wd is not None:
-                wd.beat()
-            del in_flight[k]
-            completed += 1
-            fire(after_c[k])
-        return tensor
+                self._fail(RunnerError(f"peer failure while waiting for {self._what(k)}: {first}"))
+                return
+            del self.in_flight[k]
+            self.completed += 1
+            self._fire(self.ex._after[1][k])
+            self.pump()
+        if self.ex.watchdog is not None:
+            self.ex.watchdog.beat()
 
-    def _describe(self, in_flight) -> str:
-        k = min(in_flight)
-        op = self.rp.ops[k]
+    def _fail(self, error: Exception) -> None:
+        if self.error is None:
+            self.error = error
+        self.finished.set()
+
+    def _what(self, k: int) -> str:
+        op = self.ops[k]
         if op.kind == "recv":
             return f"the data of flow {op.flow} from rank {op.peer} (streaming)"
         return f"the send of flow {op.flow} to rank {op.peer} to complete (streaming)"
 
+    def describe(self) -> str:
+        in_flight = dict(self.in_flight)
+        return self._what(min(in_flight)) if in_flight else "the streaming run to finish"
 
-def _wait_loop(todo: queue.Queue, done: queue.Queue, nccl: bool) -> None:
-    """Wait on one peer's works in posting order; report (op, error or None) for each."""
+
+def _wait_loop(todo: queue.Queue, nccl: bool) -> None:
+    """Wait on one peer's works in posting order; hand each completion (or error) to its run."""
     while True:
-        k, work = todo.get()
+        k, work, run = todo.get()
         try:
             if nccl:
                 while not work.is_completed():
                     time.sleep(POLL_S)
             work.wait()
-            done.put((k, None))
-        except Exception as e:  # noqa: BLE001 - handed to the runner thread, which raises it
-            done.put((k, e))
+        except Exception as e:  # noqa: BLE001 - handed to the run, whose runner thread raises it
+            run.complete(k, e)
+            continue
+        run.complete(k, None)
 
 
 def _connect_pairs(p: int, rank: int, peer_of, group) -> None:
