@@ -58,9 +58,9 @@ class OptccHookState:
             if world != self.schedule.cluster.p:
                 raise OptccError("schedule", f"the schedule is for p = {self.schedule.cluster.p} ranks, "
                                              f"the process group has {world}")
-            rank = dist.get_rank(group)
-            ranks = None
-            if group is not None and group is not dist.group.WORLD:
+            from gpu_runner.hosts import placement   # stragglers named by host
+            rank, ranks, _ = placement(self.schedule, group)
+            if ranks is None and group is not None and group is not dist.group.WORLD:
                 ranks = [dist.get_global_rank(group, r) for r in range(world)]
             if self.runner == "step":
                 self._executor = Executor(self.schedule, rank, group=group, group_ranks=ranks,

@@ -67,7 +67,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
                             "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
                             "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
-                env.update(env_extra or {})
+                env.update(env_extra(r) if callable(env_extra) else (env_extra or {}))   # per rank if callable
                 cmd = [sys.executable, "-m", "gpu_runner", *worker_args, "--timeout", str(timeout_s)]
                 if r == 0:
                     cmd += ["--result", result_path]

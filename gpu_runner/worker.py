@@ -113,12 +113,17 @@ def _main(args, rank: int) -> int:
 
     from gpu_runner.executor import SUPPORTED_DTYPES, Executor
     dtype = SUPPORTED_DTYPES[args.dtype]
-    executor = None
-    if schedule is not None and args.runner == "step":
-        executor = Executor(schedule, rank, watchdog=watchdog)
-    elif schedule is not None:
-        from gpu_runner.streaming import StreamingExecutor
-        executor = StreamingExecutor(schedule, rank, watchdog=watchdog)
+    executor, placed = None, {}
+    if schedule is not None:
+        from gpu_runner.hosts import placement   # stragglers named by host: map schedule ranks
+        watchdog.phase("every rank's host name (stragglers named by host)")
+        sched_rank, group_ranks, placed = placement(schedule)
+        watchdog.beat()
+        if args.runner == "step":
+            executor = Executor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
+        else:
+            from gpu_runner.streaming import StreamingExecutor
+            executor = StreamingExecutor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")
@@ -177,7 +182,7 @@ def _main(args, rank: int) -> int:
     watchdog.phase("shutdown")
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
-           "device": str(device), "rows": rows}
+           "device": str(device), "rows": rows, **placed}
     if args.mode == "run":
         out.update({"correct": rows[0]["correct"], "seconds": rows[0]["seconds"]})
     if rank == 0:
