@@ -145,3 +145,19 @@ def test_random_schedules_are_proved():
         s = random_schedule(rng, max_p=4)
         assert prove_allreduce(s).proved
         assert prove_streaming(s)[1] is None
+
+
+def test_streaming_is_bitwise_equal_to_the_step_runner_on_floats():
+    """Same order of additions per piece: float results equal the step runner's bit for bit."""
+    torch = pytest.importorskip("torch")
+    from gpu_runner.executor import run_virtual
+    from gpu_runner.plan import piece_ranges
+    schedule = build_schedule("optcc", Cluster.build(5, stragglers={2: 3}), 3)
+    program, cx = prove_streaming(schedule, 2)
+    assert cx is None
+    g = torch.Generator().manual_seed(3)
+    xs = [torch.randn(301, generator=g) for _ in range(5)]
+    step = run_virtual(schedule, [x.clone() for x in xs])
+    streamed = simulate(schedule, program, [x.clone() for x in xs], random.Random(5), piece_ranges(schedule.pieces, 301))
+    assert all(torch.equal(a, b) for a, b in zip(step, streamed))
+    assert not all(torch.equal(step[0], x) for x in xs)
