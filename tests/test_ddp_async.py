@@ -17,16 +17,21 @@ WORLD = 4
 STEPS = 5
 
 
-@pytest.mark.parametrize("runner", ["streaming", "step"])
-def test_async_hook_overlaps_and_matches_default_allreduce(tmp_path, runner):
+NCCL = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < WORLD,
+                          reason=f"NCCL side-stream path needs {WORLD} CUDA GPUs")
+
+
+@pytest.mark.parametrize("runner,backend", [("streaming", "gloo"), ("step", "gloo"),
+                                            pytest.param("streaming", "nccl", marks=NCCL)])
+def test_async_hook_overlaps_and_matches_default_allreduce(tmp_path, runner, backend):
     from gpu_runner.launch import free_port
     out = tmp_path / "result.json"
     port = free_port()
     procs = []
     for r in range(WORLD):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, runner, str(out)], env=env,
+        procs.append(subprocess.Popen([sys.executable, __file__, runner, str(out), backend], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     logs = []
     for p in procs:
@@ -55,7 +60,7 @@ class _Bucket:
         return self._t
 
 
-def _rank_main(runner, out_path):
+def _rank_main(runner, out_path, backend):
     import threading
     from datetime import timedelta
 
@@ -67,8 +72,12 @@ def _rank_main(runner, out_path):
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
 
-    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    dist.init_process_group(backend, timeout=timedelta(seconds=60))
     rank = dist.get_rank()
+    dev = torch.device("cpu")
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        dev = torch.device("cuda", rank)
     schedule = build_schedule("optcc", Cluster.build(WORLD, stragglers={0: 2}), 2)
 
     # 1. the hook returns before the schedule runs: the test holds a gate in front of run()
@@ -82,7 +91,7 @@ def _rank_main(runner, out_path):
         gate.wait()
         return real_run(tensor)
     ex.run = gated
-    x = torch.arange(1000, dtype=torch.float32) * (rank + 1)
+    x = torch.arange(1000, dtype=torch.float32, device=dev) * (rank + 1)
     want = x.clone()
     dist.all_reduce(want)
     fut = optcc_hook(state, _Bucket(x))
@@ -116,7 +125,7 @@ def _rank_main(runner, out_path):
         return m
 
     def train(hook):
-        model = make()
+        model = make().to(dev)
         ddp = DDP(model, bucket_cap_mb=0.0001)          # ~100 bytes: about one bucket per layer
         seen = set()
         if hook:
@@ -130,8 +139,8 @@ def _rank_main(runner, out_path):
         grads = []
         for step in range(STEPS):
             g = torch.Generator().manual_seed(100 * rank + step)
-            xb = torch.randint(-3, 4, (6, 8), generator=g).float()
-            c = torch.randint(-2, 3, (6, 4), generator=g).float()
+            xb = torch.randint(-3, 4, (6, 8), generator=g).float().to(dev)
+            c = torch.randint(-2, 3, (6, 4), generator=g).float().to(dev)
             opt.zero_grad()
             (ddp(xb) * c).sum().backward()
             grads.append([p.grad.clone() for p in model.parameters()])
@@ -144,9 +153,9 @@ def _rank_main(runner, out_path):
     mismatches = sum(0 if torch.equal(a, b) else 1 for ga, gb in zip(ref_grads, got_grads) for a, b in zip(ga, gb))
     mismatches += 0 if torch.equal(ref_params, got_params) else 1
     flags = torch.tensor([int(returned_before_done and still_not_done), int(where["thread"] != threading.get_ident()),
-                          int(gated_exact), mismatches, 1])
+                          int(gated_exact), mismatches, 1], device=dev)
     dist.all_reduce(flags)
-    start = torch.cat([p.detach().flatten() for p in make().parameters()])
+    start = torch.cat([p.detach().flatten() for p in make().to(dev).parameters()])
     if rank == 0:
         with open(out_path, "w") as fh:
             json.dump({"returned_before_done": int(flags[0]) == WORLD, "ran_on_other_thread": int(flags[1]) == WORLD,
@@ -158,4 +167,4 @@ def _rank_main(runner, out_path):
 
 
 if __name__ == "__main__":
-    _rank_main(sys.argv[1], sys.argv[2])
+    _rank_main(sys.argv[1], sys.argv[2], sys.argv[3])
