@@ -96,7 +96,7 @@ class OptccHookState:
             tensor, fut, ready = self._jobs.get()
             try:
                 if ready is not None:
-                    with torch.cuda.stream(self._stream):
+                    with torch.cuda.device(tensor.device), torch.cuda.stream(self._stream):
                         self._stream.wait_event(ready)
                         self._executor.run(tensor)
                     self._stream.synchronize()

@@ -130,7 +130,7 @@ class StreamingExecutor:
         """AllReduce `tensor` in place; returns it."""
         bound = self.prepare(tensor)
         if not self._connected and dist.get_backend(self.group) == "nccl":
-            _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group)
+            _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group, bound.flat.device)
         self._connected = True
         run = _Run(self, bound)
         with run.lock:
@@ -250,10 +250,10 @@ def _wait_loop(todo: queue.Queue, nccl: bool) -> None:
         run.complete(k, None)
 
 
-def _connect_pairs(p: int, rank: int, peer_of, group) -> None:
+def _connect_pairs(p: int, rank: int, peer_of, group, device) -> None:
     """NCCL creates a communicator per pair on first use; create them all in one global order
     (pairs sorted), so that no two ranks wait for each other's first message (untested here)."""
-    one = torch.zeros(1, device=torch.device("cuda", torch.cuda.current_device()))
+    one = torch.zeros(1, device=device)
     for a in range(p):
         for b in range(a + 1, p):
             if rank == a:
