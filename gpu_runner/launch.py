@@ -67,7 +67,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
                             "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
                             "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
-                env.update(env_extra or {})
+                env.update(env_extra(r) if callable(env_extra) else (env_extra or {}))   # per rank if callable
                 cmd = [sys.executable, "-m", "gpu_runner", *worker_args, "--timeout", str(timeout_s)]
                 if r == 0:
                     cmd += ["--result", result_path]
@@ -146,6 +146,18 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
         raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
     note = require_proof(schedule, certificate)
     return schedule, note
+
+
+def check_runner(schedule: Schedule, runner: str) -> str:
+    """Refuse `--runner streaming` for a schedule whose streaming execution is not proved safe."""
+    if runner == "step":
+        return "step runner"
+    from gpu_runner.streaming import StreamingRefused, require_streaming
+    try:
+        program = require_streaming(schedule)
+    except StreamingRefused as e:
+        raise OptccError("--runner", str(e)) from None
+    return f"streaming runner (proved safe, window {program.window})"
 
 
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,

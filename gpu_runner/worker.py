@@ -22,6 +22,7 @@ DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 # machine epsilon of each float dtype (IEEE / bfloat16 definitions)
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
+RUNNERS = ("streaming", "step")   # gpu_runner.streaming / gpu_runner.executor
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--mode", choices=("run", "bench"), default="run")
+    ap.add_argument("--runner", choices=RUNNERS, default="streaming",
+                    help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
     # set by gpu_runner.launch after the parent proved the schedule (its sha256 is re-checked here)
@@ -110,7 +113,17 @@ def _main(args, rank: int) -> int:
 
     from gpu_runner.executor import SUPPORTED_DTYPES, Executor
     dtype = SUPPORTED_DTYPES[args.dtype]
-    executor = Executor(schedule, rank, watchdog=watchdog) if schedule is not None else None
+    executor, placed = None, {}
+    if schedule is not None:
+        from gpu_runner.hosts import placement   # stragglers named by host: map schedule ranks
+        watchdog.phase("every rank's host name (stragglers named by host)")
+        sched_rank, group_ranks, placed = placement(schedule)
+        watchdog.beat()
+        if args.runner == "step":
+            executor = Executor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
+        else:
+            from gpu_runner.streaming import StreamingExecutor
+            executor = StreamingExecutor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")
@@ -167,9 +180,9 @@ def _main(args, rank: int) -> int:
         sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
         rows = [one_size(s) for s in sizes]
     watchdog.phase("shutdown")
-    out = {"backend": backend, "world_size": world, "algo": args.algo,
+    out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
-           "device": str(device), "rows": rows}
+           "device": str(device), "rows": rows, **placed}
     if args.mode == "run":
         out.update({"correct": rows[0]["correct"], "seconds": rows[0]["seconds"]})
     if rank == 0:

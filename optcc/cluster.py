@@ -28,6 +28,7 @@ class Cluster:
     bandwidth: Fraction = DEFAULT_BANDWIDTH
     nvlink_bandwidth: Fraction = DEFAULT_NVLINK_BANDWIDTH
     alpha: Fraction = Fraction(0)
+    hosts: tuple[tuple[int, str], ...] = field(default=())   # (server, host name): optcc.hosts
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -40,6 +41,7 @@ class Cluster:
         nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
         alpha=0,
         field_prefix: str = "",
+        hosts=(),
     ) -> Cluster:
         """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1)."""
         pre = field_prefix
@@ -69,14 +71,14 @@ class Cluster:
         alpha = parse_fraction(alpha, pre + "alpha")
         if alpha < 0:
             raise OptccError(pre + "alpha", f"latency must be ≥ 0 seconds, got {alpha}")
-        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha)
+        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha, tuple(hosts))
 
     @classmethod
     def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
-        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha"}
+        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "hosts"}
         for key in data:
             if key not in known:
                 raise OptccError(field_prefix + key, f"unknown key (known: {', '.join(sorted(known))})")
@@ -85,16 +87,14 @@ class Cluster:
         raw = data.get("stragglers", [])
         if not isinstance(raw, list):
             raise OptccError(field_prefix + "stragglers", "expected a list of {rank, ell}")
-        pairs = []
-        for i, s in enumerate(raw):
-            if not isinstance(s, dict) or set(s) != {"rank", "ell"}:
-                raise OptccError(f"{field_prefix}stragglers[{i}]", "expected an object {\"rank\": R, \"ell\": L}")
-            pairs.append((s["rank"], s["ell"]))
+        from optcc.hosts import split_stragglers     # stragglers may be named by host
+        p, g = _positive_int(data["p"], field_prefix + "p"), _positive_int(data.get("g", 1), field_prefix + "g")
+        pairs, hosts = split_stragglers(raw, data.get("hosts"), p, g, field_prefix)
         return cls.build(
-            data["p"], data.get("g", 1), pairs,
+            p, g, pairs,
             data.get("bandwidth", DEFAULT_BANDWIDTH),
             data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
-            data.get("alpha", 0), field_prefix=field_prefix,
+            data.get("alpha", 0), field_prefix=field_prefix, hosts=hosts,
         )
 
     def to_json(self) -> dict:
@@ -105,7 +105,7 @@ class Cluster:
             "bandwidth": fraction_to_json(self.bandwidth),
             "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
             "alpha": fraction_to_json(self.alpha),
-        }
+        } | ({"hosts": [{"server": k, "host": h} for k, h in self.hosts]} if self.hosts else {})
 
     # ---- derived views ------------------------------------------------------------------
     @property
@@ -142,6 +142,7 @@ class Cluster:
             parts.append(f"g={self.g}")
         for r, l in self.stragglers.items():
             parts.append(f"straggler {r}:ℓ={l}")
+        parts.extend(f"server {k} on host {h}" for k, h in self.hosts)
         return ", ".join(parts)
 
 

@@ -26,6 +26,8 @@ def register(sub) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
+    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
+                        help="streaming (default; refused unless proved safe for the schedule) or step")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -33,7 +35,7 @@ def register(sub) -> None:
 def run(args) -> int:
     try:
         from gpu_runner.bench import HEADERS, format_table, parse_bytes, sweep, table_rows
-        from gpu_runner.launch import launch, prepare_schedule
+        from gpu_runner.launch import check_runner, launch, prepare_schedule
     except ImportError as e:
         raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None
     if args.nproc < 2:
@@ -55,8 +57,9 @@ def run(args) -> int:
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)
             schedule, note = prepare_schedule(path, args.nproc)
+            note += "; " + check_runner(schedule, args.runner)
             cluster = schedule.cluster
-            worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), *common]
+            worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), "--runner", args.runner, *common]
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
         else:
             cluster = cluster_from_args(args)
@@ -69,7 +72,8 @@ def run(args) -> int:
         raise OptccError("bench", "the benchmark failed: " + res.describe_failure())
     rows = table_rows(res.result, cluster)
     if args.json:
-        print_json({"algorithm": label, "cluster": cluster.to_json(), "backend": res.result["backend"],
+        print_json({"algorithm": label, "runner": res.result.get("runner"), "cluster": cluster.to_json(),
+                    "backend": res.result["backend"],
                     "world_size": res.result["world_size"], "warmup": args.warmup_iters,
                     "iters": args.iters, "rows": rows})
     else:

@@ -19,6 +19,8 @@ def register(sub) -> None:
                         help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
     parser.add_argument("--iters", type=int, default=1, help="timed runs (default 1)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
+                        help="streaming (default; refused unless proved safe for the schedule) or step")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(handler=run)
 
@@ -33,12 +35,13 @@ def run(args) -> int:
     if args.iters < 1 or args.warmup < 0:
         raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
     try:
-        from gpu_runner.launch import launch_trusted, prepare_schedule
+        from gpu_runner.launch import check_runner, launch_trusted, prepare_schedule
     except ImportError as e:
         raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
     schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate)
+    runner_note = check_runner(schedule, args.runner)
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
-                         args.timeout, args.iters, args.warmup, args.backend)
+                         args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner])
     if not res.ok:
         raise OptccError("run", "the run failed: " + res.describe_failure())
     r = res.result
@@ -46,11 +49,11 @@ def run(args) -> int:
     out = {"correct": r["correct"], "seconds": r["seconds"], "backend": r["backend"],
            "world_size": r["world_size"], "size": row["size"], "count": row["count"],
            "dtype": row["type"], "wrong": row["wrong"], "max_abs_error": row["max_abs_error"],
-           "algorithm": schedule.meta.get("algorithm"), "proof": note}
+           "algorithm": schedule.meta.get("algorithm"), "proof": note, "runner": args.runner}
     if args.json:
         print_json(out)
     else:
-        print(f"# {out['algorithm'] or 'schedule'} on {schedule.cluster.describe()}: {note}")
+        print(f"# {out['algorithm'] or 'schedule'} on {schedule.cluster.describe()}: {note}; {runner_note}")
         print(f"{out['world_size']} ranks ({out['backend']}), {out['size']} bytes {out['dtype']}: "
               f"{'correct' if out['correct'] else 'WRONG'} ({out['wrong']} wrong elements, "
               f"max |error| {out['max_abs_error']:.3g}), {out['seconds'] * 1e3:.3f} ms")

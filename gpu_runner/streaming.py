@@ -1,0 +1,264 @@
+"""Streaming runner: each op of the rank's program starts as soon as its dependencies happened.
+
+No per-time barrier: a receive is posted as soon as its scratch slot is free, a send as soon as
+the value it reads has landed, a landing as soon as its data arrived and no older read of the
+piece is in flight; posts to one peer go in posting order, at most `window` in flight. The
+program and its dependencies come from verifier.streaming, which proves every interleaving safe
+(no hazard, no deadlock); the constructor refuses a schedule it does not prove.
+
+Completions are observed by one waiter thread per peer that waits on that peer's works in
+posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
+that observes a completion runs the ops it enables at once, under one lock, so no enabled op
+waits while another is blocked: the fair execution the proof assumes.
+"""
+from __future__ import annotations
+
+import heapq
+import queue
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+from gpu_runner.executor import RunnerError, _flat
+from gpu_runner.plan import ALIGN, piece_ranges
+from verifier.streaming import DEFAULT_WINDOW, prove_streaming
+
+POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
+
+
+class StreamingRefused(RunnerError):
+    """The verifier did not prove streaming execution of this schedule safe."""
+
+
+def require_streaming(schedule, window: int = DEFAULT_WINDOW):
+    """The proved program, or StreamingRefused with the counterexample's message."""
+    program, cx = prove_streaming(schedule, window)
+    if cx is not None:
+        raise StreamingRefused(f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
+                               f"{cx['message']}; run it with --runner step")
+    return program
+
+
+class _Bound:
+    """The program bound to one tensor: per op, the views it reads and writes."""
+
+    def __init__(self, schedule, rp, flat, scratch, offsets, peer_of):
+        ranges = piece_ranges(schedule.pieces, flat.numel())
+        flows = schedule.flows
+        self.flat = flat
+        self.args = []
+        for op in rp.ops:
+            lo, hi = ranges[op.piece]
+            x = flat[lo:hi]
+            s = None if op.slot is None else scratch[offsets[op.slot]:offsets[op.slot] + hi - lo]
+            if op.kind == "recv":
+                self.args.append((s, peer_of(op.peer)))
+            elif op.kind == "send":
+                self.args.append((x if s is None else s, peer_of(op.peer)))
+            elif op.kind == "snap":
+                self.args.append((s, x))
+            elif op.kind == "land":
+                f = flows[op.flow]
+                self.args.append((x, s, f.op, f.coef))
+            else:
+                self.args.append((x, schedule.local_ops[op.local].coef))
+
+
+class StreamingExecutor:
+    """Runs one Schedule on this rank, streaming; same interface as executor.Executor."""
+
+    def __init__(self, schedule, rank: int, group=None, group_ranks=None, watchdog=None,
+                 window: int = DEFAULT_WINDOW, program=None):
+        self.schedule = schedule
+        self.rank = rank
+        self.group = group
+        self.group_ranks = group_ranks
+        self.watchdog = watchdog
+        program = program or require_streaming(schedule, window)
+        self.program = program
+        self.rp = rp = program.ranks[rank]
+        n = len(rp.ops)
+        self._after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
+        self._ndeps = [len(op.deps) for op in rp.ops]
+        for k, op in enumerate(rp.ops):
+            for m, ev in op.deps:
+                self._after[ev == "C"][m].append(k)
+        self._start = [k for k in range(n) if self._ndeps[k] == 0]
+        self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
+        self._waiters: dict = {}
+        self._scratch: dict = {}
+        self._bound: dict = {}
+        self._connected = False
+
+    def _peer(self, r: int) -> int:
+        return r if self.group_ranks is None else self.group_ranks[r]
+
+    def prepare(self, tensor: torch.Tensor) -> _Bound:
+        flat = _flat(tensor)
+        key = (flat.data_ptr(), flat.numel(), flat.dtype, flat.device)
+        bound = self._bound.get(key)
+        if bound is not None:
+            return bound
+        ranges = piece_ranges(self.schedule.pieces, flat.numel())
+        sizes = [0] * self.rp.n_slots
+        for op in self.rp.ops:
+            if op.slot is not None:
+                lo, hi = ranges[op.piece]
+                sizes[op.slot] = max(sizes[op.slot], -(-(hi - lo) // ALIGN) * ALIGN)
+        offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+        skey = (flat.numel(), flat.dtype, flat.device)
+        scratch = self._scratch.get(skey)
+        if scratch is None:
+            scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
+        if len(self._bound) > 8:
+            self._bound.clear()
+        bound = self._bound[key] = _Bound(self.schedule, self.rp, flat, scratch, offsets, self._peer)
+        return bound
+
+    def _waiter(self, peer: int) -> queue.Queue:
+        q = self._waiters.get(peer)
+        if q is None:
+            q = self._waiters[peer] = queue.Queue()
+            nccl = dist.get_backend(self.group) == "nccl"
+            threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True,
+                             name=f"optcc-wait-{peer}").start()
+        return q
+
+    def run(self, tensor: torch.Tensor) -> torch.Tensor:
+        """AllReduce `tensor` in place; returns it."""
+        bound = self.prepare(tensor)
+        if not self._connected and dist.get_backend(self.group) == "nccl":
+            _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group, bound.flat.device)
+        self._connected = True
+        run = _Run(self, bound)
+        with run.lock:
+            run.pump()
+        if self.watchdog is not None:
+            self.watchdog.waiting(run.describe)
+        run.finished.wait()
+        if run.error is not None:
+            raise run.error
+        return tensor
+
+
+class _Run:
+    """One execution: whichever thread sees a completion runs the ops it enables (under `lock`),
+    so an enabled op never waits for another thread to wake up."""
+
+    def __init__(self, ex: StreamingExecutor, bound: _Bound):
+        self.ex, self.args, self.ops = ex, bound.args, ex.rp.ops
+        self.lock = threading.Lock()
+        self.finished = threading.Event()
+        self.remaining = list(ex._ndeps)
+        self.ready = list(ex._start)
+        heapq.heapify(self.ready)
+        self.in_flight: dict[int, int] = {}
+        self.completed = self.started = 0
+        self.error: Exception | None = None
+
+    def _fire(self, deps) -> None:
+        remaining, ready = self.remaining, self.ready
+        for k in deps:
+            remaining[k] -= 1
+            if remaining[k] == 0:
+                heapq.heappush(ready, k)
+
+    def pump(self) -> None:
+        """Run every enabled op (lock held); finish when every post completed."""
+        ops, args, ex, ready = self.ops, self.args, self.ex, self.ready
+        after_s = ex._after[0]
+        try:
+            while ready:
+                k = heapq.heappop(ready)
+                self.started += 1
+                kind = ops[k].kind
+                a = args[k]
+                if kind == "recv":
+                    self.in_flight[k] = 1
+                    ex._waiter(ops[k].peer).put((k, dist.irecv(a[0], a[1], ex.group), self))
+                elif kind == "send":
+                    self.in_flight[k] = 1
+                    ex._waiter(ops[k].peer).put((k, dist.isend(a[0], a[1], ex.group), self))
+                elif kind == "land":
+                    if a[2] == "copy":
+                        a[0].copy_(a[1])
+                    elif a[3] == 1:
+                        a[0].add_(a[1])
+                    else:
+                        a[0].add_(a[1], alpha=a[3])
+                elif kind == "snap":
+                    a[0].copy_(a[1])
+                else:
+                    a[0].mul_(a[1])
+                self._fire(after_s[k])
+        except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
+            self._fail(RunnerError(f"posting or applying op {k} failed: {e}"))
+            return
+        if self.completed == ex._n_posts:
+            if self.started != len(ops):
+                self._fail(RunnerError(f"internal: {len(ops) - self.started} ops of the streaming program never ran"))
+            self.finished.set()
+        elif not self.in_flight:
+            self._fail(RunnerError("internal: the streaming program stalled with nothing in flight"))
+
+    def complete(self, k: int, err) -> None:
+        """Called by a waiter thread when op k's work finished (err: its exception or None)."""
+        with self.lock:
+            if self.finished.is_set():
+                return
+            if err is not None:
+                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+                self._fail(RunnerError(f"peer failure while waiting for {self._what(k)}: {first}"))
+                return
+            del self.in_flight[k]
+            self.completed += 1
+            self._fire(self.ex._after[1][k])
+            self.pump()
+        if self.ex.watchdog is not None:
+            self.ex.watchdog.beat()
+
+    def _fail(self, error: Exception) -> None:
+        if self.error is None:
+            self.error = error
+        self.finished.set()
+
+    def _what(self, k: int) -> str:
+        op = self.ops[k]
+        if op.kind == "recv":
+            return f"the data of flow {op.flow} from rank {op.peer} (streaming)"
+        return f"the send of flow {op.flow} to rank {op.peer} to complete (streaming)"
+
+    def describe(self) -> str:
+        in_flight = dict(self.in_flight)
+        return self._what(min(in_flight)) if in_flight else "the streaming run to finish"
+
+
+def _wait_loop(todo: queue.Queue, nccl: bool) -> None:
+    """Wait on one peer's works in posting order; hand each completion (or error) to its run."""
+    while True:
+        k, work, run = todo.get()
+        try:
+            if nccl:
+                while not work.is_completed():
+                    time.sleep(POLL_S)
+            work.wait()
+        except Exception as e:  # noqa: BLE001 - handed to the run, whose runner thread raises it
+            run.complete(k, e)
+            continue
+        run.complete(k, None)
+
+
+def _connect_pairs(p: int, rank: int, peer_of, group, device) -> None:
+    """NCCL creates a communicator per pair on first use; create them all in one global order
+    (pairs sorted), so that no two ranks wait for each other's first message (untested here)."""
+    one = torch.zeros(1, device=device)
+    for a in range(p):
+        for b in range(a + 1, p):
+            if rank == a:
+                dist.send(one, peer_of(b), group)
+                dist.recv(one, peer_of(b), group)
+            elif rank == b:
+                dist.recv(one, peer_of(a), group)
+                dist.send(one, peer_of(a), group)

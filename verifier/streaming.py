@@ -1,0 +1,193 @@
+"""Property "streaming": the streaming runner's program is safe for every interleaving it allows.
+
+The streaming runner (gpu_runner.streaming) has no per-time barrier. Each rank runs the program
+`streaming_program` builds: ops `recv` (post irecv into a scratch slot), `send` (post isend of
+the piece, or of its snapshot slot), `snap` (copy the piece into a slot), `land` (add/copy the
+received slot into the piece) and `scale` (a LocalOp). An op starts (event S) as soon as its
+`deps` have happened (each dep is an earlier op's start S or a post's completion C); a post
+completes (C) when the transport says so. Rules the deps encode: a send reads the piece after
+its last write in schedule order; a write waits for that write and for every read since it
+(a direct send until it completed); a slot is reused only after its previous user finished;
+posts with one peer go in optcc.schedule.posting_order, at most `window` of them in flight.
+
+`check_streaming` checks the program against the schedule, independently of how it was built:
+  M  matching: every flow is one send on src, one recv and one land on dst; each rank's posts
+     with a peer are chained in posting order and mirror the peer's list position by position;
+     post k waits for completion of post k - window (bounded in-flight messages).
+  H  hazards: for every rank and buffer (a piece of the tensor, a scratch slot), every pair of
+     conflicting accesses (one a write) in schedule order (time, landings < local ops < reads,
+     posting order) is ordered by a happens-before path (RAW, WAR, WAW), in the graph of
+     edges that hold in every execution: deps, S -> C of a post, completions of one pair
+     observed in posting order, and a receive completing only after its send was posted.
+  D  no deadlock: the graph above plus "a send completes only after its receive was posted"
+     (the strictest transport: rendezvous, FIFO per pair, as NCCL's per-pair stream) is
+     acyclic. Every condition is a conjunction of events that stay true (monotone), and the
+     runner never blocks while an op is enabled, so acyclic means every event happens in
+     every execution, and in any transport that completes messages no later than this one
+     (gloo's buffered sends, unordered directions). docs/verifier.md, "streaming".
+Then every execution computes what the schedule's sequential semantics computes.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from optcc.schedule import posting_order
+from optcc.errors import OptccError
+from optcc.timing import IntegerTimes
+
+DEFAULT_WINDOW = 4          # derived: messages in flight per peer (docs/gpu_runner.md, "streaming")
+KINDS = ("recv", "send", "snap", "land", "scale")
+
+
+@dataclass
+class Op:
+    kind: str
+    piece: int
+    flow: int | None = None        # flow index (all but scale)
+    peer: int | None = None        # send / recv
+    slot: int | None = None        # recv, land: target slot; snap and snapshot send: source slot
+    local: int | None = None       # scale: index in schedule.local_ops
+    deps: list = field(default_factory=list)   # [(op index, "S" | "C")]
+
+
+@dataclass
+class RankProgram:
+    rank: int
+    ops: list                      # in priority order (schedule order); the runner prefers low indices
+    peer_seq: dict                 # peer -> op indices of its posts, in posting order
+    n_slots: int
+
+
+@dataclass
+class StreamingProgram:
+    window: int
+    ranks: list
+
+
+def _snapshotted(schedule, grid, rank, i, writes) -> bool:
+    """The step runner's rule (gpu_runner.plan): snapshot when the piece changes while in flight."""
+    return any(grid.starts[i] < t < grid.ends[i] for t in writes.get((rank, schedule.flows[i].piece), ()))
+
+
+def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None) -> StreamingProgram:
+    """Every rank's streaming program (numel-independent: pieces and slots are abstract buffers)."""
+    if window < 1:
+        raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
+    grid = grid or IntegerTimes(schedule)
+    flows, starts, ends = schedule.flows, grid.starts, grid.ends
+    order = posting_order(schedule, starts)
+    pos = {i: n for n, i in enumerate(order)}
+    writes: dict = defaultdict(list)
+    for i, f in enumerate(flows):
+        writes[(f.dst, f.piece)].append(ends[i])
+    for j, op in enumerate(schedule.local_ops):
+        writes[(op.rank, op.piece)].append(grid.op_times[j])
+    ranks = []
+    for r in range(schedule.cluster.p):
+        items = []                                  # (key, Op)
+        slot_users = []                             # (start, end, flow) needing a slot
+        for i in order:
+            f = flows[i]
+            if f.dst == r:
+                items.append(((starts[i], 3, pos[i]), Op("recv", f.piece, i, f.src)))
+                items.append(((ends[i], 0, pos[i]), Op("land", f.piece, i)))
+                slot_users.append((starts[i], ends[i], i))
+            elif f.src == r:
+                items.append(((starts[i], 3, pos[i]), Op("send", f.piece, i, f.dst)))
+                if _snapshotted(schedule, grid, r, i, writes):
+                    items.append(((starts[i], 2, pos[i]), Op("snap", f.piece, i)))
+                    slot_users.append((starts[i], ends[i], i))
+        for j, op in enumerate(schedule.local_ops):
+            if op.rank == r:
+                items.append(((grid.op_times[j], 1, j), Op("scale", op.piece, local=j)))
+        items.sort(key=lambda kv: kv[0])
+        ops = [op for _, op in items]
+        slot_of, n_slots = _color(slot_users)
+        ranks.append(_link(r, ops, slot_of, n_slots, window))
+    return StreamingProgram(window, ranks)
+
+
+def _color(users):
+    """Interval colouring by start time (a slot freed at t is reusable at t): flow -> slot id."""
+    events = sorted([(e, 0, i) for s, e, i in users] + [(s, 1, i) for s, e, i in users])
+    free: list[int] = []
+    slot_of: dict[int, int] = {}
+    n = 0
+    for _, kind, i in events:
+        if kind == 0:
+            free.append(slot_of[i])
+            free.sort(reverse=True)
+        elif free:
+            slot_of[i] = free.pop()
+        else:
+            slot_of[i], n = n, n + 1
+    return slot_of, n
+
+
+def _link(rank, ops, slot_of, n_slots, window) -> RankProgram:
+    """Fill in slots and deps, walking the ops in schedule order."""
+    last_write: dict[int, int] = {}
+    reads: dict[int, list] = defaultdict(list)
+    slot_done: dict[int, tuple] = {}                # slot -> (op, event) that frees it
+    peer_seq: dict[int, list] = defaultdict(list)
+    recv_at: dict[int, int] = {}
+    for n, op in enumerate(ops):
+        deps = op.deps
+        if op.kind in ("recv", "snap") or (op.kind == "send" and op.flow in slot_of):
+            op.slot = slot_of[op.flow]
+        if op.kind == "land":
+            op.slot = slot_of[op.flow]
+        if op.kind in ("recv", "snap") and op.slot in slot_done:
+            deps.append(slot_done[op.slot])
+        if op.kind in ("send", "snap") and not (op.kind == "send" and op.slot is not None):
+            if op.piece in last_write:
+                deps.append((last_write[op.piece], "S"))
+        if op.kind == "send" and op.slot is not None:
+            deps.append((_find(ops, n, "snap", op.flow), "S"))
+        if op.kind in ("send", "recv"):
+            seq = peer_seq[op.peer]
+            if seq:
+                deps.append((seq[-1], "S"))
+            if len(seq) >= window:
+                deps.append((seq[-window], "C"))
+            seq.append(n)
+        if op.kind == "recv":
+            recv_at[op.flow] = n
+        if op.kind == "land":
+            deps.append((recv_at[op.flow], "C"))
+        if op.kind in ("land", "scale"):
+            if op.piece in last_write:
+                deps.append((last_write[op.piece], "S"))
+            deps.extend(reads.pop(op.piece, []))
+            last_write[op.piece] = n
+        if op.kind == "send" and op.slot is None:
+            reads[op.piece].append((n, "C"))
+        if op.kind == "snap":
+            reads[op.piece].append((n, "S"))
+        if op.kind == "land":
+            slot_done[op.slot] = (n, "S")
+        if op.kind == "send" and op.slot is not None:
+            slot_done[op.slot] = (n, "C")
+    return RankProgram(rank, ops, dict(peer_seq), n_slots)
+
+
+def _find(ops, before, kind, flow) -> int:
+    return next(m for m in range(before - 1, -1, -1) if ops[m].kind == kind and ops[m].flow == flow)
+
+
+def prove_streaming(schedule, window: int = DEFAULT_WINDOW):
+    """(program, counterexample or None): build the streaming program and check M, H, D on it."""
+    from verifier.streaming_check import check_streaming
+    if window < 1:
+        raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
+    schedule.validate()
+    grid = IntegerTimes(schedule)
+    for i, (s, e) in enumerate(zip(grid.starts, grid.ends)):
+        if e <= s:
+            f = schedule.flows[i]
+            return None, {"property": "streaming", "kind": "zero duration", "rank": f.dst,
+                          "message": f"flows[{i}] {f.src}->{f.dst} lands at its own start"}
+    program = streaming_program(schedule, window, grid)
+    ok, cx = check_streaming(schedule, program, grid)
+    return program, cx
