@@ -156,7 +156,7 @@ def check_runner(schedule: Schedule, runner: str) -> str:
     try:
         program = require_streaming(schedule)
     except StreamingRefused as e:
-        raise OptccError("--runner", str(e)) from None
+        raise OptccError("runner", str(e)) from None
     return f"streaming runner (proved safe, window {program.window})"
 
 

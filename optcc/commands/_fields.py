@@ -17,6 +17,7 @@ FIELD_FLAGS = {
     "nproc": "--nproc",
     "certificate": "--certificate",
     "max_steps": "--max-steps",
+    "runner": "--runner",
     "sweep.end": "-e",
     "sweep.factor": "-f",
 }
