@@ -101,6 +101,24 @@ def _flag(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+def add_segments_arg(parser, default) -> None:
+    """--segments/-k K or 'auto' (the k minimising the model time for --n; optcc.segments)."""
+    parser.add_argument("--segments", "-k", default=str(default), metavar="K|auto",
+                        help=f"pipeline segments k, or 'auto': the k minimising the model time at --n "
+                             f"on this cluster and latency model (default {default})")
+
+
+def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int) -> int:
+    """The k to build with (auto resolved); errors name --segments."""
+    from optcc.segments import resolve_segments
+    try:
+        return resolve_segments(args.segments, algo, cluster, n_bytes)
+    except OptccError as e:
+        if e.field == "segments":
+            raise OptccError("--segments", e.message) from None
+        raise
+
+
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:
     """--n BYTES (the message size, for seconds) and --json: the pair most commands share."""
     parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
