@@ -45,8 +45,21 @@ def construction(algo: str, cluster: Cluster) -> str:
     return "multi" if len(cluster.stragglers) >= 2 else "single"
 
 
+_SLOT_CACHE: dict = {}   # slot times do not depend on the latency model: share them across models
+
+
 def slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     """Closed-form slot time (n/B) of the construction (its own home in optcc.algorithms)."""
+    key = (algo, cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
+    value = _SLOT_CACHE.get(key)
+    if value is None:
+        if len(_SLOT_CACHE) > 200_000:
+            _SLOT_CACHE.clear()
+        value = _SLOT_CACHE[key] = _slot(algo, cluster, k)
+    return value
+
+
+def _slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     kind = construction(algo, cluster)
     if kind in ("ring", "flat_ring"):
         from optcc.algorithms.baselines import flat_ring_slot_time

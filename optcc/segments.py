@@ -1,9 +1,8 @@
 """`--segments auto`: the k that minimises the model time for message size n on this cluster.
 
 A cheap search over the closed forms of optcc.model_time (not a derived optimum): candidates are
-a geometric grid k = ⌈1.25^i⌉ up to K_MAX, the largest k below the latency knee, and the
-neighbours k−2..k+2 of the best grid point, then all k between the two grid points around the
-best. Only k where the model is valid (below the knee, where the closed form is tested against
+a geometric grid k = ⌈1.25^i⌉ up to the largest k below the latency knee (at most K_MAX), then
+an integer ternary search between the two grid points around the best one. Only k where the model is valid (below the knee, where the closed form is tested against
 the event model) compete; if none is, k = 1. Tested against brute force over every k ≤ 1024
 (tests/test_segments.py): within 1% everywhere on its grid.
 """
@@ -73,8 +72,20 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
         return 1, model_time(algo, cluster, 1, n_bytes)
     _, best = min(scored)
     i = grid.index(best)
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    for k in range(max(1, lo), min(limit, hi) + 1):
+    lo, hi = grid[max(i - 1, 0)], min(limit, grid[min(i + 1, len(grid) - 1)])
+
+    def value(k: int):
+        t = at(k)
+        return t.time if t is not None else None
+
+    while hi - lo > 4:                      # integer ternary search in the bracket
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        v1, v2 = value(m1), value(m2)
+        if v2 is None or (v1 is not None and v1 <= v2):
+            hi = m2
+        else:
+            lo = m1
+    for k in range(lo, hi + 1):
         at(k)
     times = [(t.time, k) for k, t in cache.items() if t is not None]
     time_, k = min(times)
