@@ -84,7 +84,23 @@ def single_pieces(q: int, ell, k: int) -> int:
 
 
 def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
-    """A: overheads o on the critical path (derived, see the module docstring)."""
+    """A: overheads o on the critical path (derived; issue 7's α counts).
+
+    One straggler: 2(p−1)(k+1). A healthy NIC carries about 2(p−1)·k shard flows (k segments,
+    ring hops of stages 1 and 4 plus its upload/download share), each holding a busy port o
+    longer. Measured: event_time ≤ slot + A·o for ℓ ∈ {8/7, 4/3, 3/2, 2, 3}, p ≤ 12, k ≤ 16,
+    o up to 0.1 n/B, with equality for ℓ < 2, k ≥ 3.
+    m ≥ 2 stragglers: L(k+1) + H − 1 = 2(p−1)(k+1) + (p−m) − 1 with period L = 2(H + m − 1)
+    slots, one flow per port direction per slot: the drain's last hop starts by slot L(k+1) − 1
+    and the last F to a straggler by L(k+1) (optcc_multi `_drain_last_slot`, `_f_slot`); a chain
+    of dependent flows starts in strictly later slots, so it has at most L(k+1) + 1 flows. The
+    count kept is the old synchronous epilogue's (H − 2 slots of slack). Fill flows start inside
+    windows, so this is tested, not proved (slopes 6–159 against counts 13–169, p ≤ 10, k ≤ 8).
+    Straggler server: max(2(q−1)(k+1), 2(g−1)·P) + 4(g−1): the NIC instance on q nodes, or the
+    NVLink reduce-scatter block and all-gather queue (P batches of g − 1 rounds on one NVLink
+    port; P = instance pieces, k at q = 2), plus lead (2 batches), tail (1) and one switch.
+    Tested ≥ event_time − slot_time over o on generated schedules, not proved.
+    """
     p, kind = cluster.p, construction(algo, cluster)
     if kind == "ring":
         return 2 * (p - 1) * k
