@@ -79,3 +79,16 @@ def test_cli_auto_reports_the_chosen_segments(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["segments"] == k
     assert main(["demo", "--no-run", "--json"] + argv) == 0
     assert json.loads(capsys.readouterr().out)["segments"] == k
+
+
+@pytest.mark.parametrize("p, strag, model, n", [(8, {0: 2}, "simai", 2**24), (12, {0: F(4, 3)}, "nccl", 2**27),
+                                                (9, {0: 2, 1: F(8, 7)}, "simai", 2**25), (8, {0: 2}, "alpha", 2**26)])
+def test_auto_k_schedule_meets_its_model_time(p, strag, model, n):
+    """The schedule built at auto's k, timed by the event model, is within its model time."""
+    from optcc.algorithms import build_schedule
+    from optcc.timing import time_schedule
+    c = Cluster.build(p, stragglers=strag, latency_model=model)
+    k, t = auto_segments("optcc", c, n)
+    assert t.valid and 1 < k < 1024
+    rep = time_schedule(build_schedule("optcc", c, k), n)
+    assert rep.slot_time == t.slot and rep.event_time <= t.time
