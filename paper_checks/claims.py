@@ -176,7 +176,7 @@ def check_o1p_optcc(ell: Fraction) -> Row:
         models[m] = {"verdict": fit.verdict, "overhead": ovh, "k": ks, "c0": d["c0"], "c1": d["c1"], "r2": d["r2"],
                      "summary": f"overhead ≈ {d['c0']:+.5f} + {d['c1']:.4f}/p, R² = {d['r2']:.4f}; "
                                 f"at p = 1024: {_pct(ovh[-1])}, k = {ks[-1]}"}
-    return _per_model(row, models, lambda r: r["c0"])
+    return P.attach(row, models, lambda r: r["c0"])
 
 
 # ---- "within 2–6% of NCCL's fault-free ring" ----------------------------------------------
@@ -210,38 +210,6 @@ def _worst(per) -> tuple[str, float, float]:
     return worst_key, per[worst_key][0], min(v[0] for v in per.values())
 
 
-def _per_model(row: Row, models: dict, value_of) -> Row:
-    """Give the row its per-preset verdicts; `verdict` and `our_value` become the simai ones.
-
-    The issue-7 α-β numbers stay in `details` (their verdict and value under *_alpha_issue7)."""
-    row.details["verdict_alpha_issue7"] = row.verdict
-    row.details["our_value_alpha_issue7"] = row.our_value
-    row.details["latency_models"] = models
-    row.verdicts = {m: r["verdict"] for m, r in models.items()}
-    row.verdict = row.verdicts[P.VERDICT_MODEL]
-    row.our_value = value_of(models[P.VERDICT_MODEL])
-    parts = []
-    for m, r in models.items():
-        text = f"{m}: {r['verdict']}"
-        if r.get("worst") is not None:
-            text += f" (worst {_pct(r['worst'])} at {r['worst_key']}, k = {r['optcc_overhead_and_k'][r['worst_key']][1]})"
-        if r.get("bound_limited"):
-            text += f", bound-limited {', '.join(r['bound_limited'])}"
-        if r.get("summary"):
-            text += f" ({r['summary']})"
-        parts.append(text)
-    row.ours = "per latency model, auto k: " + "; ".join(parts) + ". Issue 7's α-β (α = 5 µs, best of " \
-        f"K_CANDIDATES): {row.ours}"
-    row.model = ("closed-form model time (optcc.model_time) at auto k under each preset (paper_checks.per_model; "
-                 "verdict = simai, the paper's simulator). " + row.model)
-    return row
-
-
-def _within_models(row: Row, g: int, ps, ells) -> Row:
-    models = P.all_models(g, ps, ells, 6.0, PERCENT_ROUNDING_PP)
-    return _per_model(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"])
-
-
 def check_within_6_percent_g1() -> Row:
     claim = ABSTRACT_6PCT
     where = "paper, abstract; Figure 8 setting (g = 1, one straggler, N = 8 GiB)"
@@ -259,7 +227,7 @@ def check_within_6_percent_g1() -> Row:
               "α-β event model (α = 5 µs): optcc_slot_time + α per message on the critical path, best k",
               tol + "; bound-limited points excluded", PASS if _within_percent(worst, 6) else FAIL, 6.0, 100 * worst,
               details)
-    return _within_models(row, 1, S.P_FIGURE8, S.ELLS_UP_TO_HALF)
+    return P.attach_grid(row, 1, S.P_FIGURE8, S.ELLS_UP_TO_HALF, PERCENT_ROUNDING_PP)
 
 
 def _within_6_row(row_id: str, claim: str, where: str, g: int, ps, ells, ell_text: str,
@@ -280,7 +248,7 @@ def _within_6_row(row_id: str, claim: str, where: str, g: int, ps, ells, ell_tex
               f"{_pct(per0[worst0_key])} (at {worst0_key}); the bound alone up to {_pct(max(bound.values()))}",
               model, tol + "; bound-limited points excluded", PASS if _within_percent(worst, 6) else FAIL, 6.0,
               100 * worst, details)
-    return _within_models(row, g, ps, ells)
+    return P.attach_grid(row, g, ps, ells, PERCENT_ROUNDING_PP)
 
 
 def check_within_6_percent_g4() -> Row:
@@ -333,7 +301,7 @@ def check_gap_at_p16() -> Row:
         r["verdict"] = PASS if r["valid"] and abs(r["difference_pp"]) <= PERCENT_ROUNDING_PP else FAIL
         r["summary"] = f"OptCC {_pct(r['optcc_gap'])} (k = {r['k']}) vs bound {_pct(r['bound_gap'])}"
         models[m] = r
-    return _per_model(row, models, lambda r: 100 * r["optcc_gap"])
+    return P.attach(row, models, lambda r: 100 * r["optcc_gap"])
 
 
 # ---- Figures 9, 21, 22 (issue 8): the abstract's "within 2–6%" in their settings -----------

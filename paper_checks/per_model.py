@@ -97,5 +97,38 @@ def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES) -> tuple[list[f
     return out, ks
 
 
-def render_verdicts(verdicts: dict) -> str:
-    return ", ".join(f"{m} {v}" for m, v in verdicts.items())
+def _pct(x) -> str:
+    return f"{100 * float(x):.2f}%"
+
+
+def attach(row, models: dict, value_of):
+    """Give a claims.Row its per-preset verdicts; `verdict` and `our_value` become the simai ones.
+
+    The issue-7 α-β numbers stay in `details` (their verdict and value under *_alpha_issue7)."""
+    row.details["verdict_alpha_issue7"] = row.verdict
+    row.details["our_value_alpha_issue7"] = row.our_value
+    row.details["latency_models"] = models
+    row.verdicts = {m: r["verdict"] for m, r in models.items()}
+    row.verdict = row.verdicts[VERDICT_MODEL]
+    row.our_value = value_of(models[VERDICT_MODEL])
+    parts = []
+    for m, r in models.items():
+        text = f"{m}: {r['verdict']}"
+        if r.get("worst") is not None:
+            text += f" (worst {_pct(r['worst'])} at {r['worst_key']}, k = {r['optcc_overhead_and_k'][r['worst_key']][1]})"
+        if r.get("bound_limited"):
+            text += f", bound-limited {', '.join(r['bound_limited'])}"
+        if r.get("summary"):
+            text += f" ({r['summary']})"
+        parts.append(text)
+    row.ours = ("per latency model, auto k: " + "; ".join(parts) + ". Issue 7's α-β (α = 5 µs, best of "
+                f"K_CANDIDATES): {row.ours}")
+    row.model = ("closed-form model time (optcc.model_time) at auto k under each preset (paper_checks.per_model; "
+                 "verdict = simai, the paper's simulator). " + row.model)
+    return row
+
+
+def attach_grid(row, g: int, ps, ells, rounding_pp: float):
+    """`attach` for a "within 6% of NCCLNoFailure" row over its grid."""
+    models = all_models(g, ps, ells, 6.0, rounding_pp)
+    return attach(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"])
