@@ -19,8 +19,11 @@ Where the counts come from (all derived; docs/latency.md has the arguments):
 - OptCC, straggler server (optcc_servers): A as paper_checks had it (max of the NIC instance's
   and the NVLink chain's count plus 4(g−1)), B = 2(q−1) + 4k + 2g.
 B is an upper bound on the event model's slope only below the pipeline's knee: it is tested
-(tests/test_model_time.py, p ≤ 64) for Li + L ≤ KNEE/(k·p), a fraction of the smallest shard's
-transfer time 1/(k·p); beyond it the pipeline stalls and `model_time` reports valid = False.
+(tests/test_model_time.py, p ≤ 64) for Li + L ≤ KNEE[construction]/(k·p), a fraction of the
+smallest shard's transfer time 1/(k·p) (3/4 for one straggler and the straggler server, where the
+single-straggler slope stays 2(p−1) + 3(k−1) up to 7/8 and jumps at 1, measured to p = 128; 1/2
+for m ≥ 2 stragglers, whose count exceeds B past 3/4 at p = 20); beyond it the pipeline stalls
+and `model_time` reports valid = False.
 A is tested for o up to 0.1 n/B (as in issue 7). With both o and Li + L the bound follows from
 convexity of the event time in (o, Li + L): T(o, λ) ≤ (T(2o, 0) + T(0, 2λ))/2, so the same
 formula holds for 2λ below the knee.
@@ -33,7 +36,8 @@ from fractions import Fraction
 from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
 
-KNEE = Fraction(1, 2)   # B is tested for Li + L ≤ KNEE/(k·p) (n/B); derived bound, docs/latency.md
+# B is tested for Li + L ≤ KNEE/(k·p) (n/B), per construction (docs/latency.md, "The knee")
+KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1, 2)}
 
 
 def construction(algo: str, cluster: Cluster) -> str:
@@ -133,9 +137,14 @@ def latency_count(algo: str, cluster: Cluster, k: int) -> Fraction:
     return Fraction(2 * (q - 1) + 4 * k + 2 * cluster.g)
 
 
-def knee(cluster: Cluster, k: int, both: bool = False) -> Fraction:
+def knee_fraction(algo: str, cluster: Cluster) -> Fraction:
+    """KNEE of the construction (the ring's bound holds for every latency: no knee)."""
+    return KNEE.get(construction(algo, cluster), Fraction(10**9))
+
+
+def knee(algo: str, cluster: Cluster, k: int, both: bool = False) -> Fraction:
     """Largest Li + L (n/B) where B holds: KNEE/(k·p), halved when o > 0 too (convexity)."""
-    limit = KNEE / (k * cluster.p)
+    limit = knee_fraction(algo, cluster) / (k * cluster.p)
     return limit / 2 if both else limit
 
 
@@ -158,5 +167,5 @@ def model_time(algo: str, cluster: Cluster, k: int, n_bytes: int) -> ModelTime:
     a, b = overhead_count(algo, cluster, k), latency_count(algo, cluster, k)
     base = slot(algo, cluster, k)
     exact_ring = construction(algo, cluster) in ("ring", "flat_ring")   # proved for all o, λ
-    valid = exact_ring or lam <= knee(cluster, k, both=o > 0)
+    valid = exact_ring or lam <= knee(algo, cluster, k, both=o > 0)
     return ModelTime(base + a * o + b * lam, base, a, b, valid)

@@ -14,7 +14,7 @@ from fractions import Fraction
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.latency import units as latency_units
-from optcc.model_time import KNEE, ModelTime, construction, model_time
+from optcc.model_time import ModelTime, construction, knee_fraction, model_time
 
 K_MAX = 1024
 
@@ -32,13 +32,13 @@ def parse_segments(text) -> int | str:
     return k
 
 
-def knee_segments(cluster: Cluster, n_bytes: int) -> int:
+def knee_segments(cluster: Cluster, n_bytes: int, algo: str = "optcc") -> int:
     """Largest k with Li + L ≤ KNEE/(k·p) (halved with o > 0); K_MAX when Li + L = 0."""
     o, li, lat = latency_units(cluster, n_bytes)
     lam = (li + lat) * (2 if o > 0 else 1)
     if lam == 0:
         return K_MAX
-    return max(1, min(K_MAX, math.floor(KNEE / (lam * cluster.p))))
+    return max(1, min(K_MAX, math.floor(knee_fraction(algo, cluster) / (lam * cluster.p))))
 
 
 def _grid(limit: int) -> list[int]:
@@ -65,7 +65,7 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
             cache[k] = t if t is not None and t.valid else None
         return cache[k]
 
-    limit = min(k_max, knee_segments(cluster, n_bytes))
+    limit = min(k_max, knee_segments(cluster, n_bytes, algo))
     grid = _grid(limit)
     scored = [(at(k).time, k) for k in grid if at(k) is not None]
     if not scored:

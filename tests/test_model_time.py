@@ -5,7 +5,7 @@ import pytest
 
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
-from optcc.model_time import KNEE, latency_count, model_time, overhead_count, slot
+from optcc.model_time import knee_fraction, latency_count, model_time, overhead_count, slot
 from optcc.timing import IntegerTimes, event_time, slot_time
 
 N = 50 * 10**9          # n/B = 1 s at the default B, so seconds = units of n/B
@@ -34,9 +34,10 @@ CASES = ([(p, 1, (ell,), k) for p in (3, 4, 5, 7, 9, 12, 17) for ell in (F(8, 7)
 def test_latency_count_bounds_the_event_model_below_the_knee(p, g, ells, k):
     """event_time(Li + L = λ) ≤ slot + B·λ for λ up to the knee KNEE/(k·p)."""
     c = _cluster(p, g, ells)
+    knee = knee_fraction("optcc", c)
     b = latency_count("optcc", c, k)
     for x in (F(1, 8), F(1, 2), F(1)):
-        lam = x * KNEE / (k * p)
+        lam = x * knee / (k * p)
         assert _event("optcc", c, k, F(0), lam) <= slot("optcc", c, k) + b * lam
 
 
@@ -52,10 +53,17 @@ def test_overhead_count_bounds_the_event_model(p, g, ells, k):
                                         (33, (2, F(4, 3)), 2), (64, (F(4, 3), F(8, 7)), 1)])
 def test_counts_hold_up_to_p_64(p, ells, k):
     c = _cluster(p, 1, ells)
-    lam = KNEE / (k * p)
+    lam = knee_fraction("optcc", c) / (k * p)
     assert _event("optcc", c, k, F(0), lam) <= slot("optcc", c, k) + latency_count("optcc", c, k) * lam
     o = F(1, 1000)
     assert _event("optcc", c, k, o, F(0)) <= slot("optcc", c, k) + overhead_count("optcc", c, k) * o
+
+
+def test_single_knee_holds_at_p_128():
+    """At the single-straggler knee 3/(4kp), p = 128: the slope is still 2(p−1) + 3(k−1) ≤ B."""
+    c = _cluster(128, 1, (2,))
+    lam = knee_fraction("optcc", c) / (4 * 128)
+    assert _event("optcc", c, 4, F(0), lam) == slot("optcc", c, 4) + (2 * 127 + 3 * 3) * lam
 
 
 @pytest.mark.parametrize("p, k", [(9, 2), (12, 4), (17, 8), (33, 8)])
