@@ -2,7 +2,7 @@
 
 Prints, for k ∈ {1,4,16,64}, p ∈ {5,8,16,64}, ℓ ∈ {8/7, 1.5, 2, 3}: the measured slot time of
 the generated schedule (n/B), its ratio to Theorem 1's lower bound (paper), to the
-exclusive-model fluid optimum T_ex (derived, optcc_single.exclusive_fluid_optimum) and to T0,
+exclusive-model fluid optimum T_ex (derived, bounds.closed_form.exclusive_single_straggler_optimum) and to T0,
 whether the one-flow-per-port check passes and the closed form agrees, and generation seconds.
 Targets at k = 64: ℓ ≥ 2: slot/LB ≤ 1.03; ℓ < 2: slot/T_ex ≤ 1.03.
 Run: /work/venv/bin/python benchmarks/optcc_targets.py [--quick]
@@ -13,8 +13,9 @@ import sys
 import time
 from fractions import Fraction as F
 
+from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
 from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler
-from optcc.algorithms.optcc_single import exclusive_fluid_optimum, optcc_allreduce, optcc_slot_time
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, check_capacity, slot_time
 

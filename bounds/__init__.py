@@ -5,13 +5,12 @@
   argument for each term (paper: Theorems 1 and 3; derived: multi-straggler, server-aggregate).
 - `bounds.proofs`: sympy reduction to polynomials + Z3 proofs of the O(1/p) headline.
 - `bounds.sweep`: lambdify/numpy evaluation over sweeps.
-- `bounds.report`: what `optcc bound` prints, including the derivation steps.
+- `bounds.report`: the case of a cluster and its derivation steps (`optcc bound --derive`).
 """
 from bounds.closed_form import (
     fault_free_optimum,
     lower_bound,
     lower_bound_multi_straggler,
-    lower_bound_servers,
     lower_bound_single_straggler,
     lower_bound_straggler_server,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "fault_free_optimum",
     "lower_bound",
     "lower_bound_multi_straggler",
-    "lower_bound_servers",
     "lower_bound_single_straggler",
     "lower_bound_straggler_server",
 ]

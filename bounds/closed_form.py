@@ -101,11 +101,6 @@ def server_terms(slowdowns_by_server) -> Terms:
     return Terms(_max(*[1 / b for b in caps]), _num(2 * (q - 1)) / sum(caps, _num(0)))
 
 
-def lower_bound_servers(slowdowns_by_server) -> Fraction:
-    """Derived: max{1/min_j b_j, 2(q−1)/Σ_j b_j}; Theorem 3 for one fully slowed server."""
-    return server_terms(slowdowns_by_server).bound
-
-
 def exclusive_single_straggler_optimum(p: int, ell) -> Fraction:
     """Derived: the best time with one flow per NIC direction (the paper's exclusive rule), fluid
     data, one straggler, g = 1: max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). A lower bound for every schedule in

@@ -1,8 +1,7 @@
-"""What `optcc bound` prints: the bound for a cluster, its binding term, and its derivation.
-
-`bound_report` evaluates exactly (bounds.closed_form) and attaches the symbolic formula of the
-case (bounds.symbolic); `derivation` lists the steps a reader would put in an appendix, each
-with the formula in sympy pretty form and LaTeX. How a cluster maps to a case:
+"""Which bound a cluster gets and its derivation: `classify` maps a cluster to its case and
+symbolic formula (bounds.symbolic); `derivation` lists the steps a reader would put in an
+appendix, each with the formula in sympy pretty form and LaTeX. (The numbers `optcc bound`
+prints, with seconds, are compose.bound_report.) How a cluster maps to a case:
 - g = 1: no straggler → T0; one → Theorem 1 (paper); several → multi-straggler (derived).
 - g > 1: every slowed GPU is a NIC at B/ℓ_k; the server-aggregate bound (derived) holds for any
   set. When the stragglers are exactly all g GPUs of one server at one ℓ it is Theorem 3
@@ -19,7 +18,6 @@ import sympy as sp
 from bounds import closed_form as CF
 from bounds import symbolic as S
 from optcc.cluster import Cluster
-from optcc.timing import units_to_seconds
 
 
 @dataclass
@@ -65,29 +63,6 @@ def classify(cluster: Cluster) -> Case:
         "derived (bounds/symbolic.py)", "q ≥ 2 servers, NVLink-rich, any ℓ_k ≥ 1; b_j = Σ_k 1/ℓ_k")
     return Case("servers", "server-aggregate bound (derived): stragglers are not one whole server "
                 "at one ℓ", general, S.T0, {S.p: cluster.p, S.g: cluster.g})
-
-
-def bound_report(cluster: Cluster, n_bytes: int) -> dict:
-    """The numbers `optcc bound` prints (times in units of n/B unless named seconds)."""
-    terms = CF.cluster_terms(cluster)
-    lb = terms.bound
-    t0 = CF.fault_free_optimum(cluster.p, cluster.g)
-    case = classify(cluster)
-    return {
-        "lower_bound": float(lb),
-        "lower_bound_exact": str(lb),
-        "t0": float(t0),
-        "ratio_to_t0": None if t0 == 0 else float(lb / t0),
-        "binding": terms.binding,
-        "cut": float(terms.cut),
-        "volume": float(terms.volume),
-        "seconds": units_to_seconds(cluster, lb, n_bytes),
-        "t0_seconds": units_to_seconds(cluster, t0, n_bytes),
-        "n_bytes": n_bytes,
-        "case": case.title,
-        "formula": "0" if case.bound is None else sp.sstr(case.bound.expr),
-        "latex": "0" if case.bound is None else sp.latex(case.bound.expr),
-    }
 
 
 def _step(title: str, text: str, expr=None) -> dict:

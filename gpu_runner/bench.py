@@ -30,9 +30,9 @@ def parse_bytes(text: str, field: str) -> int:
 def sweep(begin: int, end: int, factor: int) -> list[int]:
     """nccl-tests' -b/-e/-f: begin, begin·f, ... up to end."""
     if end < begin:
-        raise OptccError("-e", f"max size {end} is below min size {begin}")
+        raise OptccError("sweep.end", f"max size {end} is below min size {begin}")
     if factor < 2:
-        raise OptccError("-f", f"expected a step factor ≥ 2, got {factor}")
+        raise OptccError("sweep.factor", f"expected a step factor ≥ 2, got {factor}")
     sizes = [begin]
     while sizes[-1] * factor <= end:
         sizes.append(sizes[-1] * factor)

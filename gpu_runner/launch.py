@@ -143,7 +143,7 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
     from gpu_runner.proof import require_proof
     schedule = Schedule.load(path)
     if nproc is not None and nproc != schedule.cluster.p:
-        raise OptccError("--nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got --nproc {nproc}")
+        raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
     note = require_proof(schedule, certificate)
     return schedule, note
 

@@ -14,9 +14,15 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     """Return a one-line description of the proof, or raise OptccError('schedule', why)."""
     from verifier import certificate_matches, prove_allreduce
     if certificate:
+        from verifier.parametric.certificate import generator_certificate_check, is_generator_certificate
+        if is_generator_certificate(certificate):      # a proof of the generator, for all sizes
+            ok, why = generator_certificate_check(schedule, certificate)
+            if ok:
+                return f"generator certificate {certificate}: {why}"
+            raise OptccError("certificate", f"{certificate}: {why}; refusing to run it")
         if certificate_matches(schedule, certificate):
             return f"certificate {certificate} matches schedule sha256 {schedule.sha256()[:16]}"
-        raise OptccError("--certificate", f"{certificate} does not certify this schedule "
+        raise OptccError("certificate", f"{certificate} does not certify this schedule "
                                           f"(sha256 {schedule.sha256()[:16]}…); refusing to run it")
     proof = prove_allreduce(schedule)
     if not proof.proved:

@@ -54,7 +54,7 @@ class Testbed:
 
     def __init__(self, p: int, tag: str | None = None):
         if not 2 <= p <= 200:
-            raise OptccError("--p", f"the testbed takes 2 ≤ p ≤ 200 ranks, got {p}")
+            raise OptccError("p", f"the testbed takes 2 ≤ p ≤ 200 ranks, got {p}")
         self.p = p
         self.tag = tag or f"otb{os.getpid() % 100000}"
         self.hub = f"{self.tag}h"
@@ -182,7 +182,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
 
     require_root()
     if not 0 <= straggler < p:
-        raise OptccError("--straggler", f"rank {straggler} is out of range 0..{p - 1}")
+        raise OptccError("straggler", f"rank {straggler} is out of range 0..{p - 1}")
     bandwidth = Fraction(str(rate_mbit)) * 10**6 / 8        # bytes/s of a healthy link
     cluster = Cluster.build(p, stragglers={straggler: ell}, bandwidth=bandwidth)
     healthy_rates = [rate_mbit] * p

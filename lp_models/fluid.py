@@ -74,12 +74,6 @@ class FluidLPResult(SolveResult):
     binding: list = field(default_factory=list)          # rows with zero slack (the capacities that bind)
     rows: dict = field(default_factory=dict)             # row name -> (coefficients over classes, constant, capacity)
 
-    def root_share_of_rank(self, rank_or_server: int) -> float:
-        for c in self.classes:
-            if rank_or_server in c.members:
-                return self.root_share[c.name]
-        raise KeyError(rank_or_server)
-
     def certificate_bound(self) -> float:
         """Lower bound on T implied by the duals alone (weak duality), for a reader to check.
 
@@ -172,7 +166,7 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
                    reduce_classes: bool = True, time_limit_s: float | None = None) -> FluidLPResult:
     """Solve the fluid LP on `cluster` under the `capacity` model; objective T in units of n/B."""
     if solver not in LP_SOLVERS:
-        raise OptccError("--solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)})")
+        raise OptccError("solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)})")
     from ortools.linear_solver import pywraplp
 
     level, classes = node_classes(cluster, reduce_classes)
@@ -180,7 +174,7 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
     t_start = time.perf_counter()
     lp = pywraplp.Solver.CreateSolver(LP_SOLVERS[solver])
     if lp is None:
-        raise OptccError("--solver", f"OR-Tools was built without {LP_SOLVERS[solver]}")
+        raise OptccError("solver", f"OR-Tools was built without {LP_SOLVERS[solver]}")
     if time_limit_s is not None:
         lp.SetTimeLimit(int(time_limit_s * 1000))
     inf = lp.infinity()
@@ -236,3 +230,11 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
 
 _STATUS = {0: "OPTIMAL", 1: "FEASIBLE", 2: "INFEASIBLE", 3: "UNBOUNDED", 4: "ABNORMAL",
            5: "MODEL_INVALID", 6: "NOT_SOLVED"}
+
+
+def lp_optimum(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT_LP_SOLVER) -> float | None:
+    """Fluid-LP optimum (n/B) for `cluster`, or None when the LP does not reach optimality.
+
+    For `optcc demo` and other callers that want one number."""
+    res = solve_fluid_lp(cluster, capacity, solver)
+    return res.objective if res.optimal else None

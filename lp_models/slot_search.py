@@ -44,11 +44,11 @@ def optimal_tree_schedule(cluster: Cluster, pieces: int = DEFAULT_PIECES,
 
     p = cluster.p
     if cluster.g != 1:
-        raise OptccError("--g", "the from-scratch search covers one GPU per server (g = 1)")
+        raise OptccError("g", "the from-scratch search covers one GPU per server (g = 1)")
     if p > MAX_P:
-        raise OptccError("--p", f"the from-scratch search is for tiny clusters (p ≤ {MAX_P}), got p = {p}")
+        raise OptccError("p", f"the from-scratch search is for tiny clusters (p ≤ {MAX_P}), got p = {p}")
     if isinstance(pieces, bool) or not isinstance(pieces, int) or not 1 <= pieces <= 8:
-        raise OptccError("--ilp-pieces", f"expected 1..8 pieces, got {pieces!r}")
+        raise OptccError("ilp.pieces", f"expected 1..8 pieces, got {pieces!r}")
     ell = cluster.slowdown
     den = math.lcm(*(x.denominator for x in ell))
     scale = pieces * den                                   # grid unit: 1/(P·D) n/B

@@ -10,8 +10,8 @@ exactly τ: rate = size·max(ℓ_src, ℓ_dst)/τ. A port's usage sums to (its p
 so τ = the largest per-segment port load (shared: bytes·ℓ_port; exclusive: bytes·max ℓ of the
 pair) keeps every port within capacity in the schedule's capacity model. The broadcasts start
 δ = τ/(2k) after their slot boundary, so that a reduce message and a broadcast message between
-the same two ranks never start together (kept from when the verifier allowed one message per
-pair and start time; its "runnable" property no longer needs it, see docs/verifier.md);
+the same two ranks never start together (the verifier's "runnable" property allows both,
+docs/verifier.md; the offset stays part of this construction and of its slot time below);
 at any instant a port still carries one segment's reduce flows and one segment's broadcasts.
 Slot time (k+1)·τ + δ = (1 + 1/k + 1/(2k²)) × the exact-share load T ≈ LP optimum: 1.6% above
 it at k = 64.
@@ -79,7 +79,7 @@ def lp_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
                 solver: str = DEFAULT_LP_SOLVER, lp: FluidLPResult | None = None) -> Schedule:
     """Pipelined star schedule realizing the fluid-LP optimum; meta records the LP optimum."""
     if cluster.g != 1:
-        raise OptccError("--g", "the LP schedule covers one GPU per server (g = 1)")
+        raise OptccError("g", "the LP schedule covers one GPU per server (g = 1)")
     check_segments(segments)
     lp = lp or solve_fluid_lp(cluster, capacity, solver)
     if lp.capacity != capacity:

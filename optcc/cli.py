@@ -2,7 +2,8 @@
 
 Each subcommand lives in its own module under optcc/commands/ and defines
 `register(subparsers)`; modules are discovered automatically, so adding a command touches
-no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2.
+no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2, where
+FIELD is the flag that sets the model field the library named (optcc/commands/_fields.py).
 """
 from __future__ import annotations
 
@@ -34,13 +35,28 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         code = args.handler(args)
+        sys.stdout.flush()                   # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        return _reader_went_away()
     except OptccError as e:
-        print(f"optcc: error: {e}", file=sys.stderr)
+        from optcc.commands._fields import flag_for
+        print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130
     return 0 if code is None else code
+
+
+def _reader_went_away() -> int:
+    """`optcc … | head`: the reader closed the pipe. Stop quietly (no traceback) and exit as a
+    process killed by SIGPIPE would (128 + 13); stdout goes to devnull so that the interpreter's
+    final flush does not fail again."""
+    import os
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 if __name__ == "__main__":

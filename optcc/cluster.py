@@ -193,7 +193,7 @@ class Cluster:
         return ", ".join(parts)
 
 
-def parse_straggler(text: str, field: str = "--straggler") -> tuple[int, Fraction]:
+def parse_straggler(text: str, field: str = "stragglers") -> tuple[int, Fraction]:
     """Parse 'RANK:ELL' (ELL a decimal or an exact fraction like 8/7)."""
     if not isinstance(text, str) or text.count(":") != 1:
         raise OptccError(field, f"expected RANK:ELL such as 0:2 or 0:8/7, got {text!r}")

@@ -96,7 +96,7 @@ def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
     o up to 0.1 n/B, with equality for ℓ < 2, k ≥ 3.
     m ≥ 2 stragglers: L(k+1) + H − 1 = 2(p−1)(k+1) + (p−m) − 1 with period L = 2(H + m − 1)
     slots, one flow per port direction per slot: the drain's last hop starts by slot L(k+1) − 1
-    and the last F to a straggler by L(k+1) (optcc_multi `_drain_last_slot`, `_f_slot`); a chain
+    and the last F to a straggler by L(k+1) (optcc_multi_drain.drain_last_slot, Pattern.f_slot); a chain
     of dependent flows starts in strictly later slots, so it has at most L(k+1) + 1 flows. The
     count kept is the old synchronous epilogue's (H − 2 slots of slack). Fill flows start inside
     windows, so this is tested, not proved (slopes 6–159 against counts 13–169, p ≤ 10, k ≤ 8).

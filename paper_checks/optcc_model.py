@@ -1,6 +1,6 @@
 """OptCC's time for the checks: closed-form slot time + α per message on the critical path.
 
-Three constructions (optcc.algorithms; only their public closed forms are used here):
+Three constructions of optcc.algorithms.registry, each named (only their closed forms are used):
 - one straggler, g = 1: optcc_single.optcc_slot_time;
 - m ≥ 2 stragglers, g = 1: optcc_multi.optcc_multi_slot_time;
 - one straggler server, g > 1: optcc_servers.optcc_server_slot_time (raises OptccError outside
@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-from optcc.algorithms.optcc_servers import optcc_server_slot_time
-from optcc.algorithms.optcc_single import optcc_slot_time
+from optcc.algorithms.registry import construction
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.model_time import overhead_count, single_pieces
 from paper_checks import settings
 
 K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one per point (stated rule)
+optcc_slot_time = construction("optcc_single").slot_time
+optcc_multi_slot_time = construction("optcc_multi").slot_time
+optcc_server_slot_time = construction("optcc_servers").slot_time
 
 
 # ---- α counts (derived; their home and derivations: optcc.model_time.overhead_count) -------

@@ -44,3 +44,39 @@ def test_loading_a_bad_file_exits_2(tmp_path, capsys):
     bad.write_text('{"format": "optcc-schedule/1", "cluster": {"p": 3}, "pieces": [1], "flows": [{"src": 0}]}')
     assert main(["time", str(bad)]) == 2
     assert "flows[0].dst: missing" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["schedule", "--algo", "optcc", "--p", "8", "--g", "2", "--straggler", "0:2", "-o", "x.json"], "--straggler"),
+    (["schedule", "--algo", "optcc", "--p", "8", "-k", "0", "-o", "x.json"], "--segments"),
+    (["compare", "--p", "4", "--solver", "cplex"], "--solver"),
+    (["compare", "--p", "4", "--ilp", "--ilp-pieces", "9", "--no-prove"], "--ilp-pieces"),
+])
+def test_library_fields_reach_the_user_as_flags(argv, flag, capsys, tmp_path, monkeypatch):
+    """The library names model fields ("stragglers", "segments", "solver", "p"); the CLI shows the flag."""
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert not (tmp_path / "x.json").exists()
+    assert capsys.readouterr().err.startswith(f"optcc: error: {flag}:")
+
+
+def test_field_flag_table():
+    from optcc.commands._fields import flag_for
+    assert flag_for("stragglers[2].ell") == "--straggler" and flag_for("nvlink_bandwidth") == "--nvlink-bandwidth"
+    assert flag_for("ilp.pieces") == "--ilp-pieces" and flag_for("segments") == "--segments"
+    assert flag_for("cluster.p") == "cluster.p" and flag_for("flows[3].src") == "flows[3].src"   # file paths stay
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`optcc … | head`: the reader is gone before the output is written; no traceback, exit 141."""
+    import os
+    import subprocess
+    import sys
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "optcc", "bound", "--p", "8", "--straggler", "0:2", "--json"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.stderr == "" and done.returncode == 141

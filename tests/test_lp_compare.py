@@ -1,10 +1,10 @@
-"""`optcc compare` (optcc/commands/compare.py, lp_models.comparison)."""
+"""`optcc compare` (optcc/commands/compare.py, compose.comparison)."""
 import json
 from fractions import Fraction as F
 
 import pytest
 
-from lp_models.comparison import lp_optimum
+from lp_models.fluid import lp_optimum
 from optcc.algorithms.baselines import flat_ring_slot_time
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
@@ -104,7 +104,7 @@ def test_two_stragglers_small_cluster(capsys):
     (["--g", "4", *SERVER0_ELL2], "optcc_servers"),
 ])
 def test_p_10000_closed_forms_for_new_constructions(capsys, argv, which):
-    from lp_models.comparison import optcc_closed_form
+    from optcc.algorithms.registry import optcc_closed_form
     out = _run_json(capsys, ["compare", "--p", "10000", *argv, "--segments", "64"])
     a = out["algorithms"]
     assert all(row["proved"] is None for row in a.values())

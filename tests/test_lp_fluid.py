@@ -138,7 +138,7 @@ def test_other_solvers_agree(solver):
 
 def test_unknown_solver_and_capacity_are_refused():
     cluster = Cluster.build(4, stragglers={0: 2})
-    with pytest.raises(OptccError, match="--solver"):
+    with pytest.raises(OptccError, match="^solver: "):
         solve_fluid_lp(cluster, solver="gurobi")
     with pytest.raises(OptccError, match="capacity"):
         solve_fluid_lp(cluster, "half")

@@ -3,11 +3,11 @@ from fractions import Fraction as F
 
 import pytest
 
+from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
 from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler
 from optcc.algorithms import build_schedule
 from optcc.algorithms import optcc_single as mod
-from optcc.algorithms.optcc_single import (exclusive_fluid_optimum, optcc_allreduce, optcc_slot_time,
-                                           slot_table)
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time, slot_table
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -126,13 +126,13 @@ def test_targets_at_k64():
 def test_scope_errors_name_the_field():
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8, g=2, stragglers={0: 2}), 2)
-    assert e.value.field == "--g"
+    assert e.value.field == "g"
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8, stragglers={0: 2, 3: F(3, 2)}), 2)
-    assert e.value.field == "--straggler"
+    assert e.value.field == "stragglers"
     with pytest.raises(OptccError) as e:
         optcc_slot_time(Cluster.build(8, stragglers={0: 2, 3: F(3, 2)}), 2)
-    assert e.value.field == "--straggler"
+    assert e.value.field == "stragglers"
     with pytest.raises(OptccError) as e:
         optcc_allreduce(Cluster.build(8), 0)
-    assert e.value.field == "--segments"
+    assert e.value.field == "segments"

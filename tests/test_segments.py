@@ -86,7 +86,7 @@ def test_cli_auto_reports_the_chosen_segments(tmp_path, capsys):
 def test_auto_k_schedule_meets_its_model_time(p, strag, model, n):
     """The schedule built at auto's k, timed by the event model, is within its model time."""
     from optcc.algorithms import build_schedule
-    from optcc.timing import time_schedule
+    from compose.timing_report import time_schedule
     c = Cluster.build(p, stragglers=strag, latency_model=model)
     k, t = auto_segments("optcc", c, n)
     assert t.valid and 1 < k < 1024

@@ -7,14 +7,15 @@ from optcc.schedule import Schedule
 
 
 def check_segments(segments) -> int:
-    """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
+    """The pipeline segment count k: a positive int (OptccError on field "segments" otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+        raise OptccError("segments", f"expected a positive integer, got {segments!r}")
     return segments
 
 
 def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
-    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments."""
+    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments;
+    'optcc' is the first construction of optcc.algorithms.registry that accepts the cluster."""
     check_segments(segments)
     if algo == "ring":
         if cluster.g > 1:
@@ -23,15 +24,9 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
         from optcc.algorithms.ring import ring_allreduce
         return ring_allreduce(cluster, segments)
     if algo == "optcc":
-        if cluster.g > 1:
-            from optcc.algorithms.optcc_servers import optcc_server_allreduce
-            return optcc_server_allreduce(cluster, segments)
-        if len(cluster.stragglers) >= 2:
-            from optcc.algorithms.optcc_multi import optcc_multi_allreduce
-            return optcc_multi_allreduce(cluster, segments)
-        from optcc.algorithms.optcc_single import optcc_allreduce
-        return optcc_allreduce(cluster, segments)
-    raise OptccError("--algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
+        from optcc.algorithms.registry import choose
+        return choose(cluster).build(cluster, segments)
+    raise OptccError("algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
 
 
 ALGORITHMS = ("ring", "optcc")

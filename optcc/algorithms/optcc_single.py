@@ -34,7 +34,7 @@ ring link h → h+1 (mod H).
   upload takes only ℓδ, so each window also carries x = (2/ℓ − 1)δ of point-to-point data:
   node o uploads its raw input of P2P piece σ right after its shard upload; in period σ+1 S
   sends the P2P sum to o right after job (σ+1,o)'s download. k−1 P2P pieces (σ = 0..k−2).
-  This exactly reaches the exclusive-model fluid optimum (see `exclusive_fluid_optimum`).
+  This exactly reaches the exclusive-model fluid optimum (bounds.closed_form.exclusive_single_straggler_optimum).
 - ℓ ≥ 2: slot λ = ℓδ/2, the shard upload fills the window, healthy hops take δ ≤ λ.
 - p = 2: the two GPUs exchange their whole vectors at once (time ℓ, the cut bound).
 - ℓ = 1 (no straggler): rank 0 plays S; the same construction then takes ≈ T0·(1 + 1/k).
@@ -62,27 +62,19 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from bounds.closed_form import exclusive_single_straggler_optimum
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
 
-def exclusive_fluid_optimum(p: int, ell) -> Fraction:
-    """Derived: best time (n/B) with one flow per NIC direction, fluid data, one straggler:
-    max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)). Its argument and its one home are in bounds.closed_form
-    (`exclusive_single_straggler_optimum`); reached in the limit k → ∞ by `optcc_allreduce`."""
-    return exclusive_single_straggler_optimum(p, Fraction(ell))
-
-
 def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
     if cluster.g != 1:
-        raise OptccError("--g", "the single-straggler OptCC covers one GPU per server (g = 1); "
+        raise OptccError("g", "the single-straggler OptCC covers one GPU per server (g = 1); "
                                 "for g > 1 use optcc_servers.optcc_server_allreduce (build_schedule picks it)")
     stragglers = cluster.stragglers
     if len(stragglers) > 1:
-        raise OptccError("--straggler", f"single-straggler OptCC got {len(stragglers)} stragglers "
+        raise OptccError("stragglers", f"single-straggler OptCC got {len(stragglers)} stragglers "
                                         f"(ranks {sorted(stragglers)}); several stragglers are optcc_multi.optcc_multi_allreduce (build_schedule picks it)")
     if not stragglers:
         return 0, Fraction(1)

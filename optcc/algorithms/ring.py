@@ -13,7 +13,8 @@ from fractions import Fraction
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from optcc.schedule import Flow, Schedule
+from optcc.algorithms.families.ring import ring_flows
+from optcc.schedule import Schedule
 
 
 def ring_step(t: int, n: int) -> tuple[int, str]:
@@ -27,18 +28,13 @@ def ring_step(t: int, n: int) -> tuple[int, str]:
 
 def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if cluster.g != 1:
-        raise OptccError("--g", "the ring generator covers one GPU per server (g = 1); "
+        raise OptccError("g", "the ring generator covers one GPU per server (g = 1); "
                                 "for g > 1 use baselines.flat_ring_allreduce (build_schedule picks it)")
     p, k = cluster.p, segments
     shard = Fraction(1, k * p)
     step = shard * max(cluster.slowdown)
-    flows = []
-    for seg in range(k):
-        base = seg * p
-        for t in range(2 * (p - 1)):
-            start = (seg * 2 * (p - 1) + t) * step
-            offset, op = ring_step(t, p)
-            for i in range(p):
-                flows.append(Flow(i, (i + 1) % p, base + (i + offset) % p, op, start))
+    # The flows are the enumeration of the ring's flow families (optcc.algorithms.families.ring),
+    # the formulas verifier.parametric proves for every p, k, ℓ and straggler rank.
+    flows = ring_flows(p, k, step)
     meta = {"algorithm": "ring", "segments": k, "capacity": "exclusive"}
     return Schedule(cluster, [shard] * (k * p), flows, meta=meta)

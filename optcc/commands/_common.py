@@ -1,13 +1,13 @@
-"""Shared argument helpers for subcommands: the cluster flags and JSON/table printing."""
+"""Shared argument helpers for subcommands: the cluster flags; printing is compose.tables."""
 from __future__ import annotations
 
 import json
-import sys
-from fractions import Fraction
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
 from optcc.exact import parse_fraction
+from compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
+from optcc.commands._fields import flag_for
 
 DEFAULT_N_BYTES = 2**30
 
@@ -68,7 +68,7 @@ def apply_latency_args(cluster: Cluster, args) -> Cluster:
             name = lat["latency_model"]
         return cluster.with_latency(lat["overhead"], lat["issue_delay"], lat["latency"], name)
     except OptccError as e:
-        raise OptccError(overhead_flag if e.field == "overhead" else _flag(e.field), e.message) from None
+        raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
 
 
 def cluster_from_args(args) -> Cluster:
@@ -92,13 +92,7 @@ def cluster_from_args(args) -> Cluster:
                              overhead=overhead, issue_delay=args.issue_delay, latency=args.latency,
                              latency_model=args.latency_model)
     except OptccError as e:
-        raise OptccError(overhead_flag if e.field == "overhead" else _flag(e.field), e.message) from None
-
-
-def _flag(field: str) -> str:
-    if field.startswith("stragglers"):
-        return "--straggler"
-    return "--" + field.replace("_", "-")
+        raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
 
 
 def add_segments_arg(parser, default) -> None:
@@ -130,45 +124,3 @@ def message_size(args) -> int:
     if args.n <= 0:
         raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
     return args.n
-
-
-def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
-    sys.stdout.write("\n")
-
-
-def _json_default(x):
-    if isinstance(x, Fraction):
-        return float(x)
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
-
-
-def print_table(headers, rows, file=None) -> None:
-    """A plain aligned table, right-aligned numbers, as nccl-tests prints."""
-    file = file or sys.stdout
-    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [i > 0 and all(_is_number(row[i]) for row in rows) for i in range(len(headers))]
-    for r in cells:
-        print("  ".join(c.rjust(w) if numeric[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip(),
-              file=file)
-
-
-def _is_number(v) -> bool:
-    if v is None or isinstance(v, (int, float, Fraction)):
-        return True
-    try:
-        float(str(v))
-        return True
-    except ValueError:
-        return str(v) in {"-", ""}
-
-
-def _cell(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, Fraction):
-        v = float(v)
-    if isinstance(v, float):
-        return f"{v:.4f}"
-    return str(v)

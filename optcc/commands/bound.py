@@ -18,7 +18,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     message_size(args)
-    from bounds.report import bound_report, derivation
+    from bounds.report import derivation
+    from compose.bound_report import bound_report
 
     cluster = cluster_from_args(args)
     out = bound_report(cluster, args.n)

@@ -21,7 +21,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from lp_models.comparison import compare
+    from compose.comparison import compare
 
     message_size(args)
     if args.ilp_time_limit <= 0:

@@ -5,7 +5,8 @@ from optcc.commands._common import (add_latency_args, add_size_and_json_args, ap
                                     print_json, print_table)
 from optcc.latency import describe_json
 from optcc.schedule import Schedule
-from optcc.timing import time_schedule, units_to_seconds
+from compose.timing_report import time_schedule
+from optcc.timing import units_to_seconds
 
 
 def register(sub) -> None:

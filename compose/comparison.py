@@ -3,7 +3,7 @@
 Small clusters (p ≤ MATERIALIZE_MAX_P) get real schedules, timed by optcc.timing and proved by
 the verifier; larger ones get the algorithms' closed forms (derived from the constructions and
 tested equal to the generated schedules' slot times), reported with proved = None.
-OptCC is whatever `build_schedule("optcc", …)` picks (single straggler, m ≥ 2 stragglers, or
+OptCC is whatever optcc.algorithms.registry chooses (single straggler, m ≥ 2 stragglers, or
 g > 1 servers); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
 straggler (NCCLNoFailure) and the hierarchical ring; R2CCL is the g = 1 schedule or the
 node-level one for g > 1. A row that has no number says why (time null, source "not available").
@@ -15,21 +15,14 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
+from compose.rows import row
+from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 
 MATERIALIZE_MAX_P = 64
 ILP_MAX_P = 4
-
-
-def lp_optimum(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT_LP_SOLVER) -> float | None:
-    """Fluid-LP optimum (n/B) for `cluster`, or None when the LP does not reach optimality.
-
-    For `optcc demo` and other callers that want one number."""
-    res = solve_fluid_lp(cluster, capacity, solver)
-    return res.objective if res.optimal else None
 
 
 def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str = DEFAULT_LP_SOLVER,
@@ -93,38 +86,20 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
 
 def _unavailable(out: dict, name: str, reason: str) -> None:
     """A row that says why there is no number (time and ratios null)."""
-    out["algorithms"][name] = {"time": None, "ratio_to_t0": None, "ratio_to_lower_bound": None,
-                               "proved": None, "source": f"not available: {reason}"}
-
-
-def _optcc_construction(cluster: Cluster):
-    """(name, closed-form slot time) of the construction `build_schedule("optcc", …)` picks:
-    g > 1 → optcc_servers, m ≥ 2 stragglers → optcc_multi, else optcc_single."""
-    if cluster.g > 1:
-        from optcc.algorithms.optcc_servers import optcc_server_slot_time
-        return "optcc_servers", optcc_server_slot_time
-    if len(cluster.stragglers) >= 2:
-        from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-        return "optcc_multi", optcc_multi_slot_time
-    from optcc.algorithms.optcc_single import optcc_slot_time
-    return "optcc_single", optcc_slot_time
-
-
-def optcc_closed_form(cluster: Cluster, segments: int) -> Fraction:
-    """OptCC's closed-form slot time for the construction `build_schedule("optcc", …)` picks
-    (each derived from its construction and tested equal to the generated schedules' slot times)."""
-    return _optcc_construction(cluster)[1](cluster, segments)
+    out["algorithms"][name] = row(None, None, None, proved=None, source=f"not available: {reason}")
 
 
 def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
     from optcc.algorithms import build_schedule
-    which, closed_form = _optcc_construction(cluster)
+    from optcc.algorithms.registry import choose
+    chosen = choose(cluster)
+    which = chosen.name
     try:
         if small:
             _add_schedule(out, "optcc", build_schedule("optcc", cluster, segments), t0, lb, prove, notes)
             out["algorithms"]["optcc"]["source"] = f"schedule ({which})"
         else:
-            out["algorithms"]["optcc"] = _entry(closed_form(cluster, segments), t0, lb, None,
+            out["algorithms"]["optcc"] = _entry(chosen.slot_time(cluster, segments), t0, lb, None,
                                                 f"closed form ({which})")
     except OptccError as exc:
         _unavailable(out, "optcc", f"{which}: {exc}")
@@ -187,19 +162,11 @@ def _add_r2ccl(out, cluster, small, t0, lb, prove, notes) -> None:
 
 
 def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, source: str, **extra) -> dict:
-    entry = {
-        "time": float(time_units),
-        "ratio_to_t0": float(time_units / t0),
-        "ratio_to_lower_bound": None if lb is None else float(time_units / lb),
-        "proved": proved,
-        "source": source,
-    }
-    entry.update(extra)
-    return entry
+    return row(time_units, t0, lb, proved=proved, source=source, **extra)
 
 
 def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: list) -> None:
-    from optcc.timing import time_schedule
+    from compose.timing_report import time_schedule
 
     rep = time_schedule(schedule)
     proved = None

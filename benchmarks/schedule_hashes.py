@@ -1,0 +1,59 @@
+"""sha256 of every generated schedule over a grid (ring, OptCC single / multi / servers, the
+baselines, LP schedules), written as JSON: run it before and after a change that must not
+change any schedule, and compare the two files (they must be byte-identical).
+
+Run: python benchmarks/schedule_hashes.py OUT.json"""
+import hashlib
+import json
+import sys
+from fractions import Fraction as F
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+
+def h(s):
+    return hashlib.sha256(json.dumps(s.to_json(), sort_keys=True).encode()).hexdigest()
+
+def grid():
+    from optcc.algorithms import build_schedule
+    from optcc.algorithms import baselines as BL
+    ells = [F(1), F(8, 7), F(3, 2), F(2), F(3)]
+    for p in (2, 3, 4, 5, 6, 7, 9):
+        for ell in ells:
+            c = Cluster.build(p, 1, {p - 1: ell} if ell != 1 else None)
+            for k in (1, 2, 3, 5):
+                for algo in ("ring", "optcc"):
+                    yield f"{algo} p{p} l{ell} k{k}", lambda a=algo, c=c, k=k: build_schedule(a, c, k)
+            yield f"r2ccl p{p} l{ell}", lambda c=c: BL.r2ccl_allreduce(c, 4, 8)
+            yield f"pxn p{p} l{ell}", lambda c=c: BL.pxn_ring_allreduce(c, 2)
+    for p in (4, 5, 6, 8, 9):
+        for m in (2, 3):
+            if m > p - 2:
+                continue
+            for e in ([F(3, 2), F(2)], [F(8, 7), F(3)], [F(2), F(2)], [F(5, 4), F(5, 4)]):
+                st = {i: e[i % 2] for i in range(m)}
+                c = Cluster.build(p, 1, st)
+                for k in (1, 2, 3, 4):
+                    yield f"multi p{p} {sorted(st.items())} k{k}", lambda c=c, k=k: build_schedule("optcc", c, k)
+    for g in (2, 4):
+        for q in (1, 2, 3, 4):
+            for ell in ells:
+                c = Cluster.build(q * g, g, {r: ell for r in range(g)} if ell != 1 else None)
+                for k in (1, 2, 3):
+                    for algo in ("ring", "optcc"):
+                        yield f"{algo} g{g} q{q} l{ell} k{k}", lambda a=algo, c=c, k=k: build_schedule(a, c, k)
+                yield f"hier g{g} q{q} l{ell}", lambda c=c: BL.hierarchical_ring_allreduce(c)
+                yield f"r2ccls g{g} q{q} l{ell}", lambda c=c: BL.r2ccl_server_allreduce(c, 4, 8)
+    from lp_models.to_schedule import lp_schedule
+    for p in (3, 4, 6):
+        c = Cluster.build(p, 1, {0: F(3, 2)})
+        for cap in ("shared", "exclusive"):
+            yield f"lp p{p} {cap}", lambda c=c, cap=cap: lp_schedule(c, 4, cap)
+
+out = {}
+for name, make in grid():
+    try:
+        out[name] = h(make())
+    except OptccError as e:
+        out[name] = f"error {e.message}"
+json.dump(out, open(sys.argv[1], "w"), indent=0, sort_keys=True)
+print(len(out), sum(1 for v in out.values() if v.startswith("error")))

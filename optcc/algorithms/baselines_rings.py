@@ -1,0 +1,126 @@
+"""Ring baselines the paper compares against (NCCL), as Schedules so they can be timed,
+simulated and proved like OptCC.
+
+- `pxn_ring_allreduce`: NCCL's ring with the straggler on it (PXN rerouting keeps the job
+  alive; the ring runs at the slowest link, so it costs ℓ·T0). g = 1: optcc.algorithms.ring.
+- `flat_ring_allreduce`: NCCL's ring over all p GPUs when g > 1, one channel per NIC
+  (derived reading of the paper's NCCLNoFailure in Figure 10, PAPER.md "Derived, to read the
+  claims right"): 2(p−1)/(p·g) · ℓ_max.
+- `hierarchical_ring_allreduce`: NVLink reduce-scatter in each server, g parallel inter-server
+  rings (one per NIC) over q = p/g servers, NVLink all-gather: 2(g−1)/(g·s_nv) + 2(q−1)/p · ℓ_max
+  (derived; s_nv = B_nvlink/B). Its NIC part is the hierarchical optimum T0 = 2(p−g)/(g·p).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.algorithms.ring import ring_allreduce, ring_step
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow, Schedule
+
+ONE = Fraction(1)
+
+
+def pxn_ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
+    """NCCL ring with the straggler on the ring: g = 1 ring, g > 1 flat ring (both ℓ_max·fault-free)."""
+    if cluster.g == 1:
+        return ring_allreduce(cluster, segments)
+    return flat_ring_allreduce(cluster)
+
+
+# ---- flat ring for g > 1 -------------------------------------------------------------------
+def flat_ring_allreduce(cluster: Cluster) -> Schedule:
+    """Ring over all p GPUs, g channels (one per NIC); each channel carries 1/g of the data.
+
+    Channel c visits each server's GPUs starting at local index c, so the server-boundary hop
+    of channel c leaves from local (c−1) mod g over its NIC and enters local c: every NIC sends
+    and receives exactly one channel. The g−1 NVLink hops a GPU serves at once share its
+    NVLink port at rate 1/(g−1). Steps are synchronous (NCCL): a step lasts one NIC hop,
+    shard·ℓ_max, shard = 1/(g·p). Total 2(p−1)/(g·p)·ℓ_max (derived).
+    """
+    p, g = cluster.p, cluster.g
+    if g == 1:
+        return ring_allreduce(cluster, 1)
+    if cluster.nvlink_speedup * Fraction(1, g - 1) < 1:
+        raise OptccError("nvlink_bandwidth", "the flat ring assumes NVLink hops at rate 1/(g−1) "
+                                             "are no slower than a NIC hop")
+    shard = Fraction(1, g * p)
+    step = shard * max(cluster.slowdown)
+    nv_rate = Fraction(1, g - 1)
+    flows = []
+    for c in range(g):
+        order = [s * g + (c + i) % g for s in range(cluster.servers) for i in range(g)]
+        base = c * p
+        for t in range(2 * (p - 1)):
+            start = t * step
+            offset, op = ring_step(t, p)
+            for pos in range(p):
+                src, dst = order[pos], order[(pos + 1) % p]
+                nic = src // g != dst // g
+                link, rate = ("nic", ONE) if nic else ("nvlink", nv_rate)
+                flows.append(Flow(src, dst, base + (pos + offset) % p, op, start, link, rate))
+    meta = {"algorithm": "flat_ring", "channels": g, "capacity": "exclusive"}
+    return Schedule(cluster, [shard] * (g * p), flows, meta=meta)
+
+
+def flat_ring_slot_time(cluster: Cluster) -> Fraction:
+    """Derived: 2(p−1)/(g·p)·ℓ_max (units n/B)."""
+    return Fraction(2 * (cluster.p - 1), cluster.g * cluster.p) * max(cluster.slowdown)
+
+
+# ---- hierarchical ring ---------------------------------------------------------------------
+def hierarchical_ring_allreduce(cluster: Cluster) -> Schedule:
+    """NVLink reduce-scatter (g−1 steps), g inter-server rings over q servers, NVLink all-gather.
+
+    Pieces: p pieces of 1/p; shard j of a server = pieces j·q .. j·q+q−1. After the NVLink
+    reduce-scatter GPU with local index l holds its server's partial sum of shard (l+1) mod g;
+    the q GPUs with local index l then run a ring AllReduce of that shard over the NICs.
+    """
+    p, g, q = cluster.p, cluster.g, cluster.servers
+    if g == 1:
+        return ring_allreduce(cluster, 1)
+    piece = Fraction(1, p)
+    nv_rate = Fraction(1, q)                 # q pieces of a shard move at once on one NVLink port
+    step_nv = Fraction(1, g) / cluster.nvlink_speedup
+    step_nic = piece * max(cluster.slowdown)
+    flows = []
+
+    def shard_pieces(j):
+        return range(j * q, j * q + q)
+
+    t = Fraction(0)
+    for step in range(g - 1):                # NVLink reduce-scatter inside every server
+        for s in range(q):
+            for l in range(g):
+                src, dst = s * g + l, s * g + (l + 1) % g
+                for pc in shard_pieces((l - step) % g):
+                    flows.append(Flow(src, dst, pc, "add", t, "nvlink", nv_rate))
+        t += step_nv
+    if q > 1:
+        for step in range(2 * (q - 1)):      # g inter-server rings, one per local index
+            offset, op = ring_step(step, q)
+            for l in range(g):
+                j = (l + 1) % g              # the shard GPU l reduced
+                for s in range(q):
+                    src, dst = s * g + l, ((s + 1) % q) * g + l
+                    flows.append(Flow(src, dst, j * q + (s + offset) % q, op, t))
+            t += step_nic
+    for step in range(g - 1):                # NVLink all-gather inside every server
+        for s in range(q):
+            for l in range(g):
+                src, dst = s * g + l, s * g + (l + 1) % g
+                for pc in shard_pieces((l + 1 - step) % g):
+                    flows.append(Flow(src, dst, pc, "copy", t, "nvlink", nv_rate))
+        t += step_nv
+    meta = {"algorithm": "hierarchical_ring", "capacity": "exclusive"}
+    return Schedule(cluster, [piece] * p, flows, meta=meta)
+
+
+def hierarchical_ring_slot_time(cluster: Cluster) -> Fraction:
+    """Derived: 2(g−1)/(g·s_nv) + 2(q−1)/p·ℓ_max (units n/B; s_nv = B_nvlink/B)."""
+    p, g, q = cluster.p, cluster.g, cluster.servers
+    if g == 1:
+        return Fraction(2 * (p - 1), p) * max(cluster.slowdown)
+    return (Fraction(2 * (g - 1), g) / cluster.nvlink_speedup
+            + Fraction(2 * (q - 1), p) * max(cluster.slowdown))

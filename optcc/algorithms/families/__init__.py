@@ -1,0 +1,92 @@
+"""Flow families: a generator's flows written once as index formulas over symbolic parameters.
+
+A family is a set of flows indexed by a few integers (segment, hop, node, ...). Its formulas
+take an arithmetic namespace `A` as their first argument, so the same code runs on Python
+ints/Fractions (`INT`, the enumeration that builds schedules) and on solver terms
+(verifier.parametric builds one for Z3; the core never imports a solver). Times are stated as
+integer *slot boxes*: a flow occupies box [box, box + box_len) in units of the family's slot
+length, starts `offset` into its box and lasts `dur` (both in slot units, offset + dur ≤
+box_len is an obligation). Port exclusivity is then a statement about integers.
+
+`A.mod(x, n, qlo, qhi)` is x mod n for a caller who promises qlo·n ≤ x < (qhi+1)·n; a solver
+namespace writes it as an if-then-else over that bounded quotient and proves the promise
+separately (docs/parametric.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+
+class _IntArith:
+    """The arithmetic namespace on Python ints and Fractions (exact enumeration)."""
+
+    @staticmethod
+    def mod(x, n, qlo, qhi):
+        return x % n
+
+    @staticmethod
+    def ite(c, a, b):
+        return a if c else b
+
+    @staticmethod
+    def And(*cs):
+        return all(cs)
+
+    @staticmethod
+    def Or(*cs):
+        return any(cs)
+
+    @staticmethod
+    def Not(c):
+        return not c
+
+    @staticmethod
+    def mul(a, b):
+        return a * b
+
+    @staticmethod
+    def odd(x):
+        return x % 2 == 1
+
+    @staticmethod
+    def div(a, b):
+        return a if b == 1 else Fraction(a) / b
+
+
+INT = _IntArith()
+
+
+class Terms(NamedTuple):
+    """One flow of a family, as terms: nodes, piece key, op, slot box and placement in it."""
+
+    src: Any
+    dst: Any
+    piece: tuple          # a key; the family's `piece_index` maps it to the schedule's index
+    box: Any              # first slot of the box (integer)
+    box_len: Any          # slots in the box (integer)
+    offset: Any           # start within the box, slot units (real)
+    dur: Any              # duration, slot units (real)
+    phase: Any = 0        # boxes of a later phase start after every flow of an earlier one ends
+
+
+@dataclass(frozen=True)
+class Family:
+    """`domain(A, P, *idx)` lists the conditions on the indices; `terms(A, P, *idx)` -> Terms."""
+
+    name: str
+    index: tuple[str, ...]
+    op: str
+    domain: Callable
+    terms: Callable
+
+
+class Params(NamedTuple):
+    """The symbolic parameters every family sees: p GPUs, k segments, slowdown ℓ of rank s."""
+
+    p: Any
+    k: Any
+    ell: Any
+    s: Any

@@ -1,0 +1,186 @@
+"""Single-straggler OptCC (p ≥ 3, g = 1) as eight flow families; `optcc_flows` enumerates them.
+
+Derived from optcc.algorithms.optcc_single (its docstring has the construction and the slot
+pattern; the four stages are the paper's, Figures 4-7). Nodes: healthy ring positions
+0..H−1 (H = p−1; position h is rank h + [h ≥ s]) and the straggler S = node H. Shard piece
+key (σ, o) is piece σ·H + o; point-to-point piece key (σ,) is piece k·H + σ (ℓ < 2 only).
+
+Three time phases, each with its own slot: 0 prologue (slot δ, a synchronous ring
+reduce-scatter of segment 0), 1 pipeline (slot λ = δ for ℓ < 2, ℓδ/2 for ℓ ≥ 2; starts at
+(H−1)δ), 2 epilogue (slot δ, ring all-gather of segment k−1; starts when the pipeline ends, at
+pipeline slot L = 2H + ℓ for ℓ < 2 and k = 1, else 2Hk + 2). Job (σ, o) has pipeline base slot
+B = σ·2H + 2(H−1−o); ring hops sit at B + τ_RS(j), B + τ_AG(j); S's window is [B, B+2).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.algorithms.families import INT, Family, Params, Terms
+
+
+def _H(P):
+    return P.p - 1
+
+
+def _small(P):
+    return P.ell < 2
+
+
+def _hop(A, P):
+    """A healthy hop (size δ at rate 1) in pipeline slots: 1 (λ = δ) or 2/ℓ (λ = ℓδ/2)."""
+    return A.ite(_small(P), 1, A.div(2, P.ell))
+
+
+def _s_dur(A, P):
+    """A shard to or from S (size δ at rate 1/ℓ) in pipeline slots: ℓ or 2."""
+    return A.ite(_small(P), P.ell, 2)
+
+
+def _base(A, P, sigma, o):
+    H = _H(P)
+    return A.mul(sigma, 2 * H) + 2 * (H - 1 - o)
+
+
+def _tau_rs(A, P, j):
+    H = _H(P)
+    return A.ite(A.odd(H), 2 * j + 1 - 2 * H, A.ite(2 * j <= H, 2 * j - 1 - 2 * H, 2 * j + 1 - 2 * H))
+
+
+def _tau_ag(A, P, j):
+    H = _H(P)
+    return A.ite(A.odd(H), 2 * j + 4, A.ite(2 * j <= H - 4, 2 * j + 4, 2 * j + 6))
+
+
+def _ring_step(A, P, t, i):
+    return [t >= 0, t <= _H(P) - 2, i >= 0, i < _H(P)]
+
+
+def _pro(A, P, t, i):
+    H = _H(P)
+    return Terms(i, A.mod(i + 1, H, 0, 1), (0, A.mod(i - t - 1, H, -1, 0)), t, 1, 0, 1, 0)
+
+
+def _epi(A, P, t, i):
+    H = _H(P)
+    return Terms(i, A.mod(i + 1, H, 0, 1), (P.k - 1, A.mod(i - t, H, -1, 0)), t, 1, 0, 1, 2)
+
+
+def _rs_dom(A, P, sigma, o, j):
+    return [sigma >= 1, sigma < P.k, o >= 0, o < _H(P), j >= 1, j <= _H(P) - 1]
+
+
+def _rs(A, P, sigma, o, j):
+    H = _H(P)
+    a = A.mod(o + j, H, 0, 1)
+    return Terms(a, A.mod(a + 1, H, 0, 1), (sigma, o), _base(A, P, sigma, o) + _tau_rs(A, P, j), 1, 0,
+                 _hop(A, P), 1)
+
+
+def _ag_dom(A, P, sigma, o, j):
+    return [sigma >= 0, sigma <= P.k - 2, o >= 0, o < _H(P), j >= 0, j <= _H(P) - 2]
+
+
+def _ag(A, P, sigma, o, j):
+    H = _H(P)
+    a = A.mod(o + j, H, 0, 1)
+    return Terms(a, A.mod(a + 1, H, 0, 1), (sigma, o), _base(A, P, sigma, o) + _tau_ag(A, P, j), 1, 0,
+                 _hop(A, P), 1)
+
+
+def _job_dom(A, P, sigma, o):
+    return [sigma >= 0, sigma < P.k, o >= 0, o < _H(P)]
+
+
+def _up(A, P, sigma, o):
+    return Terms(o, _H(P), (sigma, o), _base(A, P, sigma, o), 2, 0, _s_dur(A, P), 1)
+
+
+def _down(A, P, sigma, o):
+    return Terms(_H(P), o, (sigma, o), _base(A, P, sigma, o) + 2, 2, 0, _s_dur(A, P), 1)
+
+
+def _p2p_dom(A, P, sigma, o):
+    return [_small(P), sigma >= 0, sigma <= P.k - 2, o >= 0, o < _H(P)]
+
+
+def _p2p_up(A, P, sigma, o):
+    """o's raw input of P2P piece σ, right after its shard upload in the same window."""
+    return Terms(o, _H(P), (sigma,), _base(A, P, sigma, o), 2, P.ell, 2 - P.ell, 1)
+
+
+def _p2p_down(A, P, sigma, o):
+    """The P2P sum back to o, right after job (σ+1, o)'s download, in the same window."""
+    return Terms(_H(P), o, (sigma,), _base(A, P, sigma + 1, o) + 2, 2, P.ell, 2 - P.ell, 1)
+
+
+PRO = Family("optcc.prologue_rs", ("t", "i"), "add", _ring_step, _pro)
+RS = Family("optcc.rs_hop", ("sigma", "o", "j"), "add", _rs_dom, _rs)
+UP = Family("optcc.upload", ("sigma", "o"), "add", _job_dom, _up)
+DOWN = Family("optcc.download", ("sigma", "o"), "copy", _job_dom, _down)
+P2P_UP = Family("optcc.p2p_upload", ("sigma", "o"), "add", _p2p_dom, _p2p_up)
+P2P_DOWN = Family("optcc.p2p_download", ("sigma", "o"), "copy", _p2p_dom, _p2p_down)
+AG = Family("optcc.ag_hop", ("sigma", "o", "j"), "copy", _ag_dom, _ag)
+EPI = Family("optcc.epilogue_ag", ("t", "i"), "copy", _ring_step, _epi)
+FAMILIES = (PRO, RS, UP, DOWN, P2P_UP, P2P_DOWN, AG, EPI)
+
+
+def piece_index(P, key):
+    H = _H(P)
+    return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
+
+
+def shard_size(H: int, k: int, ell: Fraction) -> Fraction:
+    """δ (derived, optcc_single): 1/(kH) for ℓ ≥ 2, else 1/(kH + (k−1)(2/ℓ − 1))."""
+    return Fraction(1, k * H) if ell >= 2 else 1 / (k * H + (k - 1) * (2 / ell - 1))
+
+
+def pipeline_slots(H, k, ell):
+    """L: pipeline length in pipeline slots (derived: the last download, or P2P download)."""
+    return 2 * H + ell if (ell < 2 and k == 1) else 2 * H * k + 2
+
+
+def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
+    """(pieces, flows) of every family on concrete parameters, in optcc_allreduce's order."""
+    from optcc.schedule import Flow
+    pro, rs, up, down, p2p_up, p2p_down, ag, epi = families
+    P = Params(p, k, Fraction(ell), s)
+    H = p - 1
+    d = shard_size(H, k, P.ell)
+    small = P.ell < 2
+    lam = d if small else P.ell * d / 2
+    O = (H - 1) * d
+    origin = (Fraction(0), O, O + pipeline_slots(H, k, P.ell) * lam)
+    unit = (d, lam, d)
+    starts: dict = {}
+    flows = []
+
+    def rank(node):
+        return s if node == H else node + (node >= s)
+
+    def emit(fam, *idx):
+        if not all(fam.domain(INT, P, *idx)):
+            return
+        T = fam.terms(INT, P, *idx)
+        key = (T.phase, T.box + T.offset)
+        start = starts.get(key)
+        if start is None:
+            start = starts[key] = origin[T.phase] + key[1] * unit[T.phase]
+        flows.append(Flow(rank(T.src), rank(T.dst), piece_index(P, T.piece), fam.op, start))
+    for t in range(H - 1):
+        for i in range(H):
+            emit(pro, t, i)
+    for sigma in range(k):
+        for o in range(H):
+            for j in range(1, H):
+                emit(rs, sigma, o, j)
+            emit(up, sigma, o)
+            emit(down, sigma, o)
+            emit(p2p_up, sigma, o)
+            emit(p2p_down, sigma, o)
+            for j in range(H - 1):
+                emit(ag, sigma, o, j)
+    for t in range(H - 1):
+        for i in range(H):
+            emit(epi, t, i)
+    pieces = [d] * (k * H) + ([(2 / P.ell - 1) * d] * (k - 1) if small else [])
+    return pieces, flows

@@ -1,0 +1,67 @@
+"""Ring AllReduce as two flow families (reduce-scatter, all-gather); `ring_flows` enumerates them.
+
+Derived from optcc.algorithms.ring (NCCL's ring, paper Section 1): segment σ = 0..k−1, step t of
+2(p−1) steps, node i = 0..p−1 sends to i+1 mod p. Reduce-scatter step t adds shard (i − t) mod p;
+all-gather step u = t − (p−1) copies shard (i + 1 − u) mod p. Piece key (σ, shard) is piece
+σ·p + shard. One slot = one step = shard size · max ℓ; flow (σ, t) owns slot box σ·2(p−1) + t
+and lasts max(ℓ_src, ℓ_dst)/ℓ of it (ℓ_r = ℓ for the straggler rank s, else 1).
+"""
+from __future__ import annotations
+
+from optcc.algorithms.families import INT, Family, Params, Terms
+
+
+def _dur(A, P, src, dst):
+    return A.div(A.ite(A.Or(src == P.s, dst == P.s), P.ell, 1), P.ell)
+
+
+def _rs_domain(A, P, sigma, t, i):
+    return [sigma >= 0, sigma < P.k, t >= 0, t <= P.p - 2, i >= 0, i < P.p]
+
+
+def _rs_terms(A, P, sigma, t, i):
+    dst = A.mod(i + 1, P.p, 0, 1)
+    return Terms(i, dst, (sigma, A.mod(i - t, P.p, -1, 0)), A.mul(sigma, 2 * P.p - 2) + t, 1, 0,
+                 _dur(A, P, i, dst))
+
+
+def _ag_domain(A, P, sigma, u, i):
+    return [sigma >= 0, sigma < P.k, u >= 0, u <= P.p - 2, i >= 0, i < P.p]
+
+
+def _ag_terms(A, P, sigma, u, i):
+    dst = A.mod(i + 1, P.p, 0, 1)
+    return Terms(i, dst, (sigma, A.mod(i + 1 - u, P.p, -1, 1)),
+                 A.mul(sigma, 2 * P.p - 2) + P.p - 1 + u, 1, 0, _dur(A, P, i, dst))
+
+
+RS = Family("ring.reduce_scatter", ("sigma", "t", "i"), "add", _rs_domain, _rs_terms)
+AG = Family("ring.all_gather", ("sigma", "u", "i"), "copy", _ag_domain, _ag_terms)
+FAMILIES = (RS, AG)
+
+
+def piece_index(P, key):
+    sigma, shard = key
+    return sigma * P.p + shard
+
+
+def ring_flows(p: int, k: int, step, families=FAMILIES):
+    """The flows of every family on concrete (p, k), in the generator's order (σ, t, i), with
+    start = box · step; `families` lets tests enumerate mutants the same way."""
+    from optcc.schedule import Flow
+    rs, ag = families
+    P = Params(p, k, 1, -1)          # durations are the timing model's; only starts are stated
+    starts: dict = {}
+    flows = []
+    for sigma in range(k):
+        for t in range(2 * (p - 1)):
+            fam, h = (rs, t) if t < p - 1 else (ag, t - (p - 1))
+            for i in range(p):
+                if not all(fam.domain(INT, P, sigma, h, i)):
+                    continue
+                T = fam.terms(INT, P, sigma, h, i)
+                start = starts.get(T.box)
+                if start is None:
+                    start = starts[T.box] = T.box * step
+                flows.append(Flow(T.src, T.dst, piece_index(P, T.piece), fam.op, start))
+    return flows

@@ -1,0 +1,86 @@
+"""The periodic slot pattern of multi-straggler OptCC (g = 1, m ≥ 2): when each ring hop, each
+straggler's raw upload and each full-sum download of job (σ, a) starts, in slots.
+
+Derived (docs/optcc_multi.md; the formulas and why they keep one flow per port are in the
+docstring of optcc.algorithms.optcc_multi). H healthy GPUs, m stragglers sorted ℓ1 ≥ … ≥ ℓm,
+W = H + m − 1 windows of 2 slots per period of L = 2W slots.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+COINCIDE_MIN_H = 3
+
+
+@dataclass(frozen=True)
+class Pattern:
+    H: int      # healthy GPUs (ring nodes)
+    m: int      # stragglers
+
+    @property
+    def W(self) -> int:
+        """Windows per period."""
+        return self.H + self.m - 1
+
+    @property
+    def L(self) -> int:
+        """Slots per period."""
+        return 2 * (self.H + self.m - 1)
+
+    @property
+    def coincide(self) -> bool:
+        """m = 2 rotation with one idle window shared by both stragglers (derived)."""
+        return self.m == 2 and self.H >= COINCIDE_MIN_H
+
+    @cached_property
+    def windows(self) -> list[list[int]]:
+        """w[i][a]: the window (0..W−1) in which straggler i serves ring link a (derived).
+
+        Default: a + i. m = 2 "coincide" rotation: straggler 1 serves link H−1 in window 0 (not
+        H), so both stragglers idle in window H."""
+        H, m = self.H, self.m
+        w = [[a + i for a in range(H)] for i in range(m)]
+        if self.coincide:
+            w[1][H - 1] = 0
+        return w
+
+    def pair_windows(self) -> list[int]:
+        """Window in which stragglers i and i+1 are both idle (chain fill), i = 0..m−2."""
+        if self.coincide:
+            return [self.H]
+        return [(self.H + 1 + i) % (self.H + self.m - 1) for i in range(self.m - 1)]
+
+    def moved_tail(self) -> dict[int, int]:
+        """Jobs whose all-gather tail `ag_slot` moves a period later (job -> first moved hop); for
+        segment k−2 the drain places these hops instead, so they do not outlast it."""
+        return {1: self.H - 2, 2: self.H - 3} if self.coincide else {}
+
+    def rs_slot(self, sigma: int, a: int, j: int) -> int:
+        """Reduce-scatter hop j (link a+j) of job (σ, a)."""
+        H, m = self.H, self.m
+        return self.L * sigma + 2 * a + j + (2 * m - 2) * (a + j >= H)
+
+    def ag_slot(self, sigma: int, a: int, j: int) -> int:
+        """All-gather hop j of job (σ, a). The coincide rotation moves two hops off link H−1's
+        window 0 into its freed window H one period later (job 1's hop H−2, job 2's hop H−3; job
+        2's last hop follows one period later): found by a CP-SAT search that kept every other
+        offset, checked by the port test for every H the tests try (derived, not proved in general)."""
+        H, m, L = self.H, self.m, self.L
+        t = L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + (2 * m - 2) * (a + j >= H)
+        if self.coincide:
+            if (a == 1 and j == H - 2) or (a == 2 and j == H - 3):
+                t += L - 2
+            elif a == 2 and j == H - 2:
+                t += L
+        return t
+
+    def f_slot(self, sigma: int, a: int, i: int) -> int:
+        """F of job (σ, a) to straggler i: its window of period σ+1, or σ+2 if that window comes
+        before the job's own (coincide rotation, link H−1)."""
+        w = self.windows
+        return self.L * (sigma + 1) + 2 * w[i][a] + self.L * (w[i][a] < a)
+
+    def raw_slot(self, sigma: int, a: int, i: int) -> int:
+        """Raw of job (σ, a) from straggler i: when it serves link a−1 in period σ."""
+        return self.L * sigma + 2 * self.windows[i][(a - 1) % self.H]

@@ -1,0 +1,60 @@
+"""Lifting a one-GPU-per-server schedule to g GPUs per server (derived): the straggler server,
+the q-node instance cluster, the copy of an instance flow for local index l, and the NVLink
+permutation rounds that reduce-scatter before and all-gather after the instances.
+
+Local index l of every server forms instance l: the q GPUs {s·g + l} run the instance on 1/g
+of the data over their own NICs; instance piece π becomes global piece l·P + π. Used by
+optcc_servers (OptCC) and baselines_r2ccl (R2CCL for g > 1).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.schedule import Flow
+
+ONE = Fraction(1)
+
+
+def straggler_server(cluster: Cluster) -> tuple[int, Fraction]:
+    """(server index, ℓ) of the one straggler server; (0, 1) when no GPU is slow.
+
+    Raises OptccError unless every slow GPU is on one server and all g GPUs there share one ℓ.
+    """
+    g = cluster.g
+    slow = cluster.stragglers
+    if not slow:
+        return 0, ONE
+    servers = sorted({r // g for r in slow})
+    if len(servers) > 1:
+        raise OptccError("stragglers", f"the multi-GPU OptCC handles one straggler server; slow GPUs sit on "
+                                       f"servers {servers}")
+    s = servers[0]
+    ells = {cluster.slowdown[s * g + i] for i in range(g)}
+    if len(ells) != 1:
+        raise OptccError("stragglers", f"server {s} mixes slowdowns {sorted(map(str, ells))}; a straggler "
+                                       f"server has all its {g} GPUs at the same ℓ (a lost NIC slows the "
+                                       f"whole server through PXN)")
+    return s, ells.pop()
+
+
+def instance_cluster(cluster: Cluster) -> tuple[Cluster, Fraction]:
+    """The q-node cluster the instances run on (one node per server, the straggler server's ℓ)."""
+    s, ell = straggler_server(cluster)
+    q = cluster.servers
+    return Cluster.build(q, 1, {s: ell} if ell != 1 else None), ell
+
+
+def lifted_flow(f: Flow, l: int, g: int, P: int, start: Fraction) -> Flow:
+    """Instance flow f as run by instance l (local index l of each server) at `start`."""
+    return Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, start, f.link, f.rate, f.coef)
+
+
+def nvlink_round(server: int, g: int, t: int, op: str) -> list[tuple[int, int, int]]:
+    """(src, dst, instance) of round t = 1..g−1 of an NVLink reduce-scatter ("add") or
+    all-gather ("copy") on one server: GPU j sends to GPU (j+t) mod g that GPU's instance's
+    pieces (add) or its own instance j's (copy). Each round is a permutation, so one flow per
+    NVLink port direction."""
+    base = server * g
+    return [(base + j, base + (j + t) % g, (j + t) % g if op == "add" else j) for j in range(g)]

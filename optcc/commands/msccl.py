@@ -1,0 +1,107 @@
+"""`optcc msccl verify FILE.xml` and `optcc msccl export SCHEDULE -o FILE.xml`.
+
+verify: prove an MSCCL AllReduce XML (sum, deadlock_free, limits, deterministic); exit 0 proved,
+1 refuted, 2 malformed (the line and field are named). export: prove a Schedule with the schedule
+verifier, write it as an in-place AllReduce XML, prove that XML, and only then write the file.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from optcc.commands._common import print_json, print_table
+from optcc.errors import OptccError
+
+STEP_CHOICES = (64, 256)
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("msccl", help="verify MSCCL algorithm XML files, export schedules to them")
+    msub = parser.add_subparsers(dest="msccl_command", metavar="SUBCOMMAND", required=True)
+    v = msub.add_parser("verify", help="prove an MSCCL AllReduce XML (sum, deadlock-free, limits, deterministic)")
+    v.add_argument("file", metavar="FILE.xml")
+    v.add_argument("--max-steps", type=int, choices=STEP_CHOICES, default=64,
+                   help="steps per thread block: 64 (RCCL, msccl-executor-nccl) or 256 (microsoft/msccl)")
+    v.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    v.set_defaults(handler=run_verify)
+    e = msub.add_parser("export", help="write a proved schedule as an in-place MSCCL AllReduce XML")
+    e.add_argument("schedule", metavar="SCHEDULE")
+    e.add_argument("-o", "--output", required=True, metavar="FILE.xml")
+    e.add_argument("--max-steps", type=int, choices=STEP_CHOICES, default=64,
+                   help="steps per thread block of the target runtime (default 64)")
+    e.add_argument("--proto", choices=("Simple", "LL", "LL128"), default="Simple", help="NCCL protocol (default Simple)")
+    e.add_argument("--json", action="store_true", help="print JSON instead of text")
+    e.set_defaults(handler=run_export)
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as err:
+        raise OptccError("FILE", f"cannot read {path!r}: {err.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise OptccError(f"{path} byte {err.start}", "not UTF-8 text, so not an MSCCL XML file") from None
+
+
+def run_verify(args) -> int:
+    from verifier.msccl import load_program, prove_program
+
+    text = _read(args.file)
+    try:
+        program = load_program(text)
+    except OptccError as err:
+        raise OptccError(f"{args.file} {err.field}", err.message) from None
+    proof = prove_program(program, args.max_steps)
+    if args.json:
+        out = proof.to_json()
+        print_json({k: out[k] for k in ("proved", "properties", "counterexample", "seconds", "facts", "z3_version")})
+    else:
+        f = proof.facts
+        print(f"# {args.file}: {program.name or 'unnamed'}, {f['ranks']} ranks, {f['thread_blocks']} thread blocks, "
+              f"{f['steps']} steps, D = {f['chunks_per_loop']}, {f['proto']}, {', '.join(f['modes'])}, "
+              f"limit {f['max_steps']} steps per thread block")
+        print_table(["property", "result"], [[n, "proved" if ok else "REFUTED"] for n, ok in proof.properties.items()])
+        for name, cx in proof.counterexamples.items():
+            print(f"COUNTEREXAMPLE ({name}): {cx['message']}")
+        print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s")
+    return 0 if proof.proved else 1
+
+
+def run_export(args) -> int:
+    from optcc.schedule import Schedule
+    from verifier import prove_allreduce
+    from verifier.msccl import verify_xml
+    from verifier.msccl.export import check_expressible, export_xml
+
+    schedule = Schedule.load(args.schedule)
+    check_expressible(schedule)
+    proof = prove_allreduce(schedule)
+    if not proof.proved:
+        cx = proof.counterexample or {}
+        print(f"optcc: the schedule is not proved ({cx.get('property', '?')}): {cx.get('message', '')}; "
+              f"nothing written")
+        return 1
+    text, facts = export_xml(schedule, args.max_steps, args.proto)
+    check = verify_xml(text, args.max_steps)
+    if not check.proved:      # an export bug: say so, write nothing
+        print(f"optcc: internal error: the exported XML is refuted: {check.counterexample['message']}")
+        return 3
+    directory = os.path.dirname(os.path.abspath(args.output))
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".xml.tmp")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, args.output)
+    facts.update(file=args.output, schedule_seconds=round(proof.seconds, 4), xml_seconds=round(check.seconds, 4),
+                 xml_properties={k: "proved" if v else "refuted" for k, v in check.properties.items()})
+    if args.json:
+        print_json(facts)
+    else:
+        print(f"wrote {args.output}: D = {facts['D']} chunks per loop (pad buffers to a multiple of D elements), "
+              f"{facts['channels']} channel(s), {facts['thread_blocks']} thread blocks, {facts['steps']} steps "
+              f"(at most {facts['max_tb_steps']} per thread block, limit {facts['max_steps']}), {facts['proto']}")
+        print(f"schedule proved in {proof.seconds:.3f} s; XML proved (sum, deadlock_free, limits, deterministic) "
+              f"in {check.seconds:.3f} s")
+    return 0

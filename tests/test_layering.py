@@ -1,0 +1,139 @@
+"""The import layers of shared/DESIGN.md, checked on every module's imports (ast, including
+imports inside functions): each arrow must point down the table in `LAYERS`."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# layer name -> the layers it may import (besides itself). Order = the table of DESIGN.md.
+LAYERS = {
+    "core": set(),
+    "bounds": {"core"},
+    "verifier": {"core", "bounds"},
+    "lp_models": {"core", "bounds"},
+    "gpu_runner": {"core", "bounds", "verifier"},
+    "compose": {"core", "bounds", "verifier", "lp_models", "gpu_runner"},
+    "paper_checks": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose"},
+    "cli": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose", "paper_checks"},
+    "benchmarks": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose"},
+}
+PACKAGES = ("optcc", "bounds", "verifier", "lp_models", "gpu_runner", "compose", "paper_checks", "benchmarks")
+# Third-party imports a layer must never make (DESIGN.md: "bounds never imports torch").
+FORBIDDEN_THIRD_PARTY = {"core": {"torch", "sympy", "z3", "ortools"}, "bounds": {"torch", "ortools"},
+                         "verifier": {"torch", "ortools"}, "lp_models": {"torch", "z3"}}
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of a dotted module name of ours, None for anything else (stdlib, third party)."""
+    parts = module.split(".")
+    top = parts[0]
+    if top == "optcc":
+        if len(parts) > 1 and parts[1] in ("commands", "cli", "__main__"):
+            return "cli"
+        return "core"
+    if top in PACKAGES:
+        return top
+    return None
+
+
+def module_name(root: pathlib.Path, path: pathlib.Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in the tree, at any depth."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[:len(base) - node.level + (1 if is_package else 0)]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module
+            # one entry per imported name: `from optcc import commands` is optcc.commands (the CLI)
+            out.extend((node.lineno, name if a.name == "*" else f"{name}.{a.name}") for a in node.names)
+    return out
+
+
+def layering_violations(root: pathlib.Path) -> list[str]:
+    """Every import under `root`'s packages that points against LAYERS, as 'file:line: a -> b'."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            module = module_name(root, path)
+            here = layer_of(module)
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for line, target in imported_modules(tree, module, path.name == "__init__.py"):
+                there = layer_of(target)
+                where = f"{path.relative_to(root)}:{line}"
+                if there is None:
+                    if target.split(".")[0] in FORBIDDEN_THIRD_PARTY.get(here, ()):
+                        found.append(f"{where}: {here} imports {target}")
+                    continue
+                if there != here and there not in LAYERS[here]:
+                    found.append(f"{where}: {here} -> {there} ({module} imports {target})")
+    return found
+
+
+def test_the_package_respects_the_layers():
+    assert layering_violations(ROOT) == []
+
+
+def test_every_package_has_a_layer():
+    tops = {p.parent.name for p in ROOT.glob("*/__init__.py")} | {"benchmarks"}
+    assert tops - {"tests"} <= set(PACKAGES)
+
+
+def _tree(tmp_path, files: dict[str, str]) -> pathlib.Path:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_a_wrong_arrow_is_caught(tmp_path):
+    """A deliberate violation in a throwaway tree: core importing bounds inside a function,
+    the verifier importing the runner, and lp_models importing the verifier at module level."""
+    root = _tree(tmp_path, {
+        "optcc/__init__.py": "",
+        "optcc/timing.py": ("from optcc.schedule import Schedule\n\n"
+                            "def f():\n    from bounds.closed_form import lower_bound\n"),
+        "optcc/commands/x.py": "import bounds\nimport verifier\n",      # the CLI may import anything
+        "bounds/__init__.py": "from optcc.cluster import Cluster\n",
+        "verifier/__init__.py": "import gpu_runner.launch\n",
+        "lp_models/comparison.py": "from verifier import prove_allreduce\n",
+        "lp_models/fluid.py": "from . import result\nfrom .result import X\n",  # relative, same layer
+        "gpu_runner/__init__.py": "",
+        "compose/__init__.py": "",
+        "paper_checks/__init__.py": "",
+    })
+    assert layering_violations(root) == [
+        "optcc/timing.py:4: core -> bounds (optcc.timing imports bounds.closed_form.lower_bound)",
+        "verifier/__init__.py:1: verifier -> gpu_runner (verifier imports gpu_runner.launch)",
+        "lp_models/comparison.py:1: lp_models -> verifier (lp_models.comparison imports verifier.prove_allreduce)",
+    ]
+
+
+def test_forbidden_third_party_and_relative_imports(tmp_path):
+    root = _tree(tmp_path, {
+        "bounds/__init__.py": "def f():\n    import torch\n",
+        "verifier/proof.py": "from ..gpu_runner import launch\n",
+        "compose/table.py": "from paper_checks import report\n",   # nothing but the CLI imports paper_checks
+        "optcc/schedule.py": "from optcc import commands\n",       # the core importing the CLI
+    })
+    assert layering_violations(root) == [
+        "optcc/schedule.py:1: core -> cli (optcc.schedule imports optcc.commands)",
+        "bounds/__init__.py:2: bounds imports torch",
+        "verifier/proof.py:1: verifier -> gpu_runner (verifier.proof imports gpu_runner.launch)",
+        "compose/table.py:1: compose -> paper_checks (compose.table imports paper_checks.report)",
+    ]

@@ -1,0 +1,273 @@
+"""The program an MSCCL XML describes, with the checks the runtime's loader makes.
+
+`load_program(text)` raises OptccError (exit 2) for what the runtime refuses or misreads: a
+missing attribute, an unknown step type or buffer, an offset outside its buffer, a send in a
+thread block without a send peer, a `nop` chain not closed by a step with a dependency, thread
+block ids with gaps. Runtime *limits* (steps per thread block, thread blocks per GPU, cnt, peers
+per channel, one thread block per connection, stored elements) are not errors here: `limit_violations` lists them, and the verifier
+reports them as the refuted property `limits`.
+
+Kernel step numbering (derived from the interpreter, msccl_kernel_impl.h): `nop`s are not
+transmissions, so a step's index as a dependency target (`deps`) and as a published flag is the
+number of non-`nop` steps before it in its thread block. Consecutive `re` steps with the same
+destination and source buffer, no dependency of their own, and no `hasdep` before the end are
+fused into one reduction (at most 16, MSCCL_MAX_REDUCE_FUSION); the fused sum is the same left
+fold dst + src1 + src2 + ... as running them one by one, so the executor runs them one by one.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from optcc.errors import OptccError
+from verifier.msccl.parse import MAX_NODES, Node, parse_xml
+
+PROTOS = ("Simple", "LL", "LL128")
+BUFFERS = ("i", "o", "s")
+SENDS = {"s", "rcs", "rrs", "rrcs"}
+RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
+READS_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
+WRITES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
+TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
+MAX_COUNT = 72              # MSCCL_MAX_COUNT: cnt must be < 72
+MAX_THREAD_BLOCKS = 64      # per GPU (RCCL; ../shared/MSCCL.md)
+MAX_TBS_PER_CHANNEL = 32    # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: send (recv) peers per channel
+
+
+@dataclass
+class Step:
+    s: int
+    type: str
+    srcbuf: str
+    srcoff: int
+    dstbuf: str
+    dstoff: int
+    cnt: int
+    depid: int
+    deps: int
+    hasdep: int
+    line: int
+    kernel: int = -1                                   # index among the tb's non-nop steps
+    waits: list[tuple[int, int, int]] = field(default_factory=list)   # (tb, kernel step, line)
+
+
+@dataclass
+class ThreadBlock:
+    rank: int
+    id: int
+    send: int
+    recv: int
+    chan: int
+    line: int
+    steps: list[Step] = field(default_factory=list)    # non-nop steps, waits carried from nops
+    xml_steps: int = 0
+
+
+@dataclass
+class Gpu:
+    id: int
+    i_chunks: int
+    o_chunks: int
+    s_chunks: int
+    line: int
+    tbs: list[ThreadBlock] = field(default_factory=list)
+
+
+@dataclass
+class Program:
+    name: str
+    proto: str
+    nchannels: int
+    nchunks: int
+    ngpus: int
+    coll: str
+    inplace: bool
+    outofplace: bool
+    min_bytes: int
+    max_bytes: int
+    gpus: list[Gpu]
+    stored_nodes: list[int]                              # elements the runtime keeps, per rank
+
+    def buffer_size(self, gpu: Gpu, buf: str, inplace: bool) -> int:
+        if buf == "o" and inplace:
+            return gpu.i_chunks
+        return {"i": gpu.i_chunks, "o": gpu.o_chunks, "s": gpu.s_chunks}[buf]
+
+    def modes(self) -> list[bool]:
+        """In-place (True) and/or out-of-place (False): the ways the runtime may run the file."""
+        return [m for m, on in ((True, self.inplace), (False, self.outofplace)) if on]
+
+    def n_steps(self) -> int:
+        return sum(tb.xml_steps for g in self.gpus for tb in g.tbs)
+
+
+def load_program(text: str) -> Program:
+    algo = parse_xml(text)
+    if algo.name != "algo":
+        raise OptccError(algo.where(), "the first element must be <algo>")
+    proto = algo.text("proto")
+    if proto not in PROTOS:
+        raise OptccError(algo.where("proto"), f"MSCCL: protocol {proto} is not supported.")
+    coll = algo.text("coll")
+    if coll != "allreduce":
+        raise OptccError(algo.where("coll"), f"only allreduce files are verified, this one is {coll!r}")
+    prog = Program(name=algo.attrs.get("name", ""), proto=proto, nchannels=algo.int("nchannels"),
+                   nchunks=algo.int("nchunksperloop"), ngpus=algo.int("ngpus"), coll=coll,
+                   inplace=bool(algo.int("inplace")), outofplace=bool(algo.int("outofplace")),
+                   min_bytes=algo.int("minBytes"), max_bytes=algo.int("maxBytes"), gpus=[], stored_nodes=[])
+    if prog.nchunks <= 0:
+        raise OptccError(algo.where("nchunksperloop"), f"expected a positive number of chunks, got {prog.nchunks}")
+    if not (prog.inplace or prog.outofplace):
+        raise OptccError(algo.where("inplace"), "neither inplace nor outofplace is 1: the runtime never selects it")
+    gpu_nodes = [n for n in algo.children]
+    if len(gpu_nodes) != prog.ngpus:
+        raise OptccError(algo.where("ngpus"), f"ngpus is {prog.ngpus} but the file has {len(gpu_nodes)} <gpu> elements")
+    seen = {}
+    for node in gpu_nodes:
+        gpu = _gpu(node, prog)
+        if gpu.id in seen or not 0 <= gpu.id < prog.ngpus:
+            raise OptccError(node.where("id"), f"gpu id {gpu.id} is a duplicate or outside 0..{prog.ngpus - 1}")
+        seen[gpu.id] = gpu
+    prog.gpus = [seen[r] for r in range(prog.ngpus)]
+    prog.stored_nodes = [1 + prog.ngpus + len(g.tbs) + sum(tb.xml_steps for tb in g.tbs) for g in prog.gpus]
+    for g in prog.gpus:
+        for tb in g.tbs:
+            for st in tb.steps:
+                for dep_tb, _, line in st.waits:
+                    if not 0 <= dep_tb < len(g.tbs) or dep_tb == tb.id:
+                        raise OptccError(f"line {line} <step> depid",
+                                         f"depid {dep_tb} is not another thread block of gpu {g.id}")
+    return prog
+
+
+def _gpu(node: Node, prog: Program) -> Gpu:
+    gpu = Gpu(node.int("id"), node.int("i_chunks"), node.int("o_chunks"), node.int("s_chunks"), node.line)
+    for attr in ("i_chunks", "o_chunks", "s_chunks"):
+        if getattr(gpu, attr) < 0:
+            raise OptccError(node.where(attr), f"MSCCL: {attr} must be not negative: {getattr(gpu, attr)}")
+    if prog.inplace and gpu.i_chunks != prog.nchunks:
+        raise OptccError(node.where("i_chunks"), f"an in-place allreduce needs i_chunks = nchunksperloop "
+                                                 f"= {prog.nchunks}, got {gpu.i_chunks}")
+    by_id = {}
+    for tb_node in node.children:
+        tb = _thread_block(tb_node, gpu, prog)
+        if tb.id in by_id:
+            raise OptccError(tb_node.where("id"), f"MSCCL: duplicate thread block id {tb.id} for MSCCL")
+        by_id[tb.id] = tb
+    for i in range(len(by_id)):
+        if i not in by_id:
+            raise OptccError(node.where(), f"MSCCL: thread block {i} is missing")
+    gpu.tbs = [by_id[i] for i in range(len(by_id))]
+    return gpu
+
+
+def _thread_block(node: Node, gpu: Gpu, prog: Program) -> ThreadBlock:
+    tb = ThreadBlock(gpu.id, node.int("id"), node.int("send"), node.int("recv"), node.int("chan"), node.line)
+    if tb.id < 0:
+        raise OptccError(node.where("id"), f"MSCCL: bid must be not negative. bid: {tb.id}")
+    for attr in ("send", "recv"):
+        peer = getattr(tb, attr)
+        if peer == gpu.id:
+            raise OptccError(node.where(attr), f"MSCCL: peer ({tb.recv},{tb.send}) and gpu id ({gpu.id}) must be different")
+        if not -1 <= peer < prog.ngpus:
+            raise OptccError(node.where(attr), f"MSCCL: wrong recvPeer ({tb.recv}) or sendPeer ({tb.send}) in "
+                                               f"thread block {tb.id} on gpu {gpu.id}")
+    if not 0 <= tb.chan < prog.nchannels:
+        raise OptccError(node.where("chan"), f"MSCCL: threadblock {tb.id} on GPU {gpu.id} has an invalid channel "
+                                             f"{tb.chan} (nchannels is {prog.nchannels})")
+    pending: list[tuple[int, int, int]] = []
+    for pos, sn in enumerate(node.children):
+        st = _step(sn, tb, gpu, prog)
+        if st.s != pos:
+            raise OptccError(sn.where("s"), f"step s={st.s} is step number {pos} of its thread block "
+                                            f"(steps run in file order; number them 0, 1, 2, ...)")
+        if st.depid >= 0:
+            pending.append((st.depid, st.deps, st.line))
+        if st.type == "nop":
+            continue
+        if pending and st.depid < 0:
+            raise OptccError(sn.where("depid"), "MSCCL: when there is a chain of dependencies, the last reduction "
+                             f"must be a part of the first immediate instruction. Detected for GPU {gpu.id}, "
+                             f"thread block {tb.id}, and step {st.s}. XML will be ignored.")
+        st.waits, pending = pending, []
+        st.kernel = len(tb.steps)
+        tb.steps.append(st)
+    tb.xml_steps = len(node.children)
+    return tb
+
+
+def _step(node: Node, tb: ThreadBlock, gpu: Gpu, prog: Program) -> Step:
+    st = Step(s=node.int("s"), type=node.text("type"), srcbuf=node.text("srcbuf"), srcoff=node.int("srcoff"),
+              dstbuf=node.text("dstbuf"), dstoff=node.int("dstoff"), cnt=node.int("cnt"), depid=node.int("depid"),
+              deps=node.int("deps"), hasdep=node.int("hasdep"), line=node.line)
+    if st.s < 0:
+        raise OptccError(node.where("s"), f"MSCCL: step must be positive: step {st.s}")
+    if st.type not in TYPES:
+        raise OptccError(node.where("type"), f"MSCCL: type of transfer is not supported: {st.type}")
+    for attr in ("srcbuf", "dstbuf"):
+        if getattr(st, attr) not in BUFFERS:
+            raise OptccError(node.where(attr), f"type of buffer is not supported: {getattr(st, attr)}")
+    if st.hasdep not in (0, 1):
+        raise OptccError(node.where("hasdep"), f"MSCCL: hasDependence needs to be 0 or 1, but it was {st.hasdep}")
+    if st.depid < -1 or (st.depid >= 0 and st.deps < 0):
+        raise OptccError(node.where("deps"), f"a dependency needs depid >= 0 and deps >= 0, got {st.depid} {st.deps}")
+    if st.type == "nop":
+        return st
+    if st.cnt < 0:
+        raise OptccError(node.where("cnt"), f"MSCCL: count ({st.cnt}) must be positive and less than {MAX_COUNT}")
+    if st.type in SENDS and tb.send < 0:
+        raise OptccError(node.where("type"), f"MSCCL: there is a send in thread block {tb.id} on GPU {gpu.id} "
+                                             "without a sendPeer.")
+    if st.type in RECVS and tb.recv < 0:
+        raise OptccError(node.where("type"), f"MSCCL: there is a recv in thread block {tb.id} on GPU {gpu.id} "
+                                             "without a recvPeer.")
+    for used, buf, off, attr in ((st.type in READS_SRC, st.srcbuf, st.srcoff, "srcoff"),
+                                 (st.type in WRITES_DST, st.dstbuf, st.dstoff, "dstoff")):
+        if not used:
+            continue
+        for inplace in prog.modes():
+            size = prog.buffer_size(gpu, buf, inplace)
+            if off < 0 or off + st.cnt > size:
+                name = {"i": "input", "o": "output", "s": "scratch"}[buf]
+                raise OptccError(node.where(attr), f"offset out of range: chunks {off}..{off + st.cnt - 1} of the "
+                                 f"{name} buffer, which has {size} chunks (runtime: Incorrect offset set for "
+                                 f"{name} buffer: offset: {off} maximum allowed: {size})")
+    return st
+
+
+def limit_violations(prog: Program, max_steps: int) -> list[dict]:
+    """Every runtime limit the program breaks, each naming the rank, thread block and step."""
+    out = []
+    for g in prog.gpus:
+        if len(g.tbs) > MAX_THREAD_BLOCKS:
+            out.append({"rank": g.id, "message": f"gpu {g.id} has {len(g.tbs)} thread blocks; the runtime allows "
+                                                 f"{MAX_THREAD_BLOCKS}"})
+        if prog.stored_nodes[g.id] > MAX_NODES:
+            out.append({"rank": g.id, "message": f"the runtime stores {prog.stored_nodes[g.id]} elements for rank "
+                                                 f"{g.id}; its parser is limited to {MAX_NODES} (MSCCL_MAX_NODES)"})
+        for key in ("send", "recv"):
+            per_chan: dict[int, list[int]] = {}
+            per_conn: dict[tuple, list[int]] = {}
+            for tb in g.tbs:
+                if getattr(tb, key) >= 0:
+                    per_chan.setdefault(tb.chan, []).append(tb.id)
+                    per_conn.setdefault((getattr(tb, key), tb.chan), []).append(tb.id)
+            for (peer, chan), ids in per_conn.items():
+                if len(ids) > 1:
+                    out.append({"rank": g.id, "tb": ids[1], "channel": chan,
+                                "message": f"gpu {g.id} thread blocks {ids} all {key} {'to' if key == 'send' else 'from'}"
+                                           f" rank {peer} on channel {chan}: the runtime has one connection per "
+                                           "(peer, channel), so their messages would interleave by timing"})
+            for chan, ids in per_chan.items():
+                if len(ids) > MAX_TBS_PER_CHANNEL:
+                    out.append({"rank": g.id, "channel": chan, "message": f"gpu {g.id} channel {chan} has {len(ids)} "
+                                f"{key} peers; MSCCL: too many {key}s per channel. Max allowed {MAX_TBS_PER_CHANNEL}"})
+        for tb in g.tbs:
+            if tb.xml_steps > max_steps:
+                out.append({"rank": g.id, "tb": tb.id, "step": max_steps,
+                            "message": f"MSCCL: too many steps are requested. Max number of steps: {max_steps}, "
+                                       f"requested: {tb.xml_steps} (gpu {g.id}, thread block {tb.id})"})
+            for st in tb.steps:
+                if st.cnt >= MAX_COUNT:
+                    out.append({"rank": g.id, "tb": tb.id, "step": st.s, "line": st.line,
+                                "message": f"MSCCL: count ({st.cnt}) must be positive and less than {MAX_COUNT}"})
+    return out

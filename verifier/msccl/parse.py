@@ -1,0 +1,196 @@
+"""Read an MSCCL algorithm XML exactly as the runtimes' hand-written tokenizer does.
+
+The rules mirror msccl_parser.cc (RCCL src/misc/msccl, msccl-executor-nccl src/misc/msccl):
+whitespace between elements is ' ', '\\n', '\\r' only; a name ends at ' ', '>', '/', '\\n',
+'\\r'; attributes are separated by ONE space each (an extra space makes an empty attribute);
+values are in double quotes (a value may open with ' but always ends at "); an element ends on
+its own line; at most 16 attributes are kept, the rest are dropped; `<!-- -->` comments are
+skipped; unknown elements are skipped with their subtree. Errors use the runtime's own WARN
+wording, prefixed by the line, so a broken file reads the same here and in the NCCL log.
+Integers are read as C `strtol(s, NULL, 0)` would, and anything but plain decimal is refused,
+because the runtime silently misreads it (a leading 0 is octal: "010" is 8, "09" is 0).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from optcc.errors import OptccError
+
+MAX_STR_LEN = 255       # MSCCL_MAX_STR_LEN (msccl_parser.h)
+MAX_ATTR_COUNT = 16     # MSCCL_MAX_ATTR_COUNT
+MAX_SUBS = 1024         # MSCCL_MAX_SUBS: children of one element
+MAX_NODES = 4096        # MSCCL_MAX_NODES: elements the runtime stores for one rank (RCCL)
+
+# The elements the runtime descends into; anything else is skipped with its subtree.
+_HANDLED = {None: "algo", "algo": "gpu", "gpu": "tb", "tb": "step"}
+_DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+
+
+@dataclass
+class Node:
+    name: str
+    attrs: dict[str, str]
+    line: int
+    children: list[Node] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)      # attributes past the 16th
+
+    def where(self, attr: str | None = None) -> str:
+        return f"line {self.line}" + (f" <{self.name}> {attr}" if attr else f" <{self.name}>")
+
+    def text(self, attr: str) -> str:
+        if attr not in self.attrs:
+            raise OptccError(self.where(attr), f"Attribute {attr} of node {self.name} not found"
+                             + (f" (dropped: the runtime keeps only the first {MAX_ATTR_COUNT} attributes)"
+                                if attr in self.dropped else ""))
+        return self.attrs[attr]
+
+    def int(self, attr: str) -> int:
+        raw = self.text(attr)
+        if not _DECIMAL.match(raw):
+            read = c_strtol(raw)
+            why = ("a zero-padded integer" if re.fullmatch(r"-?0[0-9]+", raw) else "not a plain decimal integer")
+            raise OptccError(self.where(attr), f"{why} {raw!r}: the runtime reads it with strtol(s, NULL, 0) "
+                                               f"as {read}; write plain decimal without leading zeros")
+        return int(raw)
+
+
+def c_strtol(s: str) -> int:
+    """What C strtol(s, NULL, 0) returns (base from the prefix, stops at the first bad digit)."""
+    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", s)
+    if not m:
+        return 0
+    sign = -1 if m.group(1) == "-" else 1
+    digits = m.group(2)
+    if digits[:2].lower() == "0x":
+        return sign * int(digits, 16)
+    if digits.startswith("0"):
+        return sign * int(digits, 8) if len(digits) > 1 else 0
+    return sign * int(digits)
+
+
+class _Reader:
+    def __init__(self, text: str):
+        self.text = text
+        self.pos = 0
+        self.line = 1
+        self.nodes = 0
+
+    def fail(self, message: str, line: int | None = None):
+        raise OptccError(f"line {self.line if line is None else line}", message)
+
+    def getc(self) -> str:
+        if self.pos >= len(self.text):
+            self.fail("XML Parse : Unexpected EOF")
+        c = self.text[self.pos]
+        self.pos += 1
+        if c == "\n":
+            self.line += 1
+        return c
+
+    def value(self) -> tuple[str, str]:
+        c = self.getc()
+        if c not in "\"'":
+            self.fail("XML Parse : Expected (double) quote.")
+        out = []
+        while True:
+            c = self.getc()
+            if c == '"':
+                break
+            out.append(c)
+        return "".join(out), self.getc()
+
+    def token(self, want_value: bool):
+        """(name, value or None, the character that ended it)."""
+        out = []
+        while True:
+            c = self.getc()
+            if c == "=":
+                name = "".join(out)
+                if not want_value:
+                    self.fail(f"XML Parse : Unexpected value with name {name}")
+                value, last = self.value()
+                return name, value, last
+            if len(out) == MAX_STR_LEN - 1:
+                self.fail(f"Error : name {''.join(out)} too long (max {MAX_STR_LEN})")
+            if c in " >/\n\r":
+                return "".join(out), None, c
+            out.append(c)
+
+    def node(self):
+        """One element: ('open'|'single'|'close', Node) or None at the end of the file."""
+        c = " "
+        while c in " \n\r":
+            if self.pos >= len(self.text):
+                return None
+            c = self.getc()
+        if c != "<":
+            self.fail(f"XML Parse error : expecting '<', got '{c}'")
+        line = self.line
+        name, _, c = self.token(False)
+        if name.startswith("!--"):
+            tail = ("..." + name[3:] + c)[-3:]
+            while tail != "-->":
+                if self.pos >= len(self.text):
+                    self.fail("XML Parse error : unterminated comment")
+                tail = (tail + self.getc())[-3:]
+            return self.node()
+        if name == "" and c == "/":
+            name, _, c = self.token(False)
+            if c != ">":
+                self.fail(f"XML Parse error : unexpected trailing {c} in closing tag {name}")
+            return "close", Node(name, {}, line)
+        node = Node(name, {}, line)
+        kept = 0
+        while c == " ":
+            key, value, c = self.token(True)
+            if kept == MAX_ATTR_COUNT:
+                node.dropped.append(key)
+                continue
+            kept += 1
+            if value is not None and key not in node.attrs:     # the runtime finds the first match
+                node.attrs[key] = value
+        kind = "open"
+        if c == "/":
+            kind = "single"
+            _, _, c = self.token(False)
+        if c != ">":
+            shown = {"\n": "\\n", "\r": "\\r"}.get(c, c)
+            self.fail(f"XML Parse : expected >, got '{shown}' (an element and its attributes must be on one line)",
+                      line)
+        return kind, node
+
+    def load(self, head: Node | None, handled: str | None, keep: bool) -> None:
+        while True:
+            got = self.node()
+            if got is None:
+                if head is not None:
+                    self.fail(f"XML Parse : unterminated {head.name}", head.line)
+                return
+            kind, node = got
+            if kind == "close":
+                if head is None or node.name != head.name:
+                    self.fail(f"XML Mismatch : {head.name if head else ''} / {node.name}", node.line)
+                return
+            take = keep and node.name == handled
+            if take:
+                self.nodes += 1
+                if head is not None:
+                    head.children.append(node)
+                    if len(head.children) > MAX_SUBS:
+                        self.fail(f"{head.name} at line {head.line} has more than {MAX_SUBS} children "
+                                  f"(MSCCL_MAX_SUBS)", node.line)
+                else:
+                    self.top.append(node)
+            if kind == "open":
+                self.load(node, _HANDLED.get(node.name) if take else None, take)
+
+
+def parse_xml(text: str) -> Node:
+    """The <algo> element with its gpu/tb/step subtree (other elements dropped, as the runtime does)."""
+    reader = _Reader(text)
+    reader.top = []
+    reader.load(None, "algo", True)
+    if not reader.top:
+        raise OptccError("line 1", "no <algo> element (the runtime's first element must be <algo>)")
+    return reader.top[0]

@@ -1,0 +1,223 @@
+"""All-size obligations for single-straggler OptCC (optcc.algorithms.families.optcc), p ≥ 3.
+
+Quantified range: p ≥ 3, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (ℓ = 1: rank s plays
+S). p = 2 is a different schedule (one exchange) and stays with the per-instance verifier.
+Nodes 0..H−1 are the healthy ring positions, node H is S; rank(h) = h + [h ≥ s], rank(H) = s.
+
+Sum invariant, shard piece (σ, c) (chain of 2H flows: H−1 reduce-scatter hops from node c+1+j,
+the upload c → S, the download S → c, H−1 all-gather hops from node c+j−H−1), with
+x = (v − c − 1) mod H and e = (v − c) mod H: S holds its own input until the upload lands
+(j ≥ H), then the full sum; healthy v holds the full sum if j ≥ H+1 and e ≤ j − H − 1, else
+inputs c+1..c+1+x if x ≤ j, else its own input. P2P piece σ (ℓ < 2): uploads from
+o = H−1, H−2, .., 0 then downloads to o = H−1, .., 0; S holds inputs H−j..H−1 plus its own
+after j uploads; healthy v holds the full sum once j ≥ 2H − v.
+"""
+from __future__ import annotations
+
+import z3
+
+from optcc.algorithms.families import Params
+from optcc.algorithms.families import optcc as F
+from verifier.parametric import values as V
+from verifier.parametric.arith import Z3Arith
+from verifier.parametric.generic import Chain, Construction, Segment, fresh_index
+from verifier.parametric.obligations import Obligation
+
+FOR_ALL = "all p ≥ 3, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (p = 2: per instance)"
+
+
+def params():
+    p, k, s = z3.Ints("p k s")
+    ell = z3.Real("ell")
+    return Params(p, k, ell, s), [p >= 3, k >= 1, ell >= 1, s >= 0, s < p]
+
+
+def _piece_ok(A, P, key):
+    H = P.p - 1
+    if len(key) == 2:
+        return z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < H)
+    return z3.And(key[0] >= 0, key[0] <= P.k - 2, P.ell < 2)
+
+
+def construction(families=F.FAMILIES) -> Construction:
+    P, assume = params()
+    f = dict(zip(("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi"), families))
+    shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
+    return Construction("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared)
+
+
+def _shard_value(A, P, key, v, j):
+    sigma, c = key
+    H = P.p - 1
+    full = V.full(H, 1)
+    h = z3.If(v == H, 0, v)                 # the healthy branch only matters for v < H
+    x = A.mod(h - c - 1, H, -1, 0)
+    e = A.mod(h - c, H, -1, 0)
+    partial = V.ite(x <= j, V.Val(A.mod(c + 1, H, 0, 1), x + 1, 0), V.unit(v))
+    healthy = V.ite(z3.And(j >= H + 1, e <= j - H - 1), full, partial)
+    return V.ite(v == H, V.ite(j >= H, full, V.Val(0, 0, 1)), healthy)
+
+
+def _p2p_value(A, P, key, v, j):
+    H = P.p - 1
+    full = V.full(H, 1)
+    s_val = V.ite(j >= H, full, V.Val(z3.If(j == 0, 0, H - j), j, 1))
+    return V.ite(v == H, s_val, V.ite(j >= 2 * H - v, full, V.unit(v)))
+
+
+def _init(P, v):
+    return V.ite(v == P.p - 1, V.Val(0, 0, 1), V.unit(v))
+
+
+def shard_chain(families=F.FAMILIES) -> Chain:
+    pro, rs, up, down, _, _, ag, epi = families
+    sigma, c = z3.Ints("sigma_piece c_piece")
+
+    def H(P):
+        return P.p - 1
+
+    def pos(fam, A, P, idx):
+        if fam is pro:
+            return idx[0]
+        if fam is rs:
+            return idx[2] - 1
+        if fam is ag:
+            return H(P) + 1 + idx[2]
+        if fam is epi:
+            return H(P) + 1 + idx[0]
+        return H(P) - 1 if fam is up else H(P)
+    segs = [
+        Segment(pro, lambda P, key: 0, lambda P, key: z3.If(key[0] == 0, H(P) - 2, -1),
+                lambda A, P, key, j: (j, A.mod(key[1] + j + 1, H(P), 0, 1))),
+        Segment(rs, lambda P, key: 0, lambda P, key: z3.If(key[0] >= 1, H(P) - 2, -1),
+                lambda A, P, key, j: (key[0], key[1], j + 1)),
+        Segment(up, lambda P, key: H(P) - 1, lambda P, key: H(P) - 1, lambda A, P, key, j: key),
+        Segment(down, lambda P, key: H(P), lambda P, key: H(P), lambda A, P, key, j: key),
+        Segment(ag, lambda P, key: H(P) + 1, lambda P, key: z3.If(key[0] <= P.k - 2, 2 * H(P) - 1, H(P)),
+                lambda A, P, key, j: (key[0], key[1], j - H(P) - 1)),
+        Segment(epi, lambda P, key: H(P) + 1, lambda P, key: z3.If(key[0] == P.k - 1, 2 * H(P) - 1, H(P)),
+                lambda A, P, key, j: (j - H(P) - 1, A.mod(key[1] + j - H(P) - 1, H(P), 0, 1))),
+    ]
+    return Chain("optcc shard piece (σ, c)", (sigma, c), _piece_ok, H, lambda P: 2 * H(P), segs, pos,
+                 _shard_value, _init, lambda P: V.full(H(P), 1))
+
+
+def p2p_chain(families=F.FAMILIES) -> Chain:
+    p2p_up, p2p_down = families[4], families[5]
+    sigma = z3.Int("sigma_p2p")
+
+    def H(P):
+        return P.p - 1
+
+    def pos(fam, A, P, idx):
+        return (H(P) - 1 - idx[1]) if fam is p2p_up else (2 * H(P) - 1 - idx[1])
+    segs = [Segment(p2p_up, lambda P, key: 0, lambda P, key: H(P) - 1,
+                    lambda A, P, key, j: (key[0], H(P) - 1 - j)),
+            Segment(p2p_down, lambda P, key: H(P), lambda P, key: 2 * H(P) - 1,
+                    lambda A, P, key, j: (key[0], 2 * H(P) - 1 - j))]
+    return Chain("optcc P2P piece (σ,)", (sigma,), _piece_ok, H, lambda P: 2 * H(P), segs, pos,
+                 _p2p_value, _init, lambda P: V.full(H(P), 1))
+
+
+def _real(P):
+    H, k, ell = z3.ToReal(P.p - 1), z3.ToReal(P.k), P.ell
+    small = ell < 2
+    d = z3.If(small, 1 / (k * H + (k - 1) * (2 / ell - 1)), 1 / (k * H))
+    lam = z3.If(small, d, ell * d / 2)
+    L = z3.If(z3.And(small, P.k == 1), 2 * H + ell, 2 * H * k + 2)
+    x = z3.If(small, (2 / ell - 1) * d, 0)
+    return H, k, ell, d, lam, L, x
+
+
+def closed_form(H, k, ell):
+    """optcc_slot_time's closed form (derived, optcc_single docstring), for Z3 terms."""
+    return z3.If(ell >= 2, (2 * (H - 1) + (H * k + 1) * ell) / (k * H),
+                 z3.If(k == 1, (4 * H - 2 + ell) / H, (2 * H * k + 2 * H) / (k * H + (k - 1) * (2 / ell - 1))))
+
+
+def _ends_by(C, fams, limit, name, witnesses):
+    P, out = C.P, []
+    for fam in fams:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, P, *idx)
+        goal = T.box + T.offset + T.dur <= limit(A, P)
+        out.append(Obligation("finish", f"{fam.name} ends by {name}",
+                              C.assume + fam.domain(A, P, *idx) + A.product_lemmas(),
+                              goal, list(A.side), P, [(fam, idx)]))
+    for case, fam, idx in witnesses:
+        A = Z3Arith()
+        T = fam.terms(A, P, *idx(P))
+        goal = z3.And(*fam.domain(A, P, *idx(P)), T.box + T.offset + T.dur == limit(A, P))
+        out.append(Obligation("finish", f"{fam.name} {idx.__doc__} ends at {name}",
+                              C.assume + case(P) + A.product_lemmas(), goal, list(A.side), P,
+                              [(fam, idx(P))]))
+    return out
+
+
+def _pipeline_len(A, P):
+    H = P.p - 1
+    return z3.If(z3.And(P.ell < 2, P.k == 1), z3.ToReal(2 * H) + P.ell, z3.ToReal(A.mul(P.k, 2 * H) + 2))
+
+
+def finish(C: Construction) -> list[Obligation]:
+    pro, rs, up, down, p2p_up, p2p_down, ag, epi = C.families
+
+    def last_step(P):
+        """(t = H−2, i = 0)"""
+        return (P.p - 3, 0)
+
+    def last_down(P):
+        """(σ = k−1, o = 0)"""
+        return (P.k - 1, 0)
+
+    def last_p2p(P):
+        """(σ = k−2, o = 0)"""
+        return (P.k - 2, 0)
+    out = _ends_by(C, [pro], lambda A, P: P.p - 2, "prologue slot H−1", [(lambda P: [], pro, last_step)])
+    out += _ends_by(C, [rs, up, down, p2p_up, p2p_down, ag], _pipeline_len, "pipeline slot L",
+                    [(lambda P: [z3.Or(P.ell >= 2, P.k == 1)], down, last_down),
+                     (lambda P: [P.ell < 2, P.k >= 2], p2p_down, last_p2p)])
+    out += _ends_by(C, [epi], lambda A, P: P.p - 2, "epilogue slot H−1", [(lambda P: [], epi, last_step)])
+    H, k, ell, d, lam, L, x = _real(C.P)
+    out.append(Obligation("finish", "(H−1)δ + L·λ + (H−1)δ is optcc_slot_time's closed form", C.assume,
+                          2 * (H - 1) * d + L * lam == closed_form(H, k, ell), [], C.P))
+    out.append(Obligation("well_formed", "piece sizes are positive and add up to 1", C.assume,
+                          z3.And(d > 0, z3.Implies(ell < 2, x > 0), k * H * d + (k - 1) * x == 1), [], C.P))
+    return out
+
+
+def bound(C: Construction) -> list[Obligation]:
+    H, k, ell, *_ = _real(C.P)
+    T = closed_form(H, k, ell)
+    return [Obligation("bound", "closed form ≥ max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)) (Theorem 1)", C.assume,
+                       z3.And(T >= ell, T >= 2 * ell * H / (ell * H + 1)), [], C.P)]
+
+
+def rank_lemma() -> Obligation:
+    """Node ↦ rank is injective, so exclusivity per node is exclusivity per rank."""
+    p, s, a, b = z3.Ints("p s a b")
+    H = p - 1
+
+    def rank(n):
+        return z3.If(n == H, s, z3.If(n >= s, n + 1, n))
+    return Obligation("lemmas", "node ↦ rank is injective and onto 0..p−1",
+                      [p >= 3, s >= 0, s < p, a >= 0, a <= H, b >= 0, b <= H],
+                      z3.And(z3.Implies(rank(a) == rank(b), a == b), rank(a) >= 0, rank(a) < p))
+
+
+def piece_lemma() -> Obligation:
+    """Keys (σ, o) ↦ σH + o and (σ,) ↦ kH + σ are injective and never collide."""
+    H, k, s1, s2, o1, o2 = z3.Ints("H k s1 s2 o1 o2")
+    rng = [H >= 2, k >= 1, s1 >= 0, s1 < k, s2 >= 0, s2 < k, o1 >= 0, o1 < H, o2 >= 0, o2 < H]
+    return Obligation("lemmas", "shard pieces σH + o are distinct and below the P2P pieces kH + σ", rng,
+                      z3.And(z3.Implies(s1 * H + o1 == s2 * H + o2, z3.And(s1 == s2, o1 == o2)),
+                             s1 * H + o1 < k * H))
+
+
+def obligations(families=None) -> list[Obligation]:
+    from verifier.parametric import generic as G
+    fams = families or F.FAMILIES
+    C = construction(fams)
+    return ([rank_lemma(), piece_lemma()] + G.well_formed(C) + G.sum_property(C, shard_chain(fams))
+            + G.sum_property(C, p2p_chain(fams)) + G.ports(C) + G.causality(C) + finish(C) + bound(C))

@@ -1,0 +1,116 @@
+"""All-p obligations for the ring AllReduce families (optcc.algorithms.families.ring).
+
+Quantified range: p ≥ 2, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (ℓ = 1: no straggler).
+Sum invariant, piece (σ, c), chain position j (2p−2 flows: reduce-scatter hops j = 0..p−2 from
+node c+j, then all-gather hops u = j−(p−1) from node c−1+u): with d = (v − c) mod p and
+e = (v − c + 1) mod p, node v holds
+    j ≤ p−1:  inputs c..c+d   if d ≤ j, else its own input v
+    j ≥ p−1:  the full sum    if e ≤ j−(p−1), else inputs c..c+d.
+Finish (derived: ring docstring, ℓ·T0): the last box ends at slot k·2(p−1), i.e. time
+k·2(p−1)·ℓ/(kp) = 2(p−1)ℓ/p; Theorem 1 (paper) bounds it below by max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)).
+"""
+from __future__ import annotations
+
+import z3
+
+from optcc.algorithms.families import Params
+from optcc.algorithms.families import ring as R
+from verifier.parametric import values as V
+from verifier.parametric.arith import Z3Arith
+from verifier.parametric.generic import Chain, Construction, Segment, fresh_index
+from verifier.parametric.obligations import Obligation
+
+FOR_ALL = "all p ≥ 2, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p"
+
+
+def params():
+    p, k, s = z3.Ints("p k s")
+    ell = z3.Real("ell")
+    return Params(p, k, ell, s), [p >= 2, k >= 1, ell >= 1, s >= 0, s < p]
+
+
+def construction(families=R.FAMILIES) -> Construction:
+    P, assume = params()
+    return Construction("ring", P, assume, tuple(families), lambda P: P.p,
+                        lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p))
+
+
+def _value(A, P, key, v, j):
+    sigma, c = key
+    p = P.p
+    d = A.mod(v - c, p, -1, 0)
+    e = A.mod(v - c + 1, p, -1, 1)
+    partial = V.Val(c, d + 1, 0)
+    rs = V.ite(d <= j, partial, V.unit(v))
+    ag = V.ite(e <= j - (p - 1), V.full(p, 0), partial)
+    return V.ite(j <= p - 1, rs, ag)
+
+
+def chain(families=R.FAMILIES) -> Chain:
+    rs, ag = families
+    sigma, c = z3.Ints("sigma_piece c_piece")
+
+    def pos(fam, A, P, idx):
+        return idx[1] if fam is rs else P.p - 1 + idx[1]
+    return Chain(
+        "ring piece (σ, c)", (sigma, c),
+        lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p),
+        lambda P: P.p, lambda P: 2 * P.p - 2,
+        [Segment(rs, lambda P, key: 0, lambda P, key: P.p - 2,
+                 lambda A, P, key, j: (key[0], j, A.mod(key[1] + j, P.p, 0, 1))),
+         Segment(ag, lambda P, key: P.p - 1, lambda P, key: 2 * P.p - 3,
+                 lambda A, P, key, j: (key[0], j - (P.p - 1), A.mod(key[1] - 1 + j - (P.p - 1), P.p, -1, 1)))],
+        pos, _value, lambda P, v: V.unit(v), lambda P: V.full(P.p, 0))
+
+
+def closed_form(p, ell):
+    """Derived (ring docstring): the ring's finish time, ℓ·T0 = 2(p−1)ℓ/p (units n/B)."""
+    return 2 * (p - 1) * ell / p
+
+
+def lower_bound(p, ell):
+    """Theorem 1 (paper), as bounds.closed_form.single_straggler_terms (tested equal on a grid)."""
+    return ell, 2 * ell * (p - 1) / (ell * (p - 1) + 1)
+
+
+def finish(C: Construction) -> list[Obligation]:
+    P, out = C.P, []
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, P, *idx)
+        F = A.mul(P.k, 2 * P.p - 2)
+        out.append(Obligation("finish", f"{fam.name} ends by slot k·2(p−1)",
+                              C.assume + fam.domain(A, P, *idx) + A.product_lemmas(),
+                              T.box + T.offset + T.dur <= F, list(A.side), P, [(fam, idx)]))
+    A = Z3Arith()
+    ag = C.families[1]
+    idx = (P.k - 1, P.p - 2, P.s)
+    T = ag.terms(A, P, *idx)
+    F = A.mul(P.k, 2 * P.p - 2)
+    out.append(Obligation("finish", "the straggler's last all-gather hop ends at slot k·2(p−1)",
+                          C.assume + A.product_lemmas(),
+                          z3.And(*ag.domain(A, P, *idx), T.box + T.offset + T.dur == F),
+                          list(A.side), P, [(ag, idx)]))
+    p, k = z3.ToReal(P.p), z3.ToReal(P.k)
+    step = P.ell / (k * p)                 # slot = shard 1/(kp) at the slowest rate ℓ
+    out.append(Obligation("finish", "slot k·2(p−1) is time 2(p−1)ℓ/p", C.assume,
+                          k * (2 * p - 2) * step == closed_form(p, P.ell), [], P))
+    return out
+
+
+def bound(C: Construction) -> list[Obligation]:
+    P = C.P
+    p = z3.ToReal(P.p)
+    T = closed_form(p, P.ell)
+    cut, volume = lower_bound(p, P.ell)
+    return [Obligation("bound", "2(p−1)ℓ/p ≥ max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)) (Theorem 1)", C.assume,
+                       z3.And(T >= cut, T >= volume), [], P)]
+
+
+def piece_lemma() -> Obligation:
+    """Piece (σ, c) ↦ σ·p + c is injective for 0 ≤ c < p: equal keys are equal pieces."""
+    p, s1, s2, c1, c2 = z3.Ints("p s1 s2 c1 c2")
+    return Obligation("lemmas", "σ·p + c determines (σ, c) when 0 ≤ c < p",
+                      [p >= 1, s1 >= 0, s2 >= 0, c1 >= 0, c1 < p, c2 >= 0, c2 < p, s1 * p + c1 == s2 * p + c2],
+                      z3.And(s1 == s2, c1 == c2))

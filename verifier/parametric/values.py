@@ -1,0 +1,57 @@
+"""The value abstraction of the parametric sum proofs: an arc of ring inputs plus a straggler bit.
+
+Val(lo, len, sb) stands for Σ_{x = lo .. lo+len−1 (mod N)} input_x + sb · input_S over a ring of
+N nodes (ring: all p ranks, sb = 0; OptCC: the H healthy ranks, S the straggler). `add` is only
+used under `add_ok` (contiguous arcs that do not overlap, at most one straggler term), which
+verifier.parametric.lemmas proves is exactly coefficient-wise addition.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import z3
+
+
+class Val(NamedTuple):
+    lo: Any
+    len: Any
+    sb: Any
+
+
+def well_formed(v: Val, N) -> list:
+    return [v.lo >= 0, v.lo < N, v.len >= 0, v.len <= N, v.sb >= 0, v.sb <= 1]
+
+
+def coef(A, v: Val, x, N):
+    """Coefficient of healthy input x (0 ≤ x < N) in v."""
+    return z3.If(A.mod(x - v.lo, N, -1, 0) < v.len, 1, 0)
+
+
+def _joins(A, a: Val, b: Val, N):
+    return A.mod(a.lo + a.len, N, 0, 1) == b.lo
+
+
+def add_ok(A, a: Val, b: Val, N):
+    return z3.And(a.len + b.len <= N, a.sb + b.sb <= 1,
+                  z3.Or(a.len == 0, b.len == 0, _joins(A, a, b, N), _joins(A, b, a, N)))
+
+
+def add(A, a: Val, b: Val, N) -> Val:
+    lo = z3.If(a.len == 0, b.lo, z3.If(b.len == 0, a.lo, z3.If(_joins(A, a, b, N), a.lo, b.lo)))
+    return Val(lo, a.len + b.len, a.sb + b.sb)
+
+
+def same(a: Val, b: Val, N):
+    return z3.And(a.len == b.len, a.sb == b.sb, z3.Or(a.len == 0, a.len == N, a.lo == b.lo))
+
+
+def full(N, sb) -> Val:
+    return Val(0, N, sb)
+
+
+def unit(x) -> Val:
+    return Val(x, 1, 0)
+
+
+def ite(c, a: Val, b: Val) -> Val:
+    return Val(z3.If(c, a.lo, b.lo), z3.If(c, a.len, b.len), z3.If(c, a.sb, b.sb))
