@@ -29,7 +29,8 @@ def run_demo(cluster: Cluster, segments: int, n_bytes: int, real_run: bool = Tru
         rows[name] = row(time_units, t0, lb, seconds=units_to_seconds(cluster, time_units, n_bytes), **extra)
 
     add_row("lower bound", lb, note=describe_case(cluster).split(":")[0])
-    healthy = Cluster.build(cluster.p, cluster.g, {}, cluster.bandwidth, cluster.nvlink_bandwidth, cluster.alpha)
+    healthy = Cluster.build(cluster.p, cluster.g, {}, cluster.bandwidth, cluster.nvlink_bandwidth).with_latency(
+        cluster.overhead, cluster.issue_delay, cluster.latency, cluster.latency_model)
     for name, algo, c, k in [("ring, no straggler", "ring", healthy, 1), ("ring, straggler (PXN)", "ring", cluster, 1),
                              ("OptCC", "optcc", cluster, segments)]:
         say(f"building {name} ...")

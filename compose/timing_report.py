@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
 from optcc.errors import OptccError
+from optcc.latency import units as latency_units
 from optcc.schedule import Schedule
 from optcc.timing import CapacityViolation, IntegerTimes, capacity_model, check_capacity, event_time, slot_time
 
@@ -30,19 +31,19 @@ class TimingReport:
 
 
 def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
-    """Slot time, event time (with the cluster's α at message size n), T0, lower bound, capacity check."""
+    """Slot time, event time (the cluster's o, Li, L at message size n), T0, lower bound, capacity check."""
     c = schedule.cluster
     grid = IntegerTimes(schedule)
     model = capacity_model(schedule)
     violation = check_capacity(schedule, model, grid)
-    alpha_units = c.alpha * c.bandwidth / n_bytes
+    o, li, lat = latency_units(c, n_bytes)
     try:
         lb = lower_bound(c)
     except OptccError:
         lb = None
     return TimingReport(
         slot_time=slot_time(schedule, grid),
-        event_time=event_time(schedule, alpha_units, grid),
+        event_time=event_time(schedule, o, grid, li, lat),
         t0=fault_free_optimum(c.p, c.g),
         lower_bound=lb,
         capacity=model,

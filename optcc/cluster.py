@@ -1,4 +1,7 @@
-"""Cluster: p GPUs, g per server, NIC bandwidth B, per-GPU slowdown ℓ_i, NVLink, latency α.
+"""Cluster: p GPUs, g per server, NIC bandwidth B, per-GPU slowdown ℓ_i, NVLink, latencies.
+
+Latencies (seconds, optcc.latency): overhead o (stored as `alpha`, its old name, so that cluster
+JSON and schedule hashes stay as they were), issue delay Li and wire latency L.
 
 Units (used across the project): a time is in units of n/B, where n is the AllReduce size in
 bytes and B the healthy NIC bandwidth. A flow of a piece of size s (a fraction of n) between
@@ -7,12 +10,14 @@ Slowdowns are exact Fractions so that proofs and timings are exact.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from collections.abc import Iterable, Mapping
 
 from optcc.errors import OptccError
 from optcc.exact import fraction_to_json, parse_fraction
+from optcc.latency import PRESET_NAMES
+from optcc.latency import resolve as resolve_latency
 
 DEFAULT_BANDWIDTH = Fraction(50 * 10**9)          # bytes/s: one 400 Gb/s NIC (issue #2)
 DEFAULT_NVLINK_BANDWIDTH = Fraction(450 * 10**9)  # bytes/s: H100-class NVLink per GPU (issue #2)
@@ -27,7 +32,10 @@ class Cluster:
     slowdown: tuple[Fraction, ...] = field(default=())
     bandwidth: Fraction = DEFAULT_BANDWIDTH
     nvlink_bandwidth: Fraction = DEFAULT_NVLINK_BANDWIDTH
-    alpha: Fraction = Fraction(0)
+    alpha: Fraction = Fraction(0)          # the overhead o (see `overhead`)
+    issue_delay: Fraction = Fraction(0)
+    latency: Fraction = Fraction(0)
+    latency_model: str = ""                # preset name, "custom", or "" (none stated)
     hosts: tuple[tuple[int, str], ...] = field(default=())   # (server, host name): optcc.hosts
 
     # ---- construction -------------------------------------------------------------------
@@ -42,8 +50,15 @@ class Cluster:
         alpha=0,
         field_prefix: str = "",
         hosts=(),
+        overhead=None,
+        issue_delay=None,
+        latency=None,
+        latency_model: str | None = None,
     ) -> Cluster:
-        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1)."""
+        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1).
+
+        `overhead` (when given) is the overhead o and replaces `alpha`, its alias; the preset
+        `latency_model` supplies o, Li, L that explicit values override (optcc.latency)."""
         pre = field_prefix
         p = _positive_int(p, pre + "p")
         if p < 2:
@@ -71,14 +86,18 @@ class Cluster:
         alpha = parse_fraction(alpha, pre + "alpha")
         if alpha < 0:
             raise OptccError(pre + "alpha", f"latency must be ≥ 0 seconds, got {alpha}")
-        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha, tuple(hosts))
+        lat = resolve_latency(latency_model, alpha if overhead is None and alpha else overhead,
+                              issue_delay, latency, field_prefix=pre)
+        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, lat["overhead"],
+                   lat["issue_delay"], lat["latency"], lat["latency_model"], tuple(hosts))
 
     @classmethod
     def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
-        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "hosts"}
+        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "overhead",
+                 "issue_delay", "latency", "latency_model", "hosts"}
         for key in data:
             if key not in known:
                 raise OptccError(field_prefix + key, f"unknown key (known: {', '.join(sorted(known))})")
@@ -90,12 +109,18 @@ class Cluster:
         from optcc.hosts import split_stragglers     # stragglers may be named by host
         p, g = _positive_int(data["p"], field_prefix + "p"), _positive_int(data.get("g", 1), field_prefix + "g")
         pairs, hosts = split_stragglers(raw, data.get("hosts"), p, g, field_prefix)
-        return cls.build(
+        cluster = cls.build(
             p, g, pairs,
             data.get("bandwidth", DEFAULT_BANDWIDTH),
             data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
-            data.get("alpha", 0), field_prefix=field_prefix, hosts=hosts,
+            data.get("alpha", 0), field_prefix=field_prefix, hosts=hosts, overhead=data.get("overhead"),
+            issue_delay=data.get("issue_delay", 0), latency=data.get("latency", 0),
         )
+        name = data.get("latency_model", "")
+        if name not in ("", "custom", *PRESET_NAMES):   # the values are stated; the name is a label
+            raise OptccError(field_prefix + "latency_model",
+                             f"unknown latency model {name!r} (known: {', '.join(PRESET_NAMES)}, custom)")
+        return replace(cluster, latency_model=name)
 
     def to_json(self) -> dict:
         return {
@@ -105,7 +130,30 @@ class Cluster:
             "bandwidth": fraction_to_json(self.bandwidth),
             "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
             "alpha": fraction_to_json(self.alpha),
+            **self._latency_json(),
         } | ({"hosts": [{"server": k, "host": h} for k, h in self.hosts]} if self.hosts else {})
+
+    def _latency_json(self) -> dict:
+        """Li, L and the model name, written only when set (older files and hashes unchanged)."""
+        out = {}
+        if self.issue_delay:
+            out["issue_delay"] = fraction_to_json(self.issue_delay)
+        if self.latency:
+            out["latency"] = fraction_to_json(self.latency)
+        if self.latency_model:
+            out["latency_model"] = self.latency_model
+        return out
+
+    @property
+    def overhead(self) -> Fraction:
+        """The per-message overhead o in seconds (holds both ports); `alpha` is its old name."""
+        return self.alpha
+
+    def with_latency(self, overhead, issue_delay, latency, latency_model: str = "") -> Cluster:
+        """The same cluster under other latency parameters (seconds; validated)."""
+        lat = resolve_latency(None, overhead, issue_delay, latency)
+        return replace(self, alpha=lat["overhead"], issue_delay=lat["issue_delay"],
+                       latency=lat["latency"], latency_model=latency_model)
 
     # ---- derived views ------------------------------------------------------------------
     @property

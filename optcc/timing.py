@@ -13,9 +13,11 @@ and capacity is checked per port (rank, link, send|recv) under one of two models
 A schedule states its model in meta["capacity"]; the default is "exclusive".
 
 Event model: each flow starts as soon as the flows it depends on (the writes to the value it
-reads that landed by its slot start) have landed and its ports are free (the flows before it on
-its ports, in slot order, have ended); every flow costs α more (α from the Cluster, converted to
-units of n/B with the message size n). With α = 0 it is never slower than the slot model.
+reads that landed by its slot start) have landed, plus the issue delay Li, and its ports are free
+(the flows before it on its ports, in slot order, have ended); it holds both ports for the
+overhead o plus its duration and lands the latency L later (o, Li, L from the Cluster, in units
+of n/B at message size n; optcc.latency). With o = Li = L = 0 it is never slower than the slot
+model; with Li = L = 0 it is the old α-per-flow model (o = α).
 """
 from __future__ import annotations
 
@@ -199,16 +201,22 @@ def slot_time(schedule: Schedule, grid: IntegerTimes | None = None) -> Fraction:
     return grid.to_fraction(max(grid.ends + grid.op_times, default=0))
 
 
-def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None) -> Fraction:
+def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None,
+               issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0)) -> Fraction:
     """As-soon-as-possible makespan keeping the slot schedule's dependencies and port order.
 
-    `alpha_units` is the per-flow latency in units of n/B (α·B/n).
+    LogGP-style (docs/latency.md): a flow starts at max(data ready + Li, send port free,
+    receive port free), holds both ports for o + duration and lands L later. `alpha_units` is
+    the overhead o, `issue_units` Li, `latency_units` L, all in units of n/B (seconds·B/n).
+    With Li = L = 0 this is the α-per-flow model exactly.
     """
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows
-    scale = grid.scale * alpha_units.denominator
-    mult = alpha_units.denominator
-    alpha = alpha_units.numerator * grid.scale
+    mult = math.lcm(alpha_units.denominator, issue_units.denominator, latency_units.denominator)
+    scale = grid.scale * mult
+    alpha = alpha_units.numerator * (mult // alpha_units.denominator) * grid.scale
+    issue = issue_units.numerator * (mult // issue_units.denominator) * grid.scale
+    wire = latency_units.numerator * (mult // latency_units.denominator) * grid.scale
     starts, slot_end = grid.starts, grid.ends
     durs = [d * mult for d in grid.durs]
     # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).
@@ -241,7 +249,7 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             finish = max(finish, ready)
             continue
         f = flows[i]
-        ready = landed(pending_writes, landed_write, (f.src, f.piece), t)
+        ready = landed(pending_writes, landed_write, (f.src, f.piece), t) + issue
         sp, rp = (f.src, f.link, 0), (f.dst, f.link, 1)
         a = landed(pending_port, port_free, sp, t)
         b = landed(pending_port, port_free, rp, t)
@@ -249,13 +257,14 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             ready = a
         if b > ready:
             ready = b
-        end = ready + alpha + durs[i]
+        end = ready + alpha + durs[i]          # both ports free again
+        lands = end + wire
         e = slot_end[i]
-        push(pending_writes[(f.dst, f.piece)], (e, end))
+        push(pending_writes[(f.dst, f.piece)], (e, lands))
         push(pending_port[sp], (e, end))
         push(pending_port[rp], (e, end))
-        if end > finish:
-            finish = end
+        if lands > finish:
+            finish = lands
     return Fraction(finish, scale)
 
 

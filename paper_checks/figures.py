@@ -116,6 +116,7 @@ def draw_figure9(path: str) -> str:
 
 def draw_figures(directory: str) -> list[str]:
     os.makedirs(directory, exist_ok=True)
+    from paper_checks.figures_latency import draw_all
     return [draw_figure(1, os.path.join(directory, "figure8.png")),
             draw_figure9(os.path.join(directory, "figure9.png")),
-            draw_figure(S.G_FIGURE10, os.path.join(directory, "figure10.png"))]
+            draw_figure(S.G_FIGURE10, os.path.join(directory, "figure10.png"))] + draw_all(directory)

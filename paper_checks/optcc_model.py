@@ -5,8 +5,9 @@ Three constructions of optcc.algorithms.registry, each named (only their closed 
 - m ≥ 2 stragglers, g = 1: optcc_multi.optcc_multi_slot_time;
 - one straggler server, g > 1: optcc_servers.optcc_server_slot_time (raises OptccError outside
   its stated NVLink conditions; such k are skipped and the skip is reported).
-Each α count below is derived from its construction and tested ≥ the event model
-(optcc.timing.event_time) on generated small schedules (tests/test_paper_checks.py).
+Each α count below is derived from its construction (its home: optcc.model_time) and tested
+≥ the event model (optcc.timing.event_time) on generated small schedules
+(tests/test_paper_checks.py, tests/test_model_time.py).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fractions import Fraction
 from optcc.algorithms.registry import construction
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
+from optcc.model_time import overhead_count, single_pieces
 from paper_checks import settings
 
 K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one per point (stated rule)
@@ -23,63 +25,25 @@ optcc_multi_slot_time = construction("optcc_multi").slot_time
 optcc_server_slot_time = construction("optcc_servers").slot_time
 
 
-# ---- α counts (derived) --------------------------------------------------------------------
+# ---- α counts (derived; their home and derivations: optcc.model_time.overhead_count) -------
 def optcc_messages_on_critical_path(p: int, k: int) -> int:
-    """Derived α count: 2(p−1)(k+1) messages (units of α) on OptCC's critical path.
-
-    A healthy NIC carries about 2(p−1)·k shard flows (k segments, ring hops of stages 1 and 4
-    plus its upload/download share) and the event model charges α per flow on a busy port.
-    Measured on optcc_allreduce (tests/test_paper_checks.py): event_time ≤ slot_time +
-    2(p−1)(k+1)·α for ℓ ∈ {8/7, 4/3, 3/2, 2, 3}, p ≤ 12, k ≤ 16, α up to 0.1 n/B, with
-    equality for ℓ < 2, k ≥ 3 — so this is the event model's time or a slight overestimate.
-    """
-    return 2 * (p - 1) * (k + 1)
+    """Overheads o on OptCC's (one straggler) critical path: 2(p−1)(k+1)."""
+    return overhead_count("optcc", Cluster.build(p, stragglers={0: 2}), k)
 
 
 def optcc_multi_messages_on_critical_path(p: int, m: int, k: int) -> int:
-    """Derived α count for optcc_multi: L(k+1) + H − 1 = 2(p−1)(k+1) + (p−m) − 1.
-
-    optcc_multi's docstring: ring and straggler flows start on slot boundaries, one flow per
-    port direction per slot, period L = 2(H + m − 1) = 2(p−1) slots. The drain places segment
-    k−1's all-gather in the pattern's free slots; its last hop starts at slot L(k+1) − 2
-    (L(k+1) − 1 with the m = 2 coincide rotation, `optcc_multi_drain.drain_last_slot`), and the
-    last F to a straggler starts by slot L(k+1) (`Pattern.f_slot`). A chain of dependent flows
-    starts in strictly later slots, so it has at most L(k+1) + 1 flows, each paying α once. The
-    count used here, L(k+1) + H − 1, is that with H − 2 slots of slack: an upper bound. Fill
-    flows start inside windows, so this is tested, not proved: event_time ≤ slot time + count·α
-    in tests/test_paper_checks.py; for p ≤ 10, k ≤ 8 the event model's slope in α (event_time
-    at α = 2 minus at α = 1 n/B) is 6–159 against counts 13–169.
-    """
-    return 2 * (p - 1) * (k + 1) + (p - m) - 1
+    """Overheads o on optcc_multi's critical path: 2(p−1)(k+1) + (p−m) − 1."""
+    return overhead_count("optcc", Cluster.build(p, stragglers={i: 2 for i in range(m)}), k)
 
 
 def optcc_single_pieces(q: int, ell, k: int) -> int:
-    """Pieces of optcc_single on q nodes (optcc_single.optcc_allreduce, its `pieces` line):
-    k·H shards plus k − 1 point-to-point pieces when ℓ < 2 (H = q − 1 ≥ 2); one piece at q = 2."""
-    h = q - 1
-    if h == 1:
-        return 1
-    return k * h + (k - 1 if Fraction(ell) < 2 else 0)
+    """Pieces of optcc_single on q nodes (optcc.model_time.single_pieces)."""
+    return single_pieces(q, ell, k)
 
 
 def optcc_server_messages_on_critical_path(p: int, g: int, ell, k: int) -> int:
-    """Derived α count for optcc_servers: max(2(q−1)(k+1), 2(g−1)·P) + 4(g−1), q = p/g.
-
-    Two chains of one resource: the NIC part is the single-straggler instance on q nodes (its
-    count 2(q−1)(k+1)); on one server the NVLink reduce-scatter block and the all-gather queue
-    are P batches of g − 1 rounds each, chained on one NVLink port (P = instance pieces,
-    `optcc_single_pieces`; k at q = 2, where optcc_servers swaps k segments). Pieces are first
-    touched and released in ring-step order, so a chain that switches resources (RS rounds,
-    then NIC steps, then AG rounds) counts at most the longer of the two plus the lead
-    (2 batches) and tail (1 batch) and one batch where it switches: 4(g − 1). Not proved:
-    tested ≥ event_time − slot_time over α on generated schedules (tests/test_paper_checks.py),
-    where it holds with little slack at large α.
-    """
-    q = p // g
-    nic = 2 * (q - 1) * (k + 1)
-    pieces = k if q == 2 else optcc_single_pieces(q, ell, k)   # q = 2: k segments swapped in turn
-    nvlink = 2 * (g - 1) * pieces
-    return max(nic, nvlink) + 4 * (g - 1)
+    """Overheads o on optcc_servers' critical path: max(2(q−1)(k+1), 2(g−1)·P) + 4(g−1)."""
+    return overhead_count("optcc", Cluster.build(p, g, stragglers={i: Fraction(ell) for i in range(g)}), k)
 
 
 # ---- times ---------------------------------------------------------------------------------

@@ -59,7 +59,9 @@ R2CCL_NODES_FOR_57 = 8                                    # PAPER.md: N = 8, ℓ
 
 # What the paper's SimAI setting leaves open; printed with the report.
 UNKNOWNS = (
-    "SimAI's link latency and NCCL protocol: we use α = 5 µs per message (issue 7: 'a few µs').",
+    "SimAI's latency setting in the paper's runs: the issue-7 rows use α = 5 µs per message; every "
+    "'within 2–6%' and O(1/p) row is also evaluated under three latency presets (alpha, simai, nccl; "
+    "optcc.latency, docs/latency.md) and its verdict is the simai one.",
     "Per-GPU bandwidth: we use 400 Gb/s (50 GB/s). Figure 9 (a)'s axis (170–200 ms for 8 GiB at "
     "ℓ = 1.14, p up to ~600) implies about 100 GB/s per GPU in the paper's runs; our verdicts use "
     "ratios, which do not depend on B when α = 0.",
@@ -94,5 +96,12 @@ def settings_json() -> dict:
         "g_figure22": G_FIGURE22,
         "p_figure22": list(P_FIGURE22),
         "r2ccl_chunks": R2CCL_CHUNKS,
+        "latency_presets": _latency_presets(),
         "unknowns": list(UNKNOWNS),
     }
+
+
+def _latency_presets() -> dict:
+    from optcc.latency import PRESETS
+    return {name: {"overhead": float(x.overhead), "issue_delay": float(x.issue_delay), "latency": float(x.latency),
+                   "source": x.source} for name, x in PRESETS.items()}

@@ -27,6 +27,7 @@ class Row:
     paper_value: float | None = None
     our_value: float | None = None
     details: dict = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)   # per latency preset (paper_checks.per_model)
 
     def to_json(self) -> dict:
         return asdict(self)

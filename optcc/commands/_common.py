@@ -13,7 +13,7 @@ DEFAULT_N_BYTES = 2**30
 
 
 def add_cluster_args(parser, p_required: bool = True) -> None:
-    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth --alpha."""
+    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth, the latency flags."""
     parser.add_argument("--p", type=int, required=p_required, help="number of GPUs")
     parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
     parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
@@ -22,8 +22,53 @@ def add_cluster_args(parser, p_required: bool = True) -> None:
                         help="healthy NIC bandwidth B in bytes/s (default 50e9 = 400 Gb/s)")
     parser.add_argument("--nvlink-bandwidth", default=str(DEFAULT_NVLINK_BANDWIDTH),
                         help="NVLink bandwidth per GPU in bytes/s (default 450e9)")
-    parser.add_argument("--alpha", default="0", help="per-message latency α in seconds (default 0)")
+    add_latency_args(parser)
     parser.add_argument("--cluster", metavar="FILE", help="read the cluster from a JSON file instead")
+
+
+def add_latency_args(parser) -> None:
+    """--latency-model NAME, --overhead (alias --alpha), --issue-delay, --latency (seconds)."""
+    from optcc.latency import PRESET_NAMES
+    parser.add_argument("--latency-model", metavar="NAME",
+                        help=f"latency preset: {', '.join(PRESET_NAMES)} (docs/latency.md); flags below override it")
+    parser.add_argument("--overhead", metavar="SECONDS",
+                        help="per-message overhead o in seconds, holds both ports (default 0)")
+    parser.add_argument("--alpha", metavar="SECONDS", help="alias of --overhead (the project's old name for o)")
+    parser.add_argument("--issue-delay", metavar="SECONDS", help="data ready -> flow start, holds no port (default 0)")
+    parser.add_argument("--latency", metavar="SECONDS", help="last byte sent -> landed, holds no port (default 0)")
+
+
+def latency_given(args) -> bool:
+    return any(getattr(args, a, None) is not None
+               for a in ("latency_model", "overhead", "alpha", "issue_delay", "latency"))
+
+
+def _overhead_arg(args):
+    """(value, flag) of the overhead: --overhead, else its alias --alpha."""
+    if getattr(args, "overhead", None) is not None:
+        return args.overhead, "--overhead"
+    return getattr(args, "alpha", None), "--alpha"
+
+
+def apply_latency_args(cluster: Cluster, args) -> Cluster:
+    """The cluster under the latency flags (a preset and/or explicit values), when any is given."""
+    if not latency_given(args):
+        return cluster
+    from optcc.latency import resolve
+    overhead, overhead_flag = _overhead_arg(args)
+    flags = {"overhead": overhead, "issue_delay": args.issue_delay, "latency": args.latency}
+    try:
+        if args.latency_model is None:   # explicit values override the cluster's own ones
+            base = {"overhead": cluster.overhead, "issue_delay": cluster.issue_delay, "latency": cluster.latency}
+            merged = {k: base[k] if v is None else v for k, v in flags.items()}
+            lat = resolve(None, **merged)
+            name = "custom" if cluster.latency_model else ""
+        else:
+            lat = resolve(args.latency_model, **flags)
+            name = lat["latency_model"]
+        return cluster.with_latency(lat["overhead"], lat["issue_delay"], lat["latency"], name)
+    except OptccError as e:
+        raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
 
 
 def cluster_from_args(args) -> Cluster:
@@ -35,17 +80,37 @@ def cluster_from_args(args) -> Cluster:
             raise OptccError("--cluster", f"no such file {args.cluster!r}") from None
         except json.JSONDecodeError as e:
             raise OptccError("--cluster", f"not valid JSON: {e}") from None
-        return Cluster.from_json(data, field_prefix="cluster.")
+        return apply_latency_args(Cluster.from_json(data, field_prefix="cluster."), args)
     if args.p is None:
         raise OptccError("--p", "give --p (or --cluster FILE)")
     stragglers = [parse_straggler(s) for s in args.straggler]   # Cluster.build refuses duplicates
     bandwidth = parse_fraction(args.bandwidth, "--bandwidth")
     nvlink_bandwidth = parse_fraction(args.nvlink_bandwidth, "--nvlink-bandwidth")
-    alpha = parse_fraction(args.alpha, "--alpha")
+    overhead, overhead_flag = _overhead_arg(args)
     try:
-        return Cluster.build(args.p, args.g, stragglers, bandwidth, nvlink_bandwidth, alpha)
+        return Cluster.build(args.p, args.g, stragglers, bandwidth, nvlink_bandwidth,
+                             overhead=overhead, issue_delay=args.issue_delay, latency=args.latency,
+                             latency_model=args.latency_model)
     except OptccError as e:
-        raise OptccError(flag_for(e.field), e.message) from None
+        raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
+
+
+def add_segments_arg(parser, default) -> None:
+    """--segments/-k K or 'auto' (the k minimising the model time for --n; optcc.segments)."""
+    parser.add_argument("--segments", "-k", default=str(default), metavar="K|auto",
+                        help=f"pipeline segments k, or 'auto': the k minimising the model time at --n "
+                             f"on this cluster and latency model (default {default})")
+
+
+def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int) -> int:
+    """The k to build with (auto resolved); errors name --segments."""
+    from optcc.segments import resolve_segments
+    try:
+        return resolve_segments(args.segments, algo, cluster, n_bytes)
+    except OptccError as e:
+        if e.field == "segments":
+            raise OptccError("--segments", e.message) from None
+        raise
 
 
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:

@@ -5,7 +5,7 @@ import os
 import tempfile
 
 from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
-from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
+from optcc.commands._common import add_cluster_args, add_segments_arg, cluster_from_args, print_json, print_table, segments_from_args
 from optcc.errors import OptccError
 
 
@@ -17,7 +17,7 @@ def register(sub) -> None:
     what.add_argument("--algo", choices=("optcc", "ring", "torch"),
                       help="build the schedule for the cluster flags ('torch' = dist.all_reduce)")
     add_cluster_args(parser, p_required=False)
-    parser.add_argument("--segments", type=int, default=1, help="pipeline segments k for --algo (default 1)")
+    add_segments_arg(parser, 1)   # auto: for the largest size, -e
     parser.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
     parser.add_argument("-e", "--maxbytes", default="1M", help="largest size (default 1M)")
     parser.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
@@ -47,13 +47,16 @@ def run(args) -> int:
               "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
     if args.p is None and not args.cluster:
         args.p = args.nproc                  # cluster flags default to one rank per process
+    k = None                                 # segments: only when the schedule is built here
     with tempfile.TemporaryDirectory(prefix="optcc-bench-") as tmp:
         if args.schedule or args.algo in ("optcc", "ring"):
             if args.schedule:
                 path = args.schedule
             else:
                 from optcc.algorithms import build_schedule
-                schedule = build_schedule(args.algo, cluster_from_args(args), args.segments)
+                built_on = cluster_from_args(args)
+                k = segments_from_args(args, args.algo, built_on, max(sizes))
+                schedule = build_schedule(args.algo, built_on, k)
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)
             schedule, note = prepare_schedule(path, args.nproc)
@@ -75,7 +78,7 @@ def run(args) -> int:
         print_json({"algorithm": label, "runner": res.result.get("runner"), "cluster": cluster.to_json(),
                     "backend": res.result["backend"],
                     "world_size": res.result["world_size"], "warmup": args.warmup_iters,
-                    "iters": args.iters, "rows": rows})
+                    "iters": args.iters, "segments": k, "rows": rows})
     else:
         print(f"# {label} on {cluster.describe()}, {res.result['world_size']} ranks "
               f"({res.result['backend']}), warmup {args.warmup_iters}, iters {args.iters}")

@@ -1,7 +1,8 @@
 """`optcc compare`: lower bound, fluid LP (shared, exclusive), ILP, OptCC and rings in one table."""
 from __future__ import annotations
 
-from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
+from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
+                                    print_json, print_table, segments_from_args)
 from optcc.errors import OptccError
 from optcc.timing import units_to_seconds
 
@@ -9,7 +10,7 @@ from optcc.timing import units_to_seconds
 def register(sub) -> None:
     parser = sub.add_parser("compare", help="lower bound vs LP/ILP optimum vs OptCC vs ring on one cluster")
     add_cluster_args(parser)
-    parser.add_argument("--segments", "-k", type=int, default=8, help="pipeline segments k (default 8)")
+    add_segments_arg(parser, 8)
     parser.add_argument("--ilp", action="store_true", help="also search an optimal tree schedule with CP-SAT (p ≤ 4)")
     parser.add_argument("--ilp-pieces", type=int, default=2, help="equal pieces for the ILP (default 2)")
     parser.add_argument("--ilp-time-limit", type=float, default=30.0, help="CP-SAT time limit in seconds (default 30)")
@@ -26,14 +27,16 @@ def run(args) -> int:
     if args.ilp_time_limit <= 0:
         raise OptccError("--ilp-time-limit", f"expected a positive number of seconds, got {args.ilp_time_limit}")
     cluster = cluster_from_args(args)
-    out = compare(cluster, args.segments, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
+    k = segments_from_args(args, "optcc", cluster, args.n)
+    out = compare(cluster, k, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
                   ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove)
     out["n_bytes"] = args.n
+    out["segments"] = k
     if args.json:
         print_json(out)
         return 0
     t0, lb = out["t0"], out["lower_bound"]
-    print(f"# AllReduce on {out['cluster']}, k = {args.segments}, n = {args.n} bytes; times in units of n/B")
+    print(f"# AllReduce on {out['cluster']}, k = {k}, n = {args.n} bytes; times in units of n/B")
 
     def row(name, value, proved="-", source=""):
         if value is None:

@@ -10,14 +10,15 @@ import sys
 import time
 
 from compose.demo import run_demo
-from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
+from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
+                                    print_json, print_table, segments_from_args)
 
 
 def register(sub) -> None:
     parser = sub.add_parser("demo", help="the main job: ring vs OptCC vs the lower bound on a degraded cluster")
     add_cluster_args(parser, p_required=False)
     parser.set_defaults(p=16, straggler=None)
-    parser.add_argument("--segments", "-k", type=int, default=64, help="pipeline segments for OptCC (default 64)")
+    add_segments_arg(parser, 64)
     add_size_and_json_args(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the real gloo run even if torch is installed")
     parser.set_defaults(handler=run)
@@ -28,14 +29,15 @@ def run(args) -> int:
         args.straggler = ["0:2"]
     message_size(args)
     cluster = cluster_from_args(args)
+    k = segments_from_args(args, "optcc", cluster, args.n)
     started = time.perf_counter()
-    result = run_demo(cluster, args.segments, args.n, real_run=not args.no_run,
+    result = run_demo(cluster, k, args.n, real_run=not args.no_run,
                       progress=None if args.json else lambda msg: print(msg, file=sys.stderr))
     if args.json:
         print_json(result)
         return 0 if result["ok"] else 1
     print(f"# AllReduce of n = {args.n} bytes on {cluster.describe()}, B = {float(cluster.bandwidth):.3g} B/s, "
-          f"OptCC with k = {args.segments} segments; times in units of n/B")
+          f"OptCC with k = {k} segments; times in units of n/B")
     rows = []
     for name, row in result["rows"].items():
         rows.append([name, row["time"], row.get("seconds"), row["ratio_to_t0"], row["ratio_to_lower_bound"],

@@ -1,7 +1,9 @@
 """`optcc time FILE`: slot and event time of a schedule, against T0 and the lower bound."""
 from __future__ import annotations
 
-from optcc.commands._common import add_size_and_json_args, message_size, print_json, print_table
+from optcc.commands._common import (add_latency_args, add_size_and_json_args, apply_latency_args, message_size,
+                                    print_json, print_table)
+from optcc.latency import describe_json
 from optcc.schedule import Schedule
 from compose.timing_report import time_schedule
 from optcc.timing import units_to_seconds
@@ -11,12 +13,14 @@ def register(sub) -> None:
     parser = sub.add_parser("time", help="time a schedule (slot and event models) against T0 and the bound")
     parser.add_argument("file", metavar="FILE")
     add_size_and_json_args(parser)
+    add_latency_args(parser)   # override the schedule's cluster's latency model
     parser.set_defaults(handler=run)
 
 
 def run(args) -> int:
     message_size(args)
     schedule = Schedule.load(args.file)
+    schedule.cluster = apply_latency_args(schedule.cluster, args)
     rep = time_schedule(schedule, args.n)
     c = schedule.cluster
     out = {
@@ -29,6 +33,7 @@ def run(args) -> int:
         "seconds": {"slot": units_to_seconds(c, rep.slot_time, args.n),
                     "event": units_to_seconds(c, rep.event_time, args.n)},
         "n_bytes": args.n,
+        "latency_model": describe_json(c),
         "capacity_model": rep.capacity,
         "capacity_ok": rep.violation is None,
         "capacity_violation": None if rep.violation is None else rep.violation.describe(schedule),
@@ -40,7 +45,7 @@ def run(args) -> int:
               f"{len(schedule.flows)} flows, n = {args.n} bytes, times in units of n/B")
         rows = [
             ["slot time", out["slot_time"], out["seconds"]["slot"]],
-            ["event time", out["event_time"], out["seconds"]["event"]],
+            [f"event time ({out['latency_model']['name']} latency)", out["event_time"], out["seconds"]["event"]],
             ["T0 (fault-free)", out["t0"], units_to_seconds(c, rep.t0, args.n)],
             ["lower bound", out["lower_bound"],
              None if rep.lower_bound is None else units_to_seconds(c, rep.lower_bound, args.n)],

@@ -1,0 +1,106 @@
+"""`--segments auto`: the k that minimises the model time for message size n on this cluster.
+
+A cheap search over the closed forms of optcc.model_time (not a derived optimum): candidates are
+a geometric grid k = ⌈1.25^i⌉ up to the largest k below the latency knee (at most K_MAX), then
+an integer ternary search between the two grid points around the best one. Only k where the model is valid (below the knee, where the closed form is tested against
+the event model) compete; if none is, k = 1. Tested against brute force over every k ≤ 1024
+(tests/test_segments.py): within 1% everywhere on its grid.
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from optcc.cluster import Cluster
+from optcc.errors import OptccError
+from optcc.latency import units as latency_units
+from optcc.model_time import ModelTime, construction, knee_fraction, model_time
+
+K_MAX = 1024
+
+
+def parse_segments(text) -> int | str:
+    """'auto' or a positive integer (OptccError on field 'segments' otherwise)."""
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        return "auto"
+    try:
+        k = int(text)
+    except (TypeError, ValueError):
+        raise OptccError("segments", f"expected a positive integer or 'auto', got {text!r}") from None
+    if k < 1:
+        raise OptccError("segments", f"expected a positive integer or 'auto', got {text!r}")
+    return k
+
+
+def knee_segments(cluster: Cluster, n_bytes: int, algo: str = "optcc") -> int:
+    """Largest k with Li + L ≤ KNEE/(k·p) (halved with o > 0); K_MAX when Li + L = 0."""
+    o, li, lat = latency_units(cluster, n_bytes)
+    lam = (li + lat) * (2 if o > 0 else 1)
+    if lam == 0:
+        return K_MAX
+    return max(1, min(K_MAX, math.floor(knee_fraction(algo, cluster) / (lam * cluster.p))))
+
+
+def _grid(limit: int) -> list[int]:
+    out, x = set(), 1.0
+    while x <= limit:
+        out.add(math.ceil(x))
+        x *= 1.25
+    out.add(limit)
+    return sorted(out)
+
+
+def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX) -> tuple[int, ModelTime]:
+    """(k, its ModelTime): the best valid k ≤ k_max by the search in the module docstring."""
+    if construction(algo, cluster) in ("ring", "flat_ring"):
+        return 1, model_time(algo, cluster, 1, n_bytes)       # k only adds steps to the ring
+    cache: dict[int, ModelTime | None] = {}
+
+    def at(k: int):
+        if k not in cache:
+            try:
+                t = model_time(algo, cluster, k, n_bytes)
+            except OptccError:        # a construction without a closed form at this k
+                t = None
+            cache[k] = t if t is not None and t.valid else None
+        return cache[k]
+
+    limit = min(k_max, knee_segments(cluster, n_bytes, algo))
+    grid = _grid(limit)
+    scored = [(at(k).time, k) for k in grid if at(k) is not None]
+    if not scored:
+        return 1, model_time(algo, cluster, 1, n_bytes)
+    _, best = min(scored)
+    i = grid.index(best)
+    lo, hi = grid[max(i - 1, 0)], min(limit, grid[min(i + 1, len(grid) - 1)])
+
+    def value(k: int):
+        t = at(k)
+        return t.time if t is not None else None
+
+    while hi - lo > 4:                      # integer ternary search in the bracket
+        m1, m2 = lo + (hi - lo) // 3, hi - (hi - lo) // 3
+        v1, v2 = value(m1), value(m2)
+        if v2 is None or (v1 is not None and v1 <= v2):
+            hi = m2
+        else:
+            lo = m1
+    for k in range(lo, hi + 1):
+        at(k)
+    times = [(t.time, k) for k, t in cache.items() if t is not None]
+    time_, k = min(times)
+    return k, cache[k]
+
+
+def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int) -> int:
+    """The k to build with: the integer given, or auto's choice."""
+    value = parse_segments(value)
+    if value == "auto":
+        return auto_segments(algo, cluster, n_bytes)[0]
+    return value
+
+
+def best_time(algo: str, cluster: Cluster, n_bytes: int) -> tuple[Fraction, int]:
+    """(model time in n/B, k) at auto's k: what the paper checks and the sweep report."""
+    k, t = auto_segments(algo, cluster, n_bytes)
+    return t.time, k
