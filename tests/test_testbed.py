@@ -87,3 +87,63 @@ def test_refuses_without_root(monkeypatch):
     monkeypatch.setattr(testbed.os, "geteuid", lambda: 1000)
     with pytest.raises(OptccError, match="root"):
         testbed.require_root()
+
+
+# ---- delay emulation (TAP devices + gpu_runner/tap_forwarder.py; the kernel has no netem) ----
+
+def _forwarders():
+    out = subprocess.run(["pgrep", "-f", "gpu_runner.tap_forwarder .*o14b"], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_delay_emulation_rtt_and_rates():
+    """ping RTT within 10% of 2·D; bulk TCP throughput within 10% of the shaped rate, both ways."""
+    from gpu_runner.netcheck import measure_link
+    from gpu_runner.testbed import Testbed
+    before_ns, before_links = _namespaces(), _links()
+    delay_ms = 2.0
+    with Testbed(3, tag="o14bemu", delay_ms=delay_ms) as tb:
+        tb.shape([40, 40, 20])
+        healthy = measure_link(tb, 0, 1, seconds=2.0, count=15)
+        into_slow = measure_link(tb, 1, 2, seconds=2.0, count=5)      # paced by the forwarder
+        out_of_slow = measure_link(tb, 2, 0, seconds=2.0, count=5)    # shaped by tbf on the TAP
+        stats = tb.forwarder_stats()
+    assert abs(healthy["rtt_median_s"] - 2 * delay_ms / 1000) <= 0.1 * 2 * delay_ms / 1000, healthy["rtt_s"]
+    for got, mbit in ((healthy, 40), (into_slow, 20), (out_of_slow, 20)):
+        rate = got["throughput_bytes_per_s"] * 8 / 1e6
+        assert abs(rate - mbit) <= 0.1 * mbit, (rate, mbit, got)
+    assert stats["frames"] > 1000 and stats["write_errors"] == 0
+    assert _namespaces() == before_ns and _links() == before_links
+    assert not _forwarders()
+
+
+def test_delay_testbed_failure_stops_forwarder_and_removes_everything():
+    from gpu_runner.testbed import Testbed
+    before_ns, before_links = _namespaces(), _links()
+    with pytest.raises(RuntimeError, match="boom"):
+        with Testbed(2, tag="o14bfail", delay_ms=1.0) as tb:
+            tb.shape([10, 5])
+            assert tb.forwarder.poll() is None and _forwarders()
+            raise RuntimeError("boom")
+    assert tb.forwarder is None and not _forwarders()
+    assert _namespaces() == before_ns and _links() == before_links
+
+
+def test_dead_forwarder_is_a_clear_error_and_cleaned_up():
+    from gpu_runner.testbed import Testbed
+    from optcc.errors import OptccError
+    before_ns = _namespaces()
+    with pytest.raises(OptccError, match="forwarder is not running"):
+        with Testbed(2, tag="o14bdead", delay_ms=1.0) as tb:
+            os.killpg(tb.forwarder.pid, signal.SIGKILL)
+            tb.forwarder.wait(timeout=10)
+            tb.shape([10, 10])
+    assert _namespaces() == before_ns and not _forwarders()
+
+
+def test_remove_stale_clears_a_killed_runs_namespaces():
+    from gpu_runner.testbed import remove_stale
+    for ns in ("o14bstaleh", "o14bstaler0"):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    assert sorted(remove_stale("o14bstale")) == ["o14bstaleh", "o14bstaler0"]
+    assert not any(n.startswith("o14bstale") for n in _namespaces())
