@@ -147,3 +147,28 @@ def test_remove_stale_clears_a_killed_runs_namespaces():
         subprocess.run(["ip", "netns", "add", ns], check=True)
     assert sorted(remove_stale("o14bstale")) == ["o14bstaleh", "o14bstaler0"]
     assert not any(n.startswith("o14bstale") for n in _namespaces())
+
+
+def test_sizes_sweep_with_delay_cli_json(tmp_path):
+    """`optcc testbed --delay-ms --sizes --json`: one row per size, all correct, shaping visible."""
+    import json
+
+    from gpu_runner.testbed_sizes import COLUMNS, runner_args
+    before_ns = _namespaces()
+    png = tmp_path / "sizes.png"
+    res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
+                          "--rate", "40", "--delay-ms", "2", "--sizes", "64K,512K", "--segments", "2",
+                          "--iters", "1", "--warmup", "1", "--plot", str(png), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    rows = out["rows"]
+    assert [r["size"] for r in rows] == [64 << 10, 512 << 10]
+    assert all(set(COLUMNS) <= set(r) and r["correct"] and r["segments"] == 2 for r in rows)
+    assert all(r["torch_fault_free_s"] > 0 and r["optcc_step_s"] > 0 for r in rows)
+    # 512 KiB through a 20 Mbit/s straggler link: the ring is clearly slower than fault-free
+    assert rows[1]["torch_straggler_s"] > 1.3 * rows[1]["torch_fault_free_s"], rows
+    assert (rows[0]["optcc_streaming_s"] is None) == (runner_args("streaming") is None)
+    assert abs(out["measured_rtt_s"] - 0.004) <= 0.0004
+    assert png.stat().st_size > 1000
+    assert _namespaces() == before_ns and not _forwarders()

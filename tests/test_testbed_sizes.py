@@ -1,0 +1,31 @@
+"""`optcc testbed --sizes` pieces that need no root: the crossover, the runner hook, bad input."""
+import subprocess
+import sys
+
+from gpu_runner.testbed_sizes import crossover_size, runner_args
+
+
+def _row(size, torch, optcc):
+    return {"size": size, "torch_straggler_s": torch, "optcc_step_s": optcc}
+
+
+def test_crossover_is_the_smallest_size_from_which_optcc_always_wins():
+    rows = [_row(1, 0.1, 0.3), _row(2, 0.2, 0.25), _row(4, 0.4, 0.3), _row(8, 0.8, 0.5)]
+    assert crossover_size(rows, "optcc_step_s") == 4
+    rows[1]["optcc_step_s"] = 0.15            # a win at 2 counts only if every larger size wins too
+    assert crossover_size(rows, "optcc_step_s") == 2
+    rows[3]["optcc_step_s"] = 0.9             # loses at the largest size: no crossover
+    assert crossover_size(rows, "optcc_step_s") is None
+
+
+def test_step_runner_always_available():
+    assert runner_args("step") is not None
+    assert runner_args("no-such-runner") is None
+
+
+def test_bad_sizes_and_delay_are_input_errors():
+    for extra, field in ((["--sizes", "1M,x"], "--sizes"), (["--delay-ms", "-1", "--sizes", "1M"], "--delay-ms")):
+        res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
+                              "--rate", "40", *extra], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.strip().startswith(f"optcc: error: {field}:"), res.stderr
