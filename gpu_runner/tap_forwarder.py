@@ -171,6 +171,12 @@ def main(argv=None) -> int:
     cfg = json.loads((argv or sys.argv[1:])[0])
     # timer slack 1 ns instead of 50 µs: select() wakes when the next frame is due, not later
     ctypes.CDLL(None).prctl(PR_SET_TIMERSLACK, ctypes.c_ulong(1), 0, 0, 0)
+    # the forwarder is the network: on a busy machine it must not wait behind other processes
+    # (nice −20, not a real-time class: a bug here can slow the machine down, never freeze it)
+    try:
+        os.nice(-20)
+    except OSError:
+        pass
     fds = [open_tap(ns, cfg["ifname"]) for ns in cfg["namespaces"]]
     macs = [bytes.fromhex(m.replace(":", "")) for m in cfg["macs"]]
     switch = Switch(fds, macs, cfg["delay_ms"] / 1000.0)

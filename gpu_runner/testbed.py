@@ -275,12 +275,13 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
-    """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON."""
+def measure(tb: Testbed, worker_args: list, timeout_s: float, module: str = "gpu_runner") -> dict:
+    """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON.
+    Each rank's OPTCC_HOST is its namespace's name (the namespaces share the machine's hostname)."""
     from gpu_runner.launch import launch
     res = launch(tb.p, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
-                 prefix=tb.prefix, env_extra={"GLOO_SOCKET_IFNAME": "eth0"},
-                 wall_limit_s=timeout_s * 10)
+                 prefix=lambda r: [*tb.prefix(r), "env", f"OPTCC_HOST={tb.namespaces[r]}"],
+                 env_extra={"GLOO_SOCKET_IFNAME": "eth0"}, wall_limit_s=timeout_s * 10, module=module)
     if not res.ok:
         raise OptccError("testbed", "a run failed: " + res.describe_failure())
     return res.result

@@ -172,3 +172,25 @@ def test_sizes_sweep_with_delay_cli_json(tmp_path):
     assert abs(out["measured_rtt_s"] - 0.004) <= 0.0004
     assert png.stat().st_size > 1000
     assert _namespaces() == before_ns and not _forwarders()
+
+
+def test_probe_on_testbed_recovers_each_shaped_ell(tmp_path):
+    """`optcc probe --testbed`: two stragglers among 5 ranks, 2 ms delay; each ℓ within 10%."""
+    import json
+
+    from optcc.cluster import Cluster
+    before_ns = _namespaces()
+    out = tmp_path / "cluster.json"
+    res = subprocess.run([sys.executable, "-m", "optcc", "probe", "--testbed", "--p", "5", "--straggler", "0:2",
+                          "--straggler", "3:1.5", "--rate", "40", "--delay-ms", "2", "--size", "524288",
+                          "--repeats", "2", "-o", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    shaped = [2, 1, 1, 1.5, 1]
+    for r in got["ranks"]:
+        assert abs(r["ell"] - shaped[r["rank"]]) <= 0.1 * shaped[r["rank"]], got["ranks"]
+        assert r["host"] == f"otb{got['ranks'][0]['host'][3:].split('r')[0]}r{r['rank']}"   # namespace names
+    cluster = Cluster.from_json(json.loads(out.read_text()))
+    assert set(cluster.stragglers) == {0, 3}
+    assert abs(float(cluster.bandwidth) - 40e6 / 8) <= 0.1 * 40e6 / 8
+    assert _namespaces() == before_ns and not _forwarders()

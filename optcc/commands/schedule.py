@@ -10,7 +10,7 @@ from optcc.commands._common import add_cluster_args, cluster_from_args
 def register(sub) -> None:
     parser = sub.add_parser("schedule", help="build a schedule (ring or OptCC) and write it as JSON")
     parser.add_argument("--algo", choices=ALGORITHMS, required=True)
-    add_cluster_args(parser)
+    add_cluster_args(parser, p_required=False)   # --cluster FILE alone is enough (optcc probe writes one)
     parser.add_argument("--segments", "-k", type=int, default=1, help="pipeline segments k (default 1)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the schedule")
     parser.set_defaults(handler=run)

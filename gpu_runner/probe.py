@@ -1,0 +1,219 @@
+"""`optcc probe`: measure each rank's NIC send and receive bandwidth and estimate its slowdown ℓ.
+
+Exchange pattern (derived): in round j = 1..p−1 every rank r sends `size` bytes to r+j and
+receives from r−j (mod p) at the same time, so each NIC carries exactly one outgoing and one
+incoming stream. The receiver times its stream from a common barrier, so the flow s→d runs at
+min(send_s, recv_d). Over the p−1 rounds each rank meets every other rank once as receiver and
+once as sender; its send rate is the MAXIMUM over receivers of its flows' rates (equivalently the
+minimum time), its receive rate the maximum over senders: a healthy rank paired with the slow
+one is not blamed for it, as long as the rank has one partner at least as fast as itself. The
+pattern is repeated `repeats` times; the median is reported with the spread (max−min)/median.
+Each flow is timed at two sizes, S/4 and S, and its rate is (S − S/4) / (T(S) − T(S/4)): costs
+that do not grow with the size (barrier skew, gloo's receive-ready notification, one round trip
+of delay) cancel (derived: T(x) = c + x / rate).
+
+ℓ_r = B / min(send_r, recv_r), with B the healthy rate: `bandwidth` if given, else the median
+over ranks of min(send, recv) (so fewer than half the ranks may be slow). Ranks with ℓ below
+`min_ell` count as healthy in the cluster JSON (measurement noise is not a straggler).
+
+Runs as `python -m gpu_runner.probe` on every rank (under torchrun, gpu_runner.launch or the
+testbed); rank 0 writes the result (--result FILE) and/or prints it (--json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from datetime import timedelta
+from fractions import Fraction
+
+from gpu_runner.watchdog import EXIT_ERROR, Watchdog
+
+
+def host_name() -> str:
+    """This rank's host: $OPTCC_HOST if set (tests and the testbed name hosts), else the hostname."""
+    return os.environ.get("OPTCC_HOST") or socket.gethostname()
+
+
+def flow_rate(size: int, t_small: float, t_full: float) -> float:
+    """Bytes/s of a flow timed at size//4 and size bytes (the fixed cost cancels); if noise makes
+    the difference non-positive, the plain size / t_full."""
+    small = size // 4
+    if t_full > t_small > 0:
+        return (size - small) / (t_full - t_small)
+    return size / t_full
+
+
+def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwidth: float | None = None,
+             min_ell: float = 1.1) -> dict:
+    """From rates[rep][src][dst] (bytes/s of receiver-timed flows; the diagonal is ignored) to
+    per-rank send/receive rates, ℓ estimates and a cluster JSON (Cluster.to_json format)."""
+    from optcc.cluster import Cluster
+    p = len(hosts)
+    send = [[] for _ in range(p)]
+    recv = [[] for _ in range(p)]
+    for rep in rates:
+        for r in range(p):
+            send[r].append(max(rep[r][d] for d in range(p) if d != r))
+            recv[r].append(max(rep[s][r] for s in range(p) if s != r))
+    send_med = [statistics.median(x) for x in send]
+    recv_med = [statistics.median(x) for x in recv]
+    nic = [min(a, b) for a, b in zip(send_med, recv_med)]
+    healthy_rate = float(bandwidth) if bandwidth else statistics.median(nic)
+    ranks, stragglers = [], {}
+    for r in range(p):
+        ell = max(1.0, healthy_rate / nic[r])
+        ranks.append({"rank": r, "host": hosts[r], "send_bytes_per_s": send_med[r],
+                      "recv_bytes_per_s": recv_med[r], "ell": ell,
+                      "send_spread": _spread(send[r]), "recv_spread": _spread(recv[r])})
+        if ell >= min_ell:
+            stragglers[r] = Fraction(str(round(ell, 2)))
+    cluster = Cluster.build(p, stragglers=stragglers, bandwidth=Fraction(round(healthy_rate)))
+    return {"ranks": ranks, "cluster": cluster.to_json(), "size": size, "repeats": len(rates),
+            "healthy_bytes_per_s": healthy_rate, "bandwidth_given": bool(bandwidth), "min_ell": min_ell}
+
+
+def _spread(xs: list[float]) -> float:
+    return (max(xs) - min(xs)) / statistics.median(xs) if len(xs) > 1 else 0.0
+
+
+def worker_args(size: int, repeats: int, bandwidth: float | None, min_ell: float, extra=()) -> list[str]:
+    args = ["--size", str(size), "--repeats", str(repeats), "--min-ell", str(min_ell), *extra]
+    return args + (["--bandwidth", str(bandwidth)] if bandwidth else [])
+
+
+def probe_local(nproc: int, size: int, repeats: int, timeout_s: float, bandwidth: float | None = None,
+                min_ell: float = 1.1, extra=()) -> dict:
+    """The probe on `nproc` local processes (gpu_runner.launch); rank 0's result."""
+    from gpu_runner.launch import launch
+    from optcc.errors import OptccError
+    res = launch(nproc, worker_args(size, repeats, bandwidth, min_ell, extra), timeout_s, module="gpu_runner.probe")
+    if not res.ok:
+        raise OptccError("probe", "the probe failed: " + res.describe_failure())
+    return res.result
+
+
+def probe_testbed(p: int, stragglers: dict, rate_mbit: float, size: int, repeats: int, timeout_s: float,
+                  delay_ms: float | None = None, bandwidth: float | None = None, min_ell: float = 1.1,
+                  extra=()) -> dict:
+    """The probe on the shaped testbed (root): rank r's link at rate_mbit / ℓ_r both ways."""
+    from gpu_runner.testbed import Testbed, measure, require_root
+    require_root()
+    rates = [rate_mbit / float(stragglers.get(r, 1)) for r in range(p)]
+    with Testbed(p, delay_ms=delay_ms) as tb:
+        tb.shape(rates)
+        res = measure(tb, worker_args(size, repeats, bandwidth, min_ell, extra), timeout_s, module="gpu_runner.probe")
+    res["testbed"] = {"rate_mbit": rate_mbit, "delay_ms": delay_ms,
+                      "shaped_ell": [float(stragglers.get(r, 1)) for r in range(p)]}
+    return res
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m gpu_runner.probe",
+                                 description="Measure each rank's send/receive bandwidth (torchrun or optcc probe).")
+    ap.add_argument("--size", type=int, default=1 << 20, help="bytes per timed stream (default 1 MiB)")
+    ap.add_argument("--repeats", type=int, default=3, help="times the p−1 rounds are repeated (default 3)")
+    ap.add_argument("--bandwidth", type=float, help="healthy rate in bytes/s (default: median of the ranks)")
+    ap.add_argument("--min-ell", type=float, default=1.1, help="ℓ below this counts as healthy (default 1.1)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a peer (default 60)")
+    ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
+    ap.add_argument("--out", metavar="FILE", help="rank 0 writes the cluster JSON here")
+    ap.add_argument("--json", action="store_true", help="rank 0 prints the JSON result")
+    ap.add_argument("--inject-fault", help=argparse.SUPPRESS)      # tests: die:RANK or hang:RANK
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        return _main(args, rank)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - every failure is one clear line and an exit
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"optcc-probe rank {rank}: error: {type(e).__name__}: {msg}", file=sys.stderr, flush=True)
+        os._exit(EXIT_ERROR)
+
+
+def _main(args, rank: int) -> int:
+    import torch
+    import torch.distributed as dist
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world < 2:
+        raise ValueError("the probe needs at least 2 ranks")
+    watchdog = Watchdog(rank, args.timeout, label="optcc-probe")
+    watchdog.phase("the process group to form (rendezvous with every rank)")
+    dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))
+    hosts = [None] * world
+    dist.all_gather_object(hosts, host_name())
+    watchdog.beat()
+    sync = torch.zeros(1)
+    out_buf = torch.ones(args.size, dtype=torch.uint8)
+    in_buf = torch.empty(args.size, dtype=torch.uint8)
+    rates = torch.zeros(args.repeats, world, world, dtype=torch.float64)   # [rep, src, dst]
+
+    def timed(j: int, nbytes: int) -> float:
+        dst, src = (rank + j) % world, (rank - j) % world
+        watchdog.waiting(f"the barrier before round {j}")
+        dist.all_reduce(sync)
+        watchdog.beat()
+        if args.inject_fault:
+            _inject(args.inject_fault, rank, watchdog)
+        t0 = time.perf_counter()
+        send = dist.isend(out_buf[:nbytes], dst)
+        recv = dist.irecv(in_buf[:nbytes], src)
+        watchdog.waiting(lambda: f"{nbytes} bytes from rank {src} (round {j})")
+        recv.wait()
+        took = time.perf_counter() - t0
+        watchdog.waiting(lambda: f"the send of {nbytes} bytes to rank {dst} (round {j})")
+        send.wait()
+        watchdog.beat()
+        return took
+
+    for rep in range(-1, args.repeats):          # rep −1: warm-up (connections, TCP windows)
+        for j in range(1, world):
+            t_small = timed(j, args.size // 4)
+            t_full = timed(j, args.size)
+            if rep >= 0:
+                rates[rep, (rank - j) % world, rank] = flow_rate(args.size, t_small, t_full)
+    watchdog.waiting("gathering the timings")
+    dist.all_reduce(rates)                       # each rank filled its own column
+    watchdog.beat()
+    if rank == 0:
+        res = estimate(rates.tolist(), args.size, hosts, args.bandwidth, args.min_ell)
+        _write(args, res)
+    watchdog.phase("shutdown")
+    dist.barrier()
+    watchdog.disable()
+    dist.destroy_process_group()
+    return 0
+
+
+def _write(args, res: dict) -> None:
+    for path, obj in ((args.result, res), (args.out, res["cluster"])):
+        if path:
+            tmp = path + ".tmp"
+            with open(tmp, "w") as fh:
+                json.dump(obj, fh, indent=2)
+            os.replace(tmp, path)
+    if args.json:
+        print(json.dumps(res))
+
+
+def _inject(spec: str, rank: int, watchdog) -> None:
+    kind, who = spec.split(":")
+    if int(who) != rank:
+        return
+    if kind == "die":
+        os._exit(17)
+    watchdog.disable()
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
