@@ -7,14 +7,17 @@ min(send_s, recv_d). Over the p−1 rounds each rank meets every other rank once
 once as sender; its send rate is the MAXIMUM over receivers of its flows' rates (equivalently the
 minimum time), its receive rate the maximum over senders: a healthy rank paired with the slow
 one is not blamed for it, as long as the rank has one partner at least as fast as itself. The
-pattern is repeated `repeats` times; the median is reported with the spread (max−min)/median.
-Each flow is timed at two sizes, S/4 and S, and its rate is (S − S/4) / (T(S) − T(S/4)): costs
-that do not grow with the size (barrier skew, gloo's receive-ready notification, one round trip
-of delay) cancel (derived: T(x) = c + x / rate).
+pattern is repeated `repeats` times and the best repetition counts: the errors are one-sided (a
+busy CPU, a late wake-up only ever slow a flow down), so the maximum is the estimate and the
+spread (max − min)/max over the repetitions says how noisy the machine was.
+Each flow is timed at two sizes, S/4 and S, which gives the per-flow cost c that does not grow
+with the size (barrier skew, gloo's receive-ready notification, one round trip of delay); its
+rate is S / (T(S) − c) (derived: T(x) = c + x / rate; see flow_rates).
 
-ℓ_r = B / min(send_r, recv_r), with B the healthy rate: `bandwidth` if given, else the median
-over ranks of min(send, recv) (so fewer than half the ranks may be slow). Ranks with ℓ below
-`min_ell` count as healthy in the cluster JSON (measurement noise is not a straggler).
+ℓ_r = B / min(send_r, recv_r), with B the healthy rate: `bandwidth` if given, else the fastest
+rank's min(send, recv) (the errors being one-sided, as above; on the testbed the median of the
+healthy ranks read up to 10% low on a loaded machine). Ranks with ℓ below `min_ell` count as
+healthy in the cluster JSON (measurement noise is not a straggler).
 
 Runs as `python -m gpu_runner.probe` on every rank (under torchrun, gpu_runner.launch or the
 testbed); rank 0 writes the result (--result FILE) and/or prints it (--json).
@@ -39,13 +42,22 @@ def host_name() -> str:
     return os.environ.get("OPTCC_HOST") or socket.gethostname()
 
 
-def flow_rate(size: int, t_small: float, t_full: float) -> float:
-    """Bytes/s of a flow timed at size//4 and size bytes (the fixed cost cancels); if noise makes
-    the difference non-positive, the plain size / t_full."""
+def flow_rates(t_small, t_full, size: int) -> list:
+    """rates[rep][src][dst] = size / (t_full − c) from flows timed at size//4 and size bytes, with
+    c the fixed per-flow cost: the median over all flows of each flow's intercept
+    t_small − (t_full − t_small)·(size//4)/(size − size//4) (derived: T(x) = c + x / rate). One c
+    for all flows, so a flow's noise does not enter its own rate twice; kept within
+    [0, min t_full / 2] so that noise cannot make it absurd. The diagonal stays 0."""
     small = size // 4
-    if t_full > t_small > 0:
-        return (size - small) / (t_full - t_small)
-    return size / t_full
+    p = len(t_full[0])
+    flows = [(k, s, d) for k in range(len(t_full)) for s in range(p) for d in range(p) if s != d]
+    c = statistics.median(t_small[k][s][d] - (t_full[k][s][d] - t_small[k][s][d]) * small / (size - small)
+                          for k, s, d in flows)
+    c = min(max(c, 0.0), min(t_full[k][s][d] for k, s, d in flows) / 2)
+    rates = [[[0.0] * p for _ in range(p)] for _ in t_full]
+    for k, s, d in flows:
+        rates[k][s][d] = size / (t_full[k][s][d] - c)
+    return rates
 
 
 def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwidth: float | None = None,
@@ -60,15 +72,15 @@ def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwi
         for r in range(p):
             send[r].append(max(rep[r][d] for d in range(p) if d != r))
             recv[r].append(max(rep[s][r] for s in range(p) if s != r))
-    send_med = [statistics.median(x) for x in send]
-    recv_med = [statistics.median(x) for x in recv]
-    nic = [min(a, b) for a, b in zip(send_med, recv_med)]
-    healthy_rate = float(bandwidth) if bandwidth else statistics.median(nic)
+    send_best = [max(x) for x in send]
+    recv_best = [max(x) for x in recv]
+    nic = [min(a, b) for a, b in zip(send_best, recv_best)]
+    healthy_rate = float(bandwidth) if bandwidth else max(nic)
     ranks, stragglers = [], {}
     for r in range(p):
         ell = max(1.0, healthy_rate / nic[r])
-        ranks.append({"rank": r, "host": hosts[r], "send_bytes_per_s": send_med[r],
-                      "recv_bytes_per_s": recv_med[r], "ell": ell,
+        ranks.append({"rank": r, "host": hosts[r], "send_bytes_per_s": send_best[r],
+                      "recv_bytes_per_s": recv_best[r], "ell": ell,
                       "send_spread": _spread(send[r]), "recv_spread": _spread(recv[r])})
         if ell >= min_ell:
             stragglers[r] = Fraction(str(round(ell, 2)))
@@ -78,7 +90,7 @@ def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwi
 
 
 def _spread(xs: list[float]) -> float:
-    return (max(xs) - min(xs)) / statistics.median(xs) if len(xs) > 1 else 0.0
+    return (max(xs) - min(xs)) / max(xs) if len(xs) > 1 else 0.0
 
 
 def worker_args(size: int, repeats: int, bandwidth: float | None, min_ell: float, extra=()) -> list[str]:
@@ -117,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  description="Measure each rank's send/receive bandwidth (torchrun or optcc probe).")
     ap.add_argument("--size", type=int, default=1 << 20, help="bytes per timed stream (default 1 MiB)")
     ap.add_argument("--repeats", type=int, default=3, help="times the p−1 rounds are repeated (default 3)")
-    ap.add_argument("--bandwidth", type=float, help="healthy rate in bytes/s (default: median of the ranks)")
+    ap.add_argument("--bandwidth", type=float, help="healthy rate in bytes/s (default: the fastest rank's)")
     ap.add_argument("--min-ell", type=float, default=1.1, help="ℓ below this counts as healthy (default 1.1)")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a peer (default 60)")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
@@ -155,7 +167,7 @@ def _main(args, rank: int) -> int:
     sync = torch.zeros(1)
     out_buf = torch.ones(args.size, dtype=torch.uint8)
     in_buf = torch.empty(args.size, dtype=torch.uint8)
-    rates = torch.zeros(args.repeats, world, world, dtype=torch.float64)   # [rep, src, dst]
+    times = torch.zeros(2, args.repeats, world, world, dtype=torch.float64)   # [small/full, rep, src, dst]
 
     def timed(j: int, nbytes: int) -> float:
         dst, src = (rank + j) % world, (rank - j) % world
@@ -180,12 +192,14 @@ def _main(args, rank: int) -> int:
             t_small = timed(j, args.size // 4)
             t_full = timed(j, args.size)
             if rep >= 0:
-                rates[rep, (rank - j) % world, rank] = flow_rate(args.size, t_small, t_full)
+                times[0, rep, (rank - j) % world, rank] = t_small
+                times[1, rep, (rank - j) % world, rank] = t_full
     watchdog.waiting("gathering the timings")
-    dist.all_reduce(rates)                       # each rank filled its own column
+    dist.all_reduce(times)                       # each rank filled its own column
     watchdog.beat()
     if rank == 0:
-        res = estimate(rates.tolist(), args.size, hosts, args.bandwidth, args.min_ell)
+        t_small, t_full = times.tolist()
+        res = estimate(flow_rates(t_small, t_full, args.size), args.size, hosts, args.bandwidth, args.min_ell)
         _write(args, res)
     watchdog.phase("shutdown")
     dist.barrier()

@@ -119,6 +119,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
     result = {"p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
               "straggler_rate_mbit": slow[straggler], "delay_ms": delay_ms, "dtype": dtype, "iters": iters,
               "warmup": warmup, "measured_rtt_s": None if link is None else link["rtt_median_s"],
+              "measured_rtt_min_s": None if link is None else min(link["rtt_s"]),
               "measured_rate_mbit": None if link is None else link["throughput_bytes_per_s"] * 8e-6,
               "rows": rows, "optcc_column": optcc_key,
               "ring_wins_below": crossover_size(rows, optcc_key), "notes": notes}

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from gpu_runner.probe import estimate, flow_rate
+from gpu_runner.probe import estimate, flow_rates
 from optcc.cluster import Cluster
 
 
@@ -19,11 +19,19 @@ def _rates(send, recv, reps=3, jitter=()):
     return out
 
 
-def test_flow_rate_cancels_the_fixed_cost():
-    rate, fixed, size = 5e6, 0.025, 1 << 20
-    t = lambda x: fixed + x / rate   # noqa: E731
-    assert flow_rate(size, t(size // 4), t(size)) == pytest.approx(rate)
-    assert flow_rate(size, 0.3, 0.2) == size / 0.2            # noise: falls back to size / T
+def test_flow_rates_cancel_the_fixed_cost_and_resist_one_noisy_flow():
+    size, c = 1 << 20, 0.025
+    rate = [[0, 5e6, 5e6], [2.5e6, 0, 2.5e6], [5e6, 5e6, 0]]           # rank 1 sends at half rate
+    t = lambda x, s, d: c + x / rate[s][d]   # noqa: E731
+    t_small = [[[t(size // 4, s, d) if s != d else 0.0 for d in range(3)] for s in range(3)]] * 2
+    t_full = [[[t(size, s, d) if s != d else 0.0 for d in range(3)] for s in range(3)] for _ in range(2)]
+    got = flow_rates(t_small, t_full, size)
+    assert got[0] == [[0.0, pytest.approx(5e6), pytest.approx(5e6)], [pytest.approx(2.5e6), 0.0,
+                      pytest.approx(2.5e6)], [pytest.approx(5e6), pytest.approx(5e6), 0.0]]
+    t_small[1] = [row[:] for row in t_small[1]]
+    t_small[1][0][1] += 0.1                  # one flow's small transfer was descheduled for 100 ms
+    got = flow_rates(t_small, t_full, size)
+    assert got[1][0][1] == pytest.approx(5e6) and got[0][1][2] == pytest.approx(2.5e6)
 
 
 def test_estimate_names_the_slow_rank_not_its_partners():
@@ -42,13 +50,15 @@ def test_estimate_names_the_slow_rank_not_its_partners():
     assert got[2]["host"] == "h2"
 
 
-def test_estimate_spread_median_given_bandwidth_and_threshold():
+def test_estimate_best_repetition_spread_given_bandwidth_and_threshold():
     B = 1e6
     send = recv = [B, B, B / 1.05]
     res = estimate(_rates(send, recv, reps=3, jitter=(0.0, 0.1, -0.1)), 1000, ["a", "b", "c"],
                    bandwidth=2 * B, min_ell=1.1)
-    assert res["ranks"][0]["send_spread"] == pytest.approx(1 / 0.9 - 1 / 1.1)   # (max − min) / median
-    assert [r["ell"] for r in res["ranks"]] == pytest.approx([2.0, 2.0, 2.1])
+    # the best repetition counts (rates B/0.9, B, B/1.1 -> B/0.9); spread = (max − min) / max
+    assert res["ranks"][0]["send_bytes_per_s"] == pytest.approx(B / 0.9)
+    assert res["ranks"][0]["send_spread"] == pytest.approx((1 / 0.9 - 1 / 1.1) * 0.9)
+    assert [r["ell"] for r in res["ranks"]] == pytest.approx([1.8, 1.8, 1.89])
     assert Cluster.from_json(res["cluster"]).bandwidth == 2 * B
     res = estimate(_rates(send, recv), 1000, ["a", "b", "c"])
     assert res["cluster"]["stragglers"] == []        # ℓ = 1.05 < 1.1: noise, not a straggler
