@@ -53,8 +53,8 @@ def free_port() -> int:
 
 def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "127.0.0.1",
            master_port: int | None = None, prefix=None, env_extra: dict | None = None,
-           wall_limit_s: float | None = None, module: str = "gpu_runner") -> LaunchResult:
-    """Run `python -m MODULE worker_args` on `nproc` local ranks; rank 0's JSON comes back."""
+           wall_limit_s: float | None = None) -> LaunchResult:
+    """Run `python -m gpu_runner worker_args` on `nproc` local ranks; rank 0's JSON comes back."""
     port = master_port or free_port()
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="optcc-run-") as tmp:
@@ -68,7 +68,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                             "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
                             "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
                 env.update(env_extra or {})
-                cmd = [sys.executable, "-m", module, *worker_args, "--timeout", str(timeout_s)]
+                cmd = [sys.executable, "-m", "gpu_runner", *worker_args, "--timeout", str(timeout_s)]
                 if r == 0:
                     cmd += ["--result", result_path]
                 if prefix is not None:

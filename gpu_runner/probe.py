@@ -19,8 +19,8 @@ rank's min(send, recv) (the errors being one-sided, as above; on the testbed the
 healthy ranks read up to 10% low on a loaded machine). Ranks with ℓ below `min_ell` count as
 healthy in the cluster JSON (measurement noise is not a straggler).
 
-Runs as `python -m gpu_runner.probe` on every rank (under torchrun, gpu_runner.launch or the
-testbed); rank 0 writes the result (--result FILE) and/or prints it (--json).
+Runs as `python -m gpu_runner.probe` (or `python -m gpu_runner probe`) on every rank, under
+torchrun, gpu_runner.launch or the testbed; rank 0 writes the result (--result FILE) and/or prints it (--json).
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ from gpu_runner.watchdog import EXIT_ERROR, Watchdog
 
 
 def host_name() -> str:
-    """This rank's host: $OPTCC_HOST if set (tests and the testbed name hosts), else the hostname."""
-    return os.environ.get("OPTCC_HOST") or socket.gethostname()
+    """This rank's host: $OPTCC_HOSTNAME if set (tests and the testbed name hosts), else the hostname."""
+    return os.environ.get("OPTCC_HOSTNAME") or socket.gethostname()
 
 
 def flow_rates(t_small, t_full, size: int) -> list:
@@ -103,7 +103,7 @@ def probe_local(nproc: int, size: int, repeats: int, timeout_s: float, bandwidth
     """The probe on `nproc` local processes (gpu_runner.launch); rank 0's result."""
     from gpu_runner.launch import launch
     from optcc.errors import OptccError
-    res = launch(nproc, worker_args(size, repeats, bandwidth, min_ell, extra), timeout_s, module="gpu_runner.probe")
+    res = launch(nproc, ["probe", *worker_args(size, repeats, bandwidth, min_ell, extra)], timeout_s)
     if not res.ok:
         raise OptccError("probe", "the probe failed: " + res.describe_failure())
     return res.result
@@ -118,7 +118,7 @@ def probe_testbed(p: int, stragglers: dict, rate_mbit: float, size: int, repeats
     rates = [rate_mbit / float(stragglers.get(r, 1)) for r in range(p)]
     with Testbed(p, delay_ms=delay_ms) as tb:
         tb.shape(rates)
-        res = measure(tb, worker_args(size, repeats, bandwidth, min_ell, extra), timeout_s, module="gpu_runner.probe")
+        res = measure(tb, ["probe", *worker_args(size, repeats, bandwidth, min_ell, extra)], timeout_s)
     res["testbed"] = {"rate_mbit": rate_mbit, "delay_ms": delay_ms,
                       "shaped_ell": [float(stragglers.get(r, 1)) for r in range(p)]}
     return res

@@ -1,5 +1,6 @@
 """`optcc probe`: the estimator on synthetic timings, local runs, bad input and dead/hung ranks."""
 import json
+import os
 import subprocess
 import sys
 
@@ -64,21 +65,23 @@ def test_estimate_best_repetition_spread_given_bandwidth_and_threshold():
     assert res["cluster"]["stragglers"] == []        # ℓ = 1.05 < 1.1: noise, not a straggler
 
 
-def _optcc(*args, timeout=120, cwd=None):
+def _optcc(*args, timeout=120, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "optcc", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd)
+                          timeout=timeout, cwd=cwd, env=env)
 
 
 def test_local_probe_json_and_cluster_file_feed_schedule(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "c.json"
-    res = _optcc("probe", "--nproc", "3", "--size", "65536", "--repeats", "2", "-o", str(out), "--json")
+    env = dict(os.environ, OPTCC_HOSTNAME="node-a")         # names the host, as the testbed does
+    res = _optcc("probe", "--nproc", "3", "--size", "65536", "--repeats", "2", "-o", str(out), "--json", env=env)
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)
     assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
     for r in got["ranks"]:
         assert {"rank", "host", "send_bytes_per_s", "recv_bytes_per_s", "ell"} <= set(r)
         assert r["send_bytes_per_s"] > 0 and r["recv_bytes_per_s"] > 0 and r["ell"] >= 1
+        assert r["host"] == "node-a"
     assert json.loads(out.read_text()) == got["cluster"]
     sched = _optcc("schedule", "--algo", "optcc", "--cluster", str(out), "--segments", "2",   # no --p needed
                    "-o", str(tmp_path / "s.json"))
@@ -94,7 +97,7 @@ def test_dead_or_hung_rank_ends_every_rank_with_a_clear_error(tmp_path, fault):
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith("optcc: error: probe: the probe failed: "), res.stderr
     assert "rank" in res.stderr and not out.exists()
-    assert not subprocess.run(["pgrep", "-f", f"gpu_runner.probe .*--inject-fault {fault}"],
+    assert not subprocess.run(["pgrep", "-f", f"gpu_runner probe .*--inject-fault {fault}"],
                               capture_output=True).stdout
 
 
@@ -109,3 +112,19 @@ def test_bad_input(args, field, tmp_path):
     res = _optcc("probe", *args, cwd=tmp_path)
     assert res.returncode == 2 and res.stderr.startswith(f"optcc: error: {field}:"), res.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_probe_under_torchrun(tmp_path):
+    pytest.importorskip("torch")
+    import shutil
+    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
+    if not os.path.exists(torchrun):
+        pytest.skip("torchrun is not installed")
+    out = tmp_path / "c.json"
+    res = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "3", "-m", "gpu_runner.probe",
+                          "--size", "65536", "--repeats", "1", "--out", str(out), "--json"],
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr[-2000:]
+    got = json.loads(res.stdout.strip().splitlines()[-1])
+    assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
+    assert Cluster.from_json(json.loads(out.read_text())).p == 3
