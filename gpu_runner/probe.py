@@ -114,11 +114,15 @@ def probe_testbed(p: int, stragglers: dict, rate_mbit: float, size: int, repeats
                   extra=()) -> dict:
     """The probe on the shaped testbed (root): rank r's link at rate_mbit / ℓ_r both ways."""
     from gpu_runner.testbed import Testbed, measure, require_root
+    from optcc.errors import OptccError
     require_root()
     rates = [rate_mbit / float(stragglers.get(r, 1)) for r in range(p)]
     with Testbed(p, delay_ms=delay_ms) as tb:
         tb.shape(rates)
-        res = measure(tb, ["probe", *worker_args(size, repeats, bandwidth, min_ell, extra)], timeout_s)
+        try:
+            res = measure(tb, ["probe", *worker_args(size, repeats, bandwidth, min_ell, extra)], timeout_s)
+        except OptccError as e:
+            raise OptccError("probe", "the probe failed: " + e.message.removeprefix("a run failed: ")) from None
     res["testbed"] = {"rate_mbit": rate_mbit, "delay_ms": delay_ms,
                       "shaped_ell": [float(stragglers.get(r, 1)) for r in range(p)]}
     return res
