@@ -29,3 +29,17 @@ def test_bad_sizes_and_delay_are_input_errors():
                               "--rate", "40", *extra], capture_output=True, text=True, timeout=60)
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip().startswith(f"optcc: error: {field}:"), res.stderr
+
+
+def test_streaming_column_lights_up_when_the_worker_has_the_runner(monkeypatch):
+    import argparse
+
+    from gpu_runner import worker
+
+    def parser_with_runner():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--runner", choices=("streaming", "step"), default="streaming")
+        return ap
+    monkeypatch.setattr(worker, "build_parser", parser_with_runner)
+    assert runner_args("streaming") == ["--runner", "streaming"]
+    assert runner_args("step") == ["--runner", "step"]
