@@ -6,7 +6,8 @@ incoming stream. The receiver times its stream from a common barrier, so the flo
 min(send_s, recv_d). Over the p−1 rounds each rank meets every other rank once as receiver and
 once as sender; its send rate is the MAXIMUM over receivers of its flows' rates (equivalently the
 minimum time), its receive rate the maximum over senders: a healthy rank paired with the slow
-one is not blamed for it, as long as the rank has one partner at least as fast as itself. The
+one is not blamed for it, as long as the rank has one partner at least as fast as itself (so
+p ≥ 3: with two ranks either could be the slow one). The
 pattern is repeated `repeats` times and the best repetition counts: the errors are one-sided (a
 busy CPU, a late wake-up only ever slow a flow down), so the maximum is the estimate and the
 spread (max − min)/max over the repetitions says how noisy the machine was.

@@ -15,6 +15,15 @@ ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 pytestmark = pytest.mark.skipif(not ROOT, reason="the testbed needs root (network namespaces, tc)")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_stale_namespaces():
+    """Leftovers of an earlier killed run of these tests (their tags start with o14b) go first and last."""
+    from gpu_runner.testbed import remove_stale
+    remove_stale("o14b")
+    yield
+    remove_stale("o14b")
+
+
 def _namespaces():
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
