@@ -30,9 +30,20 @@ def runner_args(kind: str) -> list[str] | None:
 
 
 def predicted_seconds(cluster, schedule, size: int, delay_s: float | None, overhead_s: float | None):
-    """The latency model's time for `schedule` at `size` bytes with the testbed's measured delay and
-    per-message overhead (issue 13's model); None while this branch has no such model."""
-    return None
+    """The latency model's time for `schedule` at `size` bytes: the event model of the latency
+    issue (optcc.timing.event_time) with wire latency L = the testbed's measured one-way delay,
+    overhead o = `overhead_s` (0 when not measured) and issue delay Li = 0. None without a
+    measured delay or where this branch's event_time takes no latency (issue 13 adds it)."""
+    import inspect
+
+    from optcc import timing
+    if delay_s is None or "latency_units" not in inspect.signature(timing.event_time).parameters:
+        return None
+
+    def units(seconds: float) -> Fraction:      # seconds -> units of n/B (derived: t·B/n)
+        return Fraction(str(seconds)) * cluster.bandwidth / size
+    model = timing.event_time(schedule, alpha_units=units(overhead_s or 0.0), latency_units=units(delay_s))
+    return timing.units_to_seconds(cluster, model, size)
 
 
 def crossover_size(rows: list[dict], optcc_key: str) -> int | None:
@@ -97,7 +108,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
                 log(f"measuring {key} over {len(sizes)} sizes ...")
                 measured[key] = measure(tb, args + common, timeout_s)["rows"]
                 log("  " + ", ".join(f"{r['size']}: {r['seconds']:.3f} s" for r in measured[key]))
-    delay_s = link["rtt_median_s"] / 2 if link else None
+    delay_s = min(link["rtt_s"]) / 2 if link else None      # the emulated delay: the best ping
     rows = []
     for i, base in enumerate(measured["torch_fault_free_s"]):
         size = base["size"]
@@ -115,7 +126,10 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
     if measured["optcc_streaming_s"] is None:
         notes.append("optcc_streaming_s is null: this branch's worker has no streaming runner (issue 14 item 1)")
     if all(r["predicted_s"] is None for r in rows):
-        notes.append("predicted_s is null: this branch has no latency model (issue 13)")
+        notes.append("predicted_s is null: no measured delay, or this branch's optcc.timing.event_time "
+                     "takes no latency (issue 13)")
+    else:
+        notes.append("predicted_s: event model with L = measured one-way delay, o = 0, Li = 0")
     result = {"p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
               "straggler_rate_mbit": slow[straggler], "delay_ms": delay_ms, "dtype": dtype, "iters": iters,
               "warmup": warmup, "measured_rtt_s": None if link is None else link["rtt_median_s"],

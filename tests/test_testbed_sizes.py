@@ -43,3 +43,31 @@ def test_streaming_column_lights_up_when_the_worker_has_the_runner(monkeypatch):
     monkeypatch.setattr(worker, "build_parser", parser_with_runner)
     assert runner_args("streaming") == ["--runner", "streaming"]
     assert runner_args("step") == ["--runner", "step"]
+
+
+def test_prediction_uses_the_event_model_once_it_takes_a_latency(monkeypatch):
+    from fractions import Fraction
+
+    from gpu_runner.testbed_sizes import predicted_seconds
+    from optcc import timing
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    cluster = Cluster.build(4, stragglers={0: 2}, bandwidth=5 * 10**6)
+    schedule = build_schedule("optcc", cluster, 2)
+    if "latency_units" in __import__("inspect").signature(timing.event_time).parameters:
+        got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, None)
+        assert got > timing.units_to_seconds(cluster, timing.slot_time(schedule), 1 << 20)
+        return
+    assert predicted_seconds(cluster, schedule, 1 << 20, 0.002, None) is None      # no model here
+    seen = {}
+
+    def fake_event_time(schedule, alpha_units=Fraction(0), grid=None, issue_units=Fraction(0),
+                        latency_units=Fraction(0)):
+        seen.update(alpha=alpha_units, latency=latency_units)
+        return Fraction(3)
+    monkeypatch.setattr(timing, "event_time", fake_event_time)
+    got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, 0.0005)
+    # seconds -> units of n/B: t·B/n; back: 3 units · n/B
+    assert seen == {"alpha": Fraction(5, 10000) * 5 * 10**6 / 2**20, "latency": Fraction(2, 1000) * 5 * 10**6 / 2**20}
+    assert got == 3 * 2**20 / 5e6
+    assert predicted_seconds(cluster, schedule, 1 << 20, None, None) is None   # no measured delay
