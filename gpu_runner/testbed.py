@@ -7,15 +7,25 @@ rank-side egress limits what it sends, the hub-side egress what it receives; hea
 straggler rate B/ℓ. Addresses come from the benchmark range 198.18.0.0/15 only. gloo runs over
 TCP between the namespaces (GLOO_SOCKET_IFNAME=eth0).
 
+With a one-way delay (`delay_ms`, no netem in this kernel) the veth pairs and the bridge are
+replaced by one TAP device per rank namespace and gpu_runner/tap_forwarder.py, a process in the
+hub namespace that switches frames between the TAPs with the delay and paces each rank's receive
+direction at its rate; tbf still shapes each rank's egress (on its TAP).
+
 Everything created is removed on exit, also on Ctrl-C, SIGTERM or failure: deleting a namespace
-deletes its veth end, and the bridge goes with the hub namespace.
+deletes its veth end or TAP, the bridge goes with the hub namespace, and the forwarder (in the
+hub namespace, reading its stdin) is stopped first. `remove_stale(prefix)` clears leftovers of a
+killed run by name prefix.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import select
 import subprocess
+import sys
 import tempfile
 from fractions import Fraction
 
@@ -24,6 +34,9 @@ from optcc.errors import OptccError
 SUBNET = "198.18.0"          # 198.18.0.0/24, inside the benchmark range 198.18.0.0/15 (RFC 2544)
 TCP_BUFFER = int(os.environ.get("OPTCC_TESTBED_TCP_BUFFER", 32 * 1024))   # bytes, per socket
 TBF_LIMIT_BYTES = 8 << 20    # tbf queue: larger than any TCP window here, so shaping delays, never drops
+TAP_MTU = 9000               # jumbo frames: 6x fewer frames for the user-space forwarder to move
+FORWARDER_START_S = 30.0
+WORKER_NICE = -10
 
 
 def _sh(*cmd, check=True):
@@ -52,14 +65,18 @@ def tbf_args(rate_mbit: float) -> list[str]:
 class Testbed:
     """Context manager: `with Testbed(p) as tb: tb.shape(rates); tb.prefix(rank) ...`."""
 
-    def __init__(self, p: int, tag: str | None = None):
+    def __init__(self, p: int, tag: str | None = None, delay_ms: float | None = None):
         if not 2 <= p <= 200:
             raise OptccError("p", f"the testbed takes 2 ≤ p ≤ 200 ranks, got {p}")
+        if delay_ms is not None and not 0 <= delay_ms <= 10_000:
+            raise OptccError("delay_ms", f"expected 0 ≤ delay ≤ 10000 ms, got {delay_ms}")
         self.p = p
         self.tag = tag or f"otb{os.getpid() % 100000}"
         self.hub = f"{self.tag}h"
         self.namespaces = [f"{self.tag}r{r}" for r in range(p)]
+        self.delay_ms = delay_ms
         self.created: list[str] = []
+        self.forwarder: subprocess.Popen | None = None
         self._old_term = None
 
     def address(self, rank: int) -> str:
@@ -93,15 +110,23 @@ class Testbed:
         _sh("ip", "netns", "add", self.hub)
         self.created.append(self.hub)
         _sh("ip", "-n", self.hub, "link", "set", "lo", "up")
-        _sh("ip", "-n", self.hub, "link", "add", "br0", "type", "bridge")
-        _sh("ip", "-n", self.hub, "link", "set", "br0", "up")
+        if self.delay_ms is None:
+            _sh("ip", "-n", self.hub, "link", "add", "br0", "type", "bridge")
+            _sh("ip", "-n", self.hub, "link", "set", "br0", "up")
         for r, ns in enumerate(self.namespaces):
             _sh("ip", "netns", "add", ns)
             self.created.append(ns)
-            # both veth ends are created inside namespaces: nothing appears on the host
-            _sh("ip", "-n", self.hub, "link", "add", self.hub_port(r), "type", "veth",
-                "peer", "name", "eth0", "netns", ns)
-            _sh("ip", "-n", self.hub, "link", "set", self.hub_port(r), "master", "br0", "up")
+            if self.delay_ms is None:
+                # both veth ends are created inside namespaces: nothing appears on the host
+                _sh("ip", "-n", self.hub, "link", "add", self.hub_port(r), "type", "veth",
+                    "peer", "name", "eth0", "netns", ns)
+                _sh("ip", "-n", self.hub, "link", "set", self.hub_port(r), "master", "br0", "up")
+            else:
+                _sh("ip", "-n", ns, "tuntap", "add", "dev", "eth0", "mode", "tap")
+                _sh("ip", "-n", ns, "link", "set", "eth0", "address", self.mac(r), "mtu", str(TAP_MTU),
+                    "txqueuelen", "10000")
+                _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+                    check=False)
             _sh("ip", "-n", ns, "link", "set", "lo", "up")
             # per-namespace sysctl: no TCP slow-start restart between a pair's successive flows
             _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.tcp_slow_start_after_idle=0",
@@ -113,15 +138,81 @@ class Testbed:
                     f"{key}=4096 {TCP_BUFFER} {TCP_BUFFER}", check=False)
             _sh("ip", "-n", ns, "addr", "add", f"{self.address(r)}/24", "dev", "eth0")
             _sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        if self.delay_ms is not None:
+            self._start_forwarder()
+
+    def mac(self, rank: int) -> str:
+        from gpu_runner.tap_forwarder import mac_of
+        return ":".join(f"{b:02x}" for b in mac_of(rank, sum(self.tag.encode())))
+
+    def _start_forwarder(self) -> None:
+        cfg = {"namespaces": self.namespaces, "ifname": "eth0", "delay_ms": self.delay_ms,
+               "macs": [self.mac(r) for r in range(self.p)]}
+        self.forwarder = subprocess.Popen(
+            ["ip", "netns", "exec", self.hub, sys.executable, "-m", "gpu_runner.tap_forwarder", json.dumps(cfg)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            start_new_session=True)
+        line = self._forwarder_line(FORWARDER_START_S)
+        if line != "ready":
+            raise OptccError("testbed", f"the TAP forwarder did not start: {line or self._forwarder_error()}")
+
+    def _forwarder_line(self, timeout_s: float) -> str:
+        ready, _, _ = select.select([self.forwarder.stdout], [], [], timeout_s)
+        return self.forwarder.stdout.readline().strip() if ready else ""
+
+    def _forwarder_error(self) -> str:
+        if self.forwarder.poll() is None:
+            return "no answer"
+        return (self.forwarder.stderr.read().strip().splitlines() or ["exited"])[-1]
+
+    def forwarder_command(self, line: str, timeout_s: float = 10.0) -> str:
+        if self.forwarder is None or self.forwarder.poll() is not None:
+            raise OptccError("testbed", "the TAP forwarder is not running: " +
+                             (self._forwarder_error() if self.forwarder else "never started"))
+        self.forwarder.stdin.write(line + "\n")
+        self.forwarder.stdin.flush()
+        answer = self._forwarder_line(timeout_s)
+        if not answer or answer.startswith('{"error"'):
+            raise OptccError("testbed", f"TAP forwarder: {answer or 'no answer to ' + line.split()[0]}")
+        return answer
+
+    def forwarder_stats(self) -> dict:
+        return json.loads(self.forwarder_command("stats"))
+
+    def _stop_forwarder(self) -> None:
+        fw, self.forwarder = self.forwarder, None
+        if fw is None:
+            return
+        try:
+            fw.stdin.close()               # EOF: the forwarder exits by itself
+        except OSError:
+            pass
+        try:
+            fw.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(fw.pid, signal.SIGKILL)
+            fw.wait(timeout=10)
+        for stream in (fw.stdout, fw.stderr):
+            stream.close()
 
     def shape(self, rates_mbit: list[float]) -> None:
         """Rate-limit rank r's link to rates_mbit[r] in both directions (tbf)."""
         if len(rates_mbit) != self.p:
             raise ValueError("one rate per rank")
         for r, rate in enumerate(rates_mbit):
-            for ns, dev in ((self.namespaces[r], "eth0"), (self.hub, self.hub_port(r))):
+            ports = [(self.namespaces[r], "eth0")]
+            if self.delay_ms is None:
+                ports.append((self.hub, self.hub_port(r)))
+            for ns, dev in ports:
                 _sh("ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev,
                     "root", "tbf", *tbf_args(rate))
+        if self.delay_ms is not None:
+            # the receive direction: paced by the forwarder; socket buffers cover the delay
+            self.forwarder_command("rates " + " ".join(str(r * 1e6 / 8) for r in rates_mbit))
+            buf = tcp_buffer_for(max(rates_mbit), self.delay_ms)
+            for ns in self.namespaces:
+                for key in ("net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"):
+                    _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}=4096 {buf} {buf}", check=False)
 
     def dropped_packets(self) -> int:
         """Packets dropped by all our tbf qdiscs so far (should stay 0)."""
@@ -135,7 +226,8 @@ class Testbed:
         return total
 
     def remove(self) -> None:
-        """Kill anything left in our namespaces (our own workers) and delete the namespaces."""
+        """Stop the forwarder, kill anything left in our namespaces (our own workers), delete them."""
+        self._stop_forwarder()
         for ns in reversed(self.created):
             pids = _sh("ip", "netns", "pids", ns, check=False).stdout.split()
             for pid in pids:
@@ -150,6 +242,31 @@ class Testbed:
             self._old_term = None
 
 
+def tcp_buffer_for(rate_mbit: float, delay_ms: float) -> int:
+    """Socket buffer with a delay (derived): 4× the bandwidth-delay product of a round trip
+    (2·D plus one jumbo frame's serialisation each way), at least TCP_BUFFER; TCP advertises about
+    half its receive buffer, so 2× would only just fill the pipe."""
+    rate_bps = rate_mbit * 1e6 / 8
+    rtt = 2 * delay_ms / 1000 + 2 * TAP_MTU / rate_bps
+    return max(TCP_BUFFER, int(4 * rate_bps * rtt))
+
+
+def remove_stale(prefix: str) -> list[str]:
+    """Delete leftover namespaces whose name starts with `prefix` (a killed run's), after killing
+    what runs in them; returns their names."""
+    gone = []
+    for ns in list_namespaces():
+        if ns.startswith(prefix):
+            for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            _sh("ip", "netns", "del", ns, check=False)
+            gone.append(ns)
+    return gone
+
+
 def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -160,11 +277,15 @@ def list_namespaces() -> list[str]:
 
 
 def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
-    """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON."""
+    """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON.
+    Each rank's OPTCC_HOSTNAME is its namespace's name (the namespaces share the machine's hostname).
+    Workers run at nice −10 (WORKER_NICE): they emulate dedicated hosts, so on a shared machine
+    they should not queue behind unrelated processes (the forwarder, the network, runs at −20)."""
     from gpu_runner.launch import launch
     res = launch(tb.p, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
-                 prefix=tb.prefix, env_extra={"GLOO_SOCKET_IFNAME": "eth0"},
-                 wall_limit_s=timeout_s * 10)
+                 prefix=lambda r: [*tb.prefix(r), "nice", "-n", str(WORKER_NICE), "env",
+                                   f"OPTCC_HOSTNAME={tb.namespaces[r]}"],
+                 env_extra={"GLOO_SOCKET_IFNAME": "eth0"}, wall_limit_s=timeout_s * 10)
     if not res.ok:
         raise OptccError("testbed", "a run failed: " + res.describe_failure())
     return res.result
@@ -172,7 +293,7 @@ def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
 
 def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: int, segments: int,
                 iters: int = 2, warmup: int = 1, timeout_s: float = 120.0, plot: str | None = None,
-                with_ring: bool = True, log=None) -> dict:
+                with_ring: bool = True, log=None, delay_ms: float | None = None) -> dict:
     """Measure torch all_reduce (fault-free, straggler), OptCC (straggler), optionally our ring."""
     from bounds.closed_form import fault_free_optimum, lower_bound
     from gpu_runner.launch import prepare_schedule
@@ -202,7 +323,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
             s.save(path)
             s, _ = prepare_schedule(path, p)
             schedules[algo] = (path, s)
-        with Testbed(p) as tb:
+        with Testbed(p, delay_ms=delay_ms) as tb:
             plan = [("torch fault-free", healthy_rates, ["--algo", "torch"]),
                     ("torch straggler", straggler_rates, ["--algo", "torch"]),
                     ("optcc straggler", straggler_rates,
@@ -227,7 +348,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
     optcc_s = runs["optcc straggler"]["seconds"]
     torch_s = runs["torch straggler"]["seconds"]
     result = {
-        "p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
+        "p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit, "delay_ms": delay_ms,
         "straggler_rate_mbit": straggler_rates[straggler], "size": size, "segments": segments,
         "iters": iters, "lower_bound_seconds": lb_s, "t0_seconds": t0_s,
         "optcc_schedule_seconds": units_to_seconds(cluster, slot_time(schedules["optcc"][1]), size),

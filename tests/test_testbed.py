@@ -15,6 +15,15 @@ ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 pytestmark = pytest.mark.skipif(not ROOT, reason="the testbed needs root (network namespaces, tc)")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _no_stale_namespaces():
+    """Leftovers of an earlier killed run of these tests (their tags start with o14b) go first and last."""
+    from gpu_runner.testbed import remove_stale
+    remove_stale("o14b")
+    yield
+    remove_stale("o14b")
+
+
 def _namespaces():
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
@@ -87,3 +96,128 @@ def test_refuses_without_root(monkeypatch):
     monkeypatch.setattr(testbed.os, "geteuid", lambda: 1000)
     with pytest.raises(OptccError, match="root"):
         testbed.require_root()
+
+
+# ---- delay emulation (TAP devices + gpu_runner/tap_forwarder.py; the kernel has no netem) ----
+
+def _forwarders():
+    out = subprocess.run(["pgrep", "-f", "gpu_runner.tap_forwarder .*o14b"], capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_delay_emulation_rtt_and_rates():
+    """ping RTT within 10% of 2·D (best of 15); TCP throughput within 10% of the shaped rate, both ways.
+    16/8 Mbit/s: 40/20 Mbit/s passes on a quiet machine but not reliably with 2 loaded cores."""
+    from gpu_runner.netcheck import measure_link
+    from gpu_runner.testbed import Testbed
+    before_ns, before_links = _namespaces(), _links()
+    delay_ms = 2.0
+    with Testbed(3, tag="o14bemu", delay_ms=delay_ms) as tb:
+        tb.shape([16, 16, 8])
+        healthy = measure_link(tb, 0, 1, seconds=2.0, count=15)
+        into_slow = measure_link(tb, 1, 2, seconds=2.0, count=5)      # paced by the forwarder
+        out_of_slow = measure_link(tb, 2, 0, seconds=2.0, count=5)    # shaped by tbf on the TAP
+        stats = tb.forwarder_stats()
+    # the emulated round trip: never below 2·D, at best within 10% of it (the minimum: a loaded
+    # machine only adds its own scheduling delays, seen in the median, on top)
+    rtt = 2 * delay_ms / 1000
+    assert rtt <= min(healthy["rtt_s"]) <= 1.1 * rtt, healthy["rtt_s"]
+    assert healthy["rtt_median_s"] <= 3 * rtt, healthy["rtt_s"]
+    for got, mbit in ((healthy, 16), (into_slow, 8), (out_of_slow, 8)):
+        rate = got["throughput_bytes_per_s"] * 8 / 1e6
+        assert abs(rate - mbit) <= 0.1 * mbit, (rate, mbit, got)
+    assert stats["frames"] > 500 and stats["write_errors"] == 0
+    assert _namespaces() == before_ns and _links() == before_links
+    assert not _forwarders()
+
+
+def test_delay_testbed_failure_stops_forwarder_and_removes_everything():
+    from gpu_runner.testbed import Testbed
+    before_ns, before_links = _namespaces(), _links()
+    with pytest.raises(RuntimeError, match="boom"):
+        with Testbed(2, tag="o14bfail", delay_ms=1.0) as tb:
+            tb.shape([10, 5])
+            assert tb.forwarder.poll() is None and _forwarders()
+            raise RuntimeError("boom")
+    assert tb.forwarder is None and not _forwarders()
+    assert _namespaces() == before_ns and _links() == before_links
+
+
+def test_dead_forwarder_is_a_clear_error_and_cleaned_up():
+    from gpu_runner.testbed import Testbed
+    from optcc.errors import OptccError
+    before_ns = _namespaces()
+    with pytest.raises(OptccError, match="forwarder is not running"):
+        with Testbed(2, tag="o14bdead", delay_ms=1.0) as tb:
+            os.killpg(tb.forwarder.pid, signal.SIGKILL)
+            tb.forwarder.wait(timeout=10)
+            tb.shape([10, 10])
+    assert _namespaces() == before_ns and not _forwarders()
+
+
+def test_remove_stale_clears_a_killed_runs_namespaces():
+    from gpu_runner.testbed import remove_stale
+    for ns in ("o14bstaleh", "o14bstaler0"):
+        subprocess.run(["ip", "netns", "add", ns], check=True)
+    assert sorted(remove_stale("o14bstale")) == ["o14bstaleh", "o14bstaler0"]
+    assert not any(n.startswith("o14bstale") for n in _namespaces())
+
+
+def test_sizes_sweep_with_delay_cli_json(tmp_path):
+    """`optcc testbed --delay-ms --sizes --json`: one row per size, all correct, shaping visible."""
+    import json
+
+    from gpu_runner.testbed_sizes import COLUMNS, runner_args
+    before_ns = _namespaces()
+    png = tmp_path / "sizes.png"
+    res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
+                          "--rate", "40", "--delay-ms", "2", "--sizes", "64K,512K", "--segments", "2",
+                          "--iters", "1", "--warmup", "1", "--plot", str(png), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    rows = out["rows"]
+    assert [r["size"] for r in rows] == [64 << 10, 512 << 10]
+    assert all(set(COLUMNS) <= set(r) and r["correct"] and r["segments"] == 2 for r in rows)
+    assert all(r["torch_fault_free_s"] > 0 and r["optcc_step_s"] > 0 for r in rows)
+    # 512 KiB through a 20 Mbit/s straggler link: the ring is clearly slower than fault-free
+    assert rows[1]["torch_straggler_s"] > 1.3 * rows[1]["torch_fault_free_s"], rows
+    assert (rows[0]["optcc_streaming_s"] is None) == (runner_args("streaming") is None)
+    assert 0.004 <= out["measured_rtt_min_s"] <= 0.0044 and out["measured_rtt_s"] <= 0.012
+    assert png.stat().st_size > 1000
+    assert _namespaces() == before_ns and not _forwarders()
+
+
+def test_probe_on_testbed_recovers_each_shaped_ell(tmp_path):
+    """`optcc probe --testbed`: two stragglers among 5 ranks, 2 ms delay; each ℓ within 10%.
+    16 Mbit/s: at 40 Mbit/s the healthy ranks read up to 30% low when the 2 cores are loaded
+    (load average ~17: the forwarder, the kernel's TCP work and the ranks fall behind)."""
+    import json
+
+    from optcc.cluster import Cluster
+    before_ns = _namespaces()
+    out = tmp_path / "cluster.json"
+    res = subprocess.run([sys.executable, "-m", "optcc", "probe", "--testbed", "--p", "5", "--straggler", "0:2",
+                          "--straggler", "3:1.5", "--rate", "16", "--delay-ms", "2", "--size", "524288",
+                          "--repeats", "3", "-o", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    got = json.loads(res.stdout)
+    shaped = [2, 1, 1, 1.5, 1]
+    for r in got["ranks"]:
+        assert abs(r["ell"] - shaped[r["rank"]]) <= 0.1 * shaped[r["rank"]], got["ranks"]
+        assert r["host"] == f"otb{got['ranks'][0]['host'][3:].split('r')[0]}r{r['rank']}"   # namespace names
+    cluster = Cluster.from_json(json.loads(out.read_text()))
+    assert set(cluster.stragglers) == {0, 3}
+    assert abs(float(cluster.bandwidth) - 16e6 / 8) <= 0.1 * 16e6 / 8
+    assert _namespaces() == before_ns and not _forwarders()
+
+
+def test_probe_on_testbed_dead_rank_is_a_clear_error_and_everything_goes():
+    before_ns, before_links = _namespaces(), _links()
+    res = subprocess.run([sys.executable, "-m", "optcc", "probe", "--testbed", "--p", "3", "--rate", "16",
+                          "--delay-ms", "1", "--size", "65536", "--repeats", "1", "--timeout", "5",
+                          "--inject-fault", "die:1", "-o", "/dev/null"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("optcc: error: probe: the probe failed: "), res.stderr
+    assert "rank 1: exited with code 17" in res.stderr
+    assert _namespaces() == before_ns and _links() == before_links and not _forwarders()

@@ -22,6 +22,8 @@ FIELD_FLAGS = {
     "certificate": "--certificate",
     "max_steps": "--max-steps",
     "runner": "--runner",
+    "delay_ms": "--delay-ms",
+    "sizes": "--sizes",
     "sweep.end": "-e",
     "sweep.factor": "-f",
 }

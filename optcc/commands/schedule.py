@@ -11,7 +11,7 @@ from optcc.errors import OptccError
 def register(sub) -> None:
     parser = sub.add_parser("schedule", help="build a schedule (ring or OptCC) and write it as JSON")
     parser.add_argument("--algo", choices=ALGORITHMS, required=True)
-    add_cluster_args(parser)
+    add_cluster_args(parser, p_required=False)   # --cluster FILE alone is enough (optcc probe writes one)
     add_segments_arg(parser, 1)
     parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes for --segments auto (default 1 GiB)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the schedule")

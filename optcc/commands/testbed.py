@@ -20,6 +20,11 @@ def register(sub) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
     parser.add_argument("--no-ring", action="store_true", help="skip the extra bar: our ring executor")
+    parser.add_argument("--delay-ms", type=float, default=None, metavar="D",
+                        help="one-way delay D ms on every link (TAP devices + a user-space forwarder; no netem)")
+    parser.add_argument("--sizes", metavar="LIST",
+                        help="sweep sizes, e.g. 1M,2M,4M (K/M/G binary): per size torch fault-free and "
+                             "straggler, OptCC step (and streaming where available); replaces --size")
     parser.add_argument("--plot", default="testbed.png", metavar="PNG", help="bar chart path (default testbed.png)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
@@ -37,9 +42,13 @@ def run(args) -> int:
         raise OptccError("--rate", f"expected a positive rate in Mbit/s, got {args.rate}")
     if args.size <= 0 or args.segments < 1 or args.iters < 1:
         raise OptccError("--size", "expected positive --size, --segments and --iters")
+    if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
+        raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
     log = (lambda m: None) if args.json else (lambda m: print("# " + m, file=sys.stderr, flush=True))
+    if args.sizes is not None:
+        return _run_sizes(args, rank, ell, log)
     res = run_testbed(args.p, rank, ell, args.rate, args.size, args.segments, args.iters, args.warmup,
-                      args.timeout, args.plot, with_ring=not args.no_ring, log=log)
+                      args.timeout, args.plot, with_ring=not args.no_ring, log=log, delay_ms=args.delay_ms)
     if args.json:
         print_json(res)
     else:
@@ -57,3 +66,37 @@ def run(args) -> int:
               f"{res['optcc_over_lower_bound']:.3f} (target ≤ 1.15: {'met' if t['within_15pct_of_bound'] else 'NOT met'})")
         print(f"chart: {res['plot']}")
     return 0 if all(r["correct"] for r in res["rows"]) else 1
+
+
+def _run_sizes(args, rank, ell, log) -> int:
+    from gpu_runner.bench import parse_bytes
+    from gpu_runner.testbed_sizes import COLUMNS, run_sizes
+    sizes = [parse_bytes(x, "--sizes") for x in args.sizes.split(",") if x.strip()]
+    if not sizes:
+        raise OptccError("--sizes", "expected a comma-separated list of sizes, e.g. 1M,4M")
+    res = run_sizes(args.p, rank, ell, args.rate, sizes, args.segments, args.iters, args.warmup,
+                    args.timeout, args.delay_ms, plot=args.plot, log=log)
+    if args.json:
+        print_json(res)
+    else:
+        delay = "no delay" if res["delay_ms"] is None else (
+            f"{res['delay_ms']:g} ms one-way delay (measured RTT {res['measured_rtt_s'] * 1e3:.2f} ms, "
+            f"{res['measured_rate_mbit']:.1f} Mbit/s)")
+        print(f"# p = {res['p']}, straggler {res['straggler']} at ℓ = {res['ell']:g}: links {res['rate_mbit']:g} "
+              f"Mbit/s, straggler {res['straggler_rate_mbit']:g} Mbit/s, {delay}; {res['dtype']}, "
+              f"{res['iters']} timed runs per size")
+        cols = list(COLUMNS) + ["schedule_s", "lower_bound_s", "correct"]
+        print_table(cols, [[_cell(r[c]) for c in cols] for r in res["rows"]])
+        below = res["ring_wins_below"]
+        print(f"{res['optcc_column']} beats torch with the straggler from "
+              f"{'no measured size' if below is None else f'{below} bytes'} upwards")
+        for note in res["notes"]:
+            print(f"# {note}")
+        print(f"chart: {res['plot']}")
+    return 0 if all(r["correct"] for r in res["rows"]) else 1
+
+
+def _cell(v):
+    if v is None:
+        return "null"
+    return f"{v:.3f}" if isinstance(v, float) else v

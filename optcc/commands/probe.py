@@ -1,0 +1,98 @@
+"""`optcc probe`: measure every rank's NIC send/receive bandwidth, estimate ℓ, write a cluster JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from optcc.cluster import parse_straggler
+from optcc.commands._common import print_json, print_table
+from optcc.errors import OptccError
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("probe", help="measure each rank's NIC bandwidth and write a cluster JSON "
+                                          "(local ranks, or the shaped testbed as root; torchrun: "
+                                          "python -m gpu_runner.probe)")
+    parser.add_argument("--nproc", type=int, help="local ranks to start (without --testbed)")
+    parser.add_argument("--testbed", action="store_true", help="run on the shaped namespace testbed (root)")
+    parser.add_argument("--p", type=int, help="testbed ranks (default: --nproc)")
+    parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
+                        help="testbed: shape RANK's link to rate/ELL (repeatable)")
+    parser.add_argument("--rate", type=float, metavar="MBIT", help="testbed: healthy link rate in Mbit/s")
+    parser.add_argument("--delay-ms", type=float, default=None, metavar="D", help="testbed: one-way delay")
+    parser.add_argument("--size", type=int, default=1 << 20, help="bytes per timed stream (default 1 MiB)")
+    parser.add_argument("--repeats", type=int, default=3, help="repetitions of the p−1 rounds (default 3)")
+    parser.add_argument("--bandwidth", type=float, help="healthy rate B in bytes/s (default: the fastest rank's)")
+    parser.add_argument("--min-ell", type=float, default=1.1, help="ℓ below this counts as healthy (default 1.1)")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
+    parser.add_argument("-o", "--out", default="probe-cluster.json", metavar="FILE",
+                        help="cluster JSON to write (for optcc schedule --cluster; default probe-cluster.json)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--inject-fault", help=argparse.SUPPRESS)   # tests: die:RANK or hang:RANK
+    parser.set_defaults(handler=run)
+
+
+def run(args) -> int:
+    _validate(args)
+    try:
+        from gpu_runner.probe import probe_local, probe_testbed
+    except ImportError as e:
+        raise OptccError("probe", f"needs the 'runner' extra (torch): {e}") from None
+    extra = ["--inject-fault", args.inject_fault] if args.inject_fault else []
+    if args.testbed:
+        stragglers = dict(parse_straggler(s) for s in args.straggler)
+        p = args.p or args.nproc
+        for r in stragglers:
+            if not 0 <= r < p:
+                raise OptccError("--straggler", f"rank {r} is out of range 0..{p - 1}")
+        res = probe_testbed(p, stragglers, args.rate, args.size, args.repeats, args.timeout, args.delay_ms,
+                            args.bandwidth, args.min_ell, extra)
+    else:
+        res = probe_local(args.nproc, args.size, args.repeats, args.timeout, args.bandwidth, args.min_ell, extra)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(res["cluster"], fh, indent=2)
+    os.replace(tmp, args.out)
+    res["cluster_file"] = args.out
+    if args.json:
+        print_json(res)
+        return 0
+    print(f"# {len(res['ranks'])} ranks, {res['repeats']} repetitions of {len(res['ranks']) - 1} rounds, "
+          f"{res['size']} bytes per stream; healthy B = {res['healthy_bytes_per_s'] / 1e6:.3f} MB/s "
+          f"({'given' if res['bandwidth_given'] else 'fastest rank'})")
+    shaped = res.get("testbed", {}).get("shaped_ell")
+    headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell"] + (["shaped ell"] if shaped else [])
+    print_table(headers, [[r["rank"], r["host"], f"{r['send_bytes_per_s'] / 1e6:.3f}", f"{r['send_spread']:.1%}",
+                           f"{r['recv_bytes_per_s'] / 1e6:.3f}", f"{r['recv_spread']:.1%}", f"{r['ell']:.3f}"]
+                          + ([f"{shaped[r['rank']]:g}"] if shaped else []) for r in res["ranks"]])
+    print(f"# best of the repetitions; ± = spread (max − min) / max over them; ℓ < {res['min_ell']:g} counts as healthy")
+    print(f"wrote {args.out}: stragglers "
+          + (", ".join(f"{s['rank']}:{s['ell']}" for s in res["cluster"]["stragglers"]) or "none"))
+    return 0
+
+
+def _validate(args) -> None:
+    if args.testbed:
+        if args.rate is None or not args.rate > 0:
+            raise OptccError("--rate", "the testbed needs a positive --rate in Mbit/s")
+        if (args.p or args.nproc or 0) < 2:
+            raise OptccError("--p", "the testbed needs --p (or --nproc) ≥ 2 ranks")
+        if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
+            raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
+    else:
+        if args.nproc is None or args.nproc < 2:
+            raise OptccError("--nproc", "expected --nproc ≥ 2 local ranks (or --testbed)")
+        if args.straggler or args.rate is not None or args.delay_ms is not None:
+            raise OptccError("--testbed", "--straggler, --rate and --delay-ms shape the testbed; add --testbed")
+    if args.size <= 0:
+        raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
+    if args.repeats < 1:
+        raise OptccError("--repeats", f"expected at least 1, got {args.repeats}")
+    if args.timeout <= 0:
+        raise OptccError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    if args.bandwidth is not None and not args.bandwidth > 0:
+        raise OptccError("--bandwidth", f"expected a positive rate in bytes/s, got {args.bandwidth}")
+    if not args.min_ell >= 1:
+        raise OptccError("--min-ell", f"expected ≥ 1, got {args.min_ell}")

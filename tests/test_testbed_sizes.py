@@ -1,0 +1,73 @@
+"""`optcc testbed --sizes` pieces that need no root: the crossover, the runner hook, bad input."""
+import subprocess
+import sys
+
+from gpu_runner.testbed_sizes import crossover_size, runner_args
+
+
+def _row(size, torch, optcc):
+    return {"size": size, "torch_straggler_s": torch, "optcc_step_s": optcc}
+
+
+def test_crossover_is_the_smallest_size_from_which_optcc_always_wins():
+    rows = [_row(1, 0.1, 0.3), _row(2, 0.2, 0.25), _row(4, 0.4, 0.3), _row(8, 0.8, 0.5)]
+    assert crossover_size(rows, "optcc_step_s") == 4
+    rows[1]["optcc_step_s"] = 0.15            # a win at 2 counts only if every larger size wins too
+    assert crossover_size(rows, "optcc_step_s") == 2
+    rows[3]["optcc_step_s"] = 0.9             # loses at the largest size: no crossover
+    assert crossover_size(rows, "optcc_step_s") is None
+
+
+def test_step_runner_always_available():
+    assert runner_args("step") is not None
+    assert runner_args("no-such-runner") is None
+
+
+def test_bad_sizes_and_delay_are_input_errors():
+    for extra, field in ((["--sizes", "1M,x"], "--sizes"), (["--delay-ms", "-1", "--sizes", "1M"], "--delay-ms")):
+        res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
+                              "--rate", "40", *extra], capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, res.stderr
+        assert res.stderr.strip().startswith(f"optcc: error: {field}:"), res.stderr
+
+
+def test_streaming_column_lights_up_when_the_worker_has_the_runner(monkeypatch):
+    import argparse
+
+    from gpu_runner import worker
+
+    def parser_with_runner():
+        ap = argparse.ArgumentParser()
+        ap.add_argument("--runner", choices=("streaming", "step"), default="streaming")
+        return ap
+    monkeypatch.setattr(worker, "build_parser", parser_with_runner)
+    assert runner_args("streaming") == ["--runner", "streaming"]
+    assert runner_args("step") == ["--runner", "step"]
+
+
+def test_prediction_uses_the_event_model_once_it_takes_a_latency(monkeypatch):
+    from fractions import Fraction
+
+    from gpu_runner.testbed_sizes import predicted_seconds
+    from optcc import timing
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    cluster = Cluster.build(4, stragglers={0: 2}, bandwidth=5 * 10**6)
+    schedule = build_schedule("optcc", cluster, 2)
+    if "latency_units" in __import__("inspect").signature(timing.event_time).parameters:
+        got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, None)
+        assert got > timing.units_to_seconds(cluster, timing.slot_time(schedule), 1 << 20)
+        return
+    assert predicted_seconds(cluster, schedule, 1 << 20, 0.002, None) is None      # no model here
+    seen = {}
+
+    def fake_event_time(schedule, alpha_units=Fraction(0), grid=None, issue_units=Fraction(0),
+                        latency_units=Fraction(0)):
+        seen.update(alpha=alpha_units, latency=latency_units)
+        return Fraction(3)
+    monkeypatch.setattr(timing, "event_time", fake_event_time)
+    got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, 0.0005)
+    # seconds -> units of n/B: t·B/n; back: 3 units · n/B
+    assert seen == {"alpha": Fraction(5, 10000) * 5 * 10**6 / 2**20, "latency": Fraction(2, 1000) * 5 * 10**6 / 2**20}
+    assert got == 3 * 2**20 / 5e6
+    assert predicted_seconds(cluster, schedule, 1 << 20, None, None) is None   # no measured delay
