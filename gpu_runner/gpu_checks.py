@@ -19,11 +19,12 @@ Run: `OUT=/some/dir bash gpu_runner/gpu_checks.sh` (or python -m gpu_runner.gpu_
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
+
+from optcc.jsonout import dumps
 
 BUDGET_S = 240.0
 T_START = time.monotonic()
@@ -213,7 +214,7 @@ def main(argv=None) -> int:
     def save():
         results["elapsed_s"] = elapsed()
         with open(path + ".tmp", "w") as fh:
-            json.dump(results, fh, indent=1)
+            fh.write(dumps(results, indent=1))
         os.replace(path + ".tmp", path)
 
     try:
@@ -248,7 +249,7 @@ def main(argv=None) -> int:
         "virtual_wrong_cases": sum(1 for r in virt if r.get("wrong", 0) or "error" in r),
     }
     save()
-    print(json.dumps(results["summary"]), flush=True)
+    print(dumps(results["summary"]), flush=True)
     return 0
 
 

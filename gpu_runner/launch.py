@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from gpu_runner.watchdog import EXIT_WRONG
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
@@ -35,7 +36,13 @@ class LaunchResult:
 
     @property
     def ok(self) -> bool:
-        return self.result is not None and all(rc == 0 for rc in self.returncodes)
+        """Every rank finished and rank 0 reported; a wrong result (exit EXIT_WRONG on every rank,
+        `result` saying which rows are wrong) is a finished run, not a failed one."""
+        if self.result is None:
+            return False
+        rows = self.result.get("rows") or []
+        allowed = (0,) if all(r.get("correct") for r in rows) else (0, EXIT_WRONG)
+        return all(rc in allowed for rc in self.returncodes)
 
     def describe_failure(self) -> str:
         parts = list(self.errors)

@@ -9,14 +9,14 @@ message "optcc-runner rank R: error: ..." and a non-zero code, never a hang (see
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
 from datetime import timedelta
 
-from gpu_runner.watchdog import EXIT_ERROR, Watchdog
+from gpu_runner.watchdog import EXIT_ERROR, EXIT_WRONG, Watchdog
+from optcc.jsonout import dumps
 
 DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 # machine epsilon of each float dtype (IEEE / bfloat16 definitions)
@@ -128,6 +128,8 @@ def _main(args, rank: int) -> int:
         dist.all_reduce(ref)
         absref = inp.double().abs()
         dist.all_reduce(absref)
+        exact = inp.double()                 # float64 sum: finite wherever the exact sum is
+        dist.all_reduce(exact)
         watchdog.beat()
         work = inp.clone()
         if executor is not None:
@@ -150,7 +152,7 @@ def _main(args, rank: int) -> int:
             watchdog.beat()
             if it >= args.warmup:
                 times.append(t1 - t0)
-        wrong, max_err = count_wrong(work, ref, absref, args.dtype, world)
+        wrong, max_err = count_wrong(work, ref, absref, args.dtype, world, exact)
         stats = torch.tensor([float(wrong), 0.0, 0.0], dtype=torch.float64, device=device)
         mx = torch.tensor([sum(times) / max(len(times), 1), max_err], dtype=torch.float64, device=device)
         watchdog.waiting("gathering the results")
@@ -176,10 +178,10 @@ def _main(args, rank: int) -> int:
         if args.result:
             tmp = args.result + ".tmp"
             with open(tmp, "w") as fh:
-                json.dump(out, fh)
+                fh.write(dumps(out))
             os.replace(tmp, args.result)
         if args.json:
-            print(json.dumps(out))
+            print(dumps(out))
         elif not args.result:
             for r in rows:
                 print(f"rank 0: {out['algo']} {r['size']} bytes {r['type']} on {world} ranks "
@@ -189,7 +191,7 @@ def _main(args, rank: int) -> int:
     dist.barrier() if backend == "gloo" else dist.all_reduce(sync)
     watchdog.disable()
     dist.destroy_process_group()
-    return 0
+    return 0 if all(r["correct"] for r in rows) else EXIT_WRONG
 
 
 def inject_fault(spec: str, rank: int, watchdog) -> None:
@@ -214,18 +216,25 @@ def make_input(rank: int, count: int, dtype, device):
     return x.to(device)
 
 
-def count_wrong(result, ref, absref, dtype_name: str, world: int) -> tuple[int, float]:
+def count_wrong(result, ref, absref, dtype_name: str, world: int, exact=None) -> tuple[int, float]:
     """Elements differing from torch's all_reduce: exactly (ints) or beyond the float bound.
 
     Float bound (derived): each of two summation orders errs by at most (p−1)·eps·Σ|x_i| plus a
     final rounding, so two results differ by at most (2(p−1)+1)·eps·Σ|x_i| (+ a tiny floor).
+    A NaN or ±inf element is wrong wherever the exact sum (`exact`, the float64 all_reduce of
+    the inputs; torch's result when not given) fits the dtype: a comparison with NaN is false,
+    so the test is written as "not within the bound", never as "beyond it".
     """
     if dtype_name not in EPS:
         diff = (result != ref)
         return int(diff.sum()), float((result.double() - ref.double()).abs().max()) if result.numel() else 0.0
+    import torch
+    exact = ref.double() if exact is None else exact
     err = (result.double() - ref.double()).abs()
     bound = (2 * (world - 1) + 1) * EPS[dtype_name] * absref + 1e-30
-    return int((err > bound).sum()), float(err.max()) if err.numel() else 0.0
+    representable = exact.abs() <= torch.finfo(result.dtype).max
+    bad = (~(err <= bound) & (result != ref)) | (~torch.isfinite(result) & representable)
+    return int(bad.sum()), float(err.max()) if err.numel() else 0.0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from fractions import Fraction
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
 from optcc.exact import parse_fraction
+from optcc.jsonout import dumps
 
 DEFAULT_N_BYTES = 2**30
 
@@ -68,14 +69,8 @@ def message_size(args) -> int:
 
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
-    sys.stdout.write("\n")
-
-
-def _json_default(x):
-    if isinstance(x, Fraction):
-        return float(x)
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+    """Strict JSON (optcc.jsonout: non-finite floats as strings, never NaN/Infinity)."""
+    sys.stdout.write(dumps(obj, indent=2) + "\n")
 
 
 def print_table(headers, rows, file=None) -> None:

@@ -53,5 +53,10 @@ def run(args) -> int:
         print(f"# {out['algorithm'] or 'schedule'} on {schedule.cluster.describe()}: {note}")
         print(f"{out['world_size']} ranks ({out['backend']}), {out['size']} bytes {out['dtype']}: "
               f"{'correct' if out['correct'] else 'WRONG'} ({out['wrong']} wrong elements, "
-              f"max |error| {out['max_abs_error']:.3g}), {out['seconds'] * 1e3:.3f} ms")
+              f"max |error| {_num(out['max_abs_error'])}), {out['seconds'] * 1e3:.3f} ms")
     return 0 if out["correct"] else 1
+
+
+def _num(x) -> str:
+    """A float as %.3g; the strings optcc.jsonout uses for NaN/±inf pass through."""
+    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)
