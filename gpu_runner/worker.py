@@ -20,6 +20,7 @@ from optcc.jsonout import dumps
 
 DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 # machine epsilon of each float dtype (IEEE / bfloat16 definitions)
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "int64": 8}
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -99,6 +100,8 @@ def _main(args, rank: int) -> int:
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     if backend == "nccl" or args.device == "cuda":
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            raise ValueError(f"backend {backend} / device {args.device} needs CUDA GPUs and none is available")
         torch.cuda.set_device(local_rank % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
     else:

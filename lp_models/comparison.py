@@ -189,8 +189,8 @@ def _add_r2ccl(out, cluster, small, t0, lb, prove, notes) -> None:
 def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, source: str, **extra) -> dict:
     entry = {
         "time": float(time_units),
-        "ratio_to_t0": float(time_units / t0),
-        "ratio_to_lower_bound": None if lb is None else float(time_units / lb),
+        "ratio_to_t0": float(time_units / t0) if t0 else None,          # t0 = 0: one server, no NIC
+        "ratio_to_lower_bound": float(time_units / lb) if lb else None,
         "proved": proved,
         "source": source,
     }

@@ -2,16 +2,23 @@
 
 Each subcommand lives in its own module under optcc/commands/ and defines
 `register(subparsers)`; modules are discovered automatically, so adding a command touches
-no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2.
+no other file. Exit codes: 0 proved/correct, 1 refuted/wrong (returned by the handler),
+2 bad input (OptccError, printed as `optcc: error: FIELD: message`; argparse usage errors),
+3 internal error: any other exception is a bug, printed as one line `optcc: internal error:
+...` (OPTCC_TRACEBACK=1 adds the traceback) so that a crash never looks like a refutation.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import pkgutil
+import os
 import sys
+import traceback
 
 from optcc.errors import OptccError
+
+EXIT_INTERNAL = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +47,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, exit 3, never exit 1 ("refuted")
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"optcc: internal error: {type(e).__name__}: {first} (please report; "
+              f"OPTCC_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        if os.environ.get("OPTCC_TRACEBACK"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
     return 0 if code is None else code
 
 

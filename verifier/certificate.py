@@ -6,35 +6,25 @@ certificate is only as good as the hash (sha256 of the schedule's canonical JSON
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 import z3
 
 from optcc.errors import OptccError
+from optcc.files import write_text_atomic
+from optcc.jsonout import dumps
 from verifier.proof import PROPERTIES
 
 FORMAT = "optcc-certificate/1"
 
 
-def write_certificate(proof, schedule, path: str) -> None:
+def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
     """Write the certificate atomically; refuses a proof that did not prove all five properties."""
     if not proof.proved or set(proof.properties) != set(PROPERTIES):
         raise OptccError("certificate", "only a proof of all five properties gets a certificate")
     data = {"format": FORMAT, "schedule_sha256": schedule.sha256(), "proved": True,
             "properties": {k: bool(proof.properties[k]) for k in PROPERTIES},
             "z3_version": z3.get_version_string(), "seconds": round(proof.seconds, 6)}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-cert-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(path, dumps(data, indent=2) + "\n", field)
 
 
 def certificate_matches(schedule, path: str) -> bool:

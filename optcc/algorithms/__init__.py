@@ -6,16 +6,31 @@ from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 
+MAX_SEGMENTS = 4096          # derived: input bounds, so that no request builds for hours
+MAX_WORK = 4 * 10**6         # p²·k ≈ half the flow count of a ring / OptCC schedule
+
+
 def check_segments(segments) -> int:
     """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
+    if segments > MAX_SEGMENTS:
+        raise OptccError("--segments", f"at most {MAX_SEGMENTS} segments are supported, got {segments}")
     return segments
+
+
+def check_work(cluster: Cluster, segments: int) -> None:
+    """Refuse schedules too large to build in reasonable time and memory (about 2·p²·k flows)."""
+    work = cluster.p * cluster.p * segments
+    if work > MAX_WORK:
+        raise OptccError("--segments", f"p²·k = {cluster.p}²·{segments} = {work} is over the limit "
+                                       f"{MAX_WORK} (a schedule of about {2 * work} flows); use a smaller p or k")
 
 
 def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments."""
     check_segments(segments)
+    check_work(cluster, segments)
     if algo == "ring":
         if cluster.g > 1:
             from optcc.algorithms.baselines import flat_ring_allreduce

@@ -1,21 +1,25 @@
 """Shared argument helpers for subcommands: the cluster flags and JSON/table printing."""
 from __future__ import annotations
 
-import json
+import math
 import sys
 from fractions import Fraction
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
 from optcc.exact import parse_fraction
+from optcc.files import read_json
 from optcc.jsonout import dumps
 
 DEFAULT_N_BYTES = 2**30
 
 
 def add_cluster_args(parser, p_required: bool = True) -> None:
-    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth --alpha."""
-    parser.add_argument("--p", type=int, required=p_required, help="number of GPUs")
+    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth --alpha --cluster.
+
+    --p is never required by argparse (so that --cluster FILE works alone); cluster_from_args
+    demands exactly one of the two. `p_required` is accepted for existing callers, unused."""
+    parser.add_argument("--p", type=int, help="number of GPUs (required unless --cluster)")
     parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
     parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
                         help="slowed GPU and its slowdown ℓ ≥ 1, e.g. 0:2 or 0:8/7 (repeatable)")
@@ -29,14 +33,9 @@ def add_cluster_args(parser, p_required: bool = True) -> None:
 
 def cluster_from_args(args) -> Cluster:
     if getattr(args, "cluster", None):
-        try:
-            with open(args.cluster) as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise OptccError("--cluster", f"no such file {args.cluster!r}") from None
-        except json.JSONDecodeError as e:
-            raise OptccError("--cluster", f"not valid JSON: {e}") from None
-        return Cluster.from_json(data, field_prefix="cluster.")
+        if args.p is not None:
+            raise OptccError("--p", "give either --cluster FILE or --p and the cluster flags, not both")
+        return Cluster.from_json(read_json(args.cluster, "--cluster"), field_prefix="cluster.")
     if args.p is None:
         raise OptccError("--p", "give --p (or --cluster FILE)")
     stragglers = [parse_straggler(s) for s in args.straggler]   # Cluster.build refuses duplicates
@@ -53,6 +52,22 @@ def _flag(field: str) -> str:
     if field.startswith("stragglers"):
         return "--straggler"
     return "--" + field.replace("_", "-")
+
+
+def positive_seconds(value: float, flag: str) -> float:
+    """A finite positive number of seconds (argparse's float accepts nan and inf)."""
+    if not (math.isfinite(value) and value > 0):
+        raise OptccError(flag, f"expected a finite positive number of seconds, got {value}")
+    return value
+
+
+def require_cuda_for_nccl(backend: str) -> None:
+    """--backend nccl needs a CUDA GPU here; say so before any process starts."""
+    if backend != "nccl":
+        return
+    import torch
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        raise OptccError("--backend", "nccl needs CUDA GPUs and none is available here; use gloo")
 
 
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import tempfile
 
-from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
-from optcc.commands._common import add_cluster_args, cluster_from_args, print_json, print_table
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from optcc.commands._common import (add_cluster_args, cluster_from_args, positive_seconds, print_json, print_table,
+                                    require_cuda_for_nccl)
 from optcc.errors import OptccError
 
 
@@ -40,7 +41,13 @@ def run(args) -> int:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.iters < 1 or args.warmup_iters < 0:
         raise OptccError("-n", "expected -n ≥ 1 and -w ≥ 0")
+    positive_seconds(args.timeout, "--timeout")
     sizes = sweep(parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e"), args.stepfactor)
+    elem = ELEMENT_BYTES[args.dtype]
+    if any(s % elem for s in sizes):
+        raise OptccError("-b", f"every size must be a whole number of {args.dtype} elements ({elem} bytes), "
+                               f"got {', '.join(str(s) for s in sizes if s % elem)}")
+    require_cuda_for_nccl(args.backend)
     common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", args.dtype,
               "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
     if args.p is None and not args.cluster:

@@ -1,8 +1,8 @@
 """`optcc compare`: lower bound, fluid LP (shared, exclusive), ILP, OptCC and rings in one table."""
 from __future__ import annotations
 
-from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
-from optcc.errors import OptccError
+from optcc.commands._common import (add_cluster_args, add_size_and_json_args, cluster_from_args, message_size,
+                                    positive_seconds, print_json, print_table)
 from optcc.timing import units_to_seconds
 
 
@@ -23,8 +23,7 @@ def run(args) -> int:
     from lp_models.comparison import compare
 
     message_size(args)
-    if args.ilp_time_limit <= 0:
-        raise OptccError("--ilp-time-limit", f"expected a positive number of seconds, got {args.ilp_time_limit}")
+    positive_seconds(args.ilp_time_limit, "--ilp-time-limit")
     cluster = cluster_from_args(args)
     out = compare(cluster, args.segments, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
                   ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove)
@@ -38,8 +37,8 @@ def run(args) -> int:
     def row(name, value, proved="-", source=""):
         if value is None:
             return [name, None, None, None, None, proved, source]
-        return [name, value, units_to_seconds(cluster, value, args.n), value / t0,
-                None if lb is None else value / lb, proved, source]
+        return [name, value, units_to_seconds(cluster, value, args.n), value / t0 if t0 else None,
+                value / lb if lb else None, proved, source]
 
     rows = [row("lower bound", lb, source="closed form (bounds)"),
             row("T0 (fault-free optimum)", t0, source="closed form"),

@@ -23,7 +23,7 @@ from verifier import prove_allreduce
 def register(sub) -> None:
     parser = sub.add_parser("demo", help="the main job: ring vs OptCC vs the lower bound on a degraded cluster")
     add_cluster_args(parser, p_required=False)
-    parser.set_defaults(p=16, straggler=None)
+    parser.set_defaults(straggler=None)            # --p defaults to 16 unless --cluster is given
     parser.add_argument("--segments", "-k", type=int, default=64, help="pipeline segments for OptCC (default 64)")
     add_size_and_json_args(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the real gloo run even if torch is installed")
@@ -32,7 +32,9 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.straggler is None:
-        args.straggler = ["0:2"]
+        args.straggler = [] if args.cluster else ["0:2"]
+    if args.p is None and not args.cluster:
+        args.p = 16
     message_size(args)
     cluster = cluster_from_args(args)
     started = time.perf_counter()

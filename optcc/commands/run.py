@@ -1,8 +1,8 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
-from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
-from optcc.commands._common import print_json
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from optcc.commands._common import positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError
 
 
@@ -28,14 +28,18 @@ def run(args) -> int:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.size <= 0:
         raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
-    if args.timeout <= 0:
-        raise OptccError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    positive_seconds(args.timeout, "--timeout")
+    elem = ELEMENT_BYTES[args.dtype]
+    if args.size % elem:
+        raise OptccError("--size", f"expected a whole number of {args.dtype} elements ({elem} bytes each), "
+                                   f"got {args.size} bytes")
     if args.iters < 1 or args.warmup < 0:
         raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
     try:
         from gpu_runner.launch import launch_trusted, prepare_schedule
     except ImportError as e:
         raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
+    require_cuda_for_nccl(args.backend)
     schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate)
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
                          args.timeout, args.iters, args.warmup, args.backend)

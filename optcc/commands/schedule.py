@@ -19,7 +19,7 @@ def register(sub) -> None:
 def run(args) -> int:
     cluster = cluster_from_args(args)
     schedule = build_schedule(args.algo, cluster, args.segments)
-    schedule.save(args.output)
+    schedule.save(args.output, field="--output")
     print(f"wrote {args.output}: {args.algo}, {cluster.describe()}, k={args.segments}, "
           f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows", file=sys.stderr)
     return 0

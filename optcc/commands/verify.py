@@ -5,6 +5,7 @@ Exit 0 proved, 1 refuted, 2 bad input (OptccError, handled by optcc.cli).
 from __future__ import annotations
 
 from optcc.commands._common import print_json, print_table
+from optcc.exact import show
 from optcc.schedule import Schedule
 
 
@@ -22,7 +23,7 @@ def run(args) -> int:
     schedule = Schedule.load(args.file)
     proof = prove_allreduce(schedule)
     if proof.proved and args.certificate:
-        write_certificate(proof, schedule, args.certificate)
+        write_certificate(proof, schedule, args.certificate, field="--certificate")
     if args.json:
         out = proof.to_json()
         out = {"proved": out["proved"], "properties": out["properties"],
@@ -41,7 +42,7 @@ def run(args) -> int:
                   f"{'y' if f['z3_queries'] == 1 else 'ies'}")
         if "finish" in f:
             lb = f.get("lower_bound")
-            print(f"time: ends at {f['finish']} n/B" + ("" if lb is None else f", lower bound {lb} n/B"))
+            print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:

@@ -1,0 +1,71 @@
+"""Output files: atomic, only over regular files or new paths, umask honoured; crashes exit 3."""
+import os
+import stat
+
+import pytest
+
+from optcc import cli
+from optcc.errors import OptccError
+from optcc.files import read_json, write_text_atomic
+
+
+def test_new_file_honours_the_umask(tmp_path):
+    path = str(tmp_path / "a.json")
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(path, "{}", "output")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+    assert read_json(path, "x") == {}
+
+
+def test_replacing_a_regular_file_keeps_its_mode(tmp_path):
+    path = str(tmp_path / "a.json")
+    with open(path, "w") as fh:
+        fh.write("old")
+    os.chmod(path, 0o604)
+    write_text_atomic(path, "[1]", "output")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o604 and read_json(path, "x") == [1]
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "directory", "device"])
+def test_non_regular_paths_are_refused_and_left_alone(tmp_path, kind):
+    target = tmp_path / "target.json"
+    target.write_text("keep")
+    path = str(tmp_path / "p")
+    if kind == "symlink":
+        os.symlink(target, path)
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        os.mkdir(path)
+    else:
+        path = "/dev/null"
+    before = os.lstat(path)
+    with pytest.raises(OptccError) as e:
+        write_text_atomic(path, "x", "output")
+    assert e.value.field == "output"
+    after = os.lstat(path)
+    assert stat.S_IFMT(after.st_mode) == stat.S_IFMT(before.st_mode)
+    assert target.read_text() == "keep"
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".optcc-")] == []
+
+
+def test_reading_a_fifo_is_refused_not_waited_on(tmp_path):
+    path = str(tmp_path / "f")
+    os.mkfifo(path)
+    with pytest.raises(OptccError, match="not a regular file"):
+        read_json(path, "schedule")
+
+
+def test_an_internal_error_exits_3_not_1(monkeypatch, capsys):
+    import optcc.commands.bound as bound
+
+    def boom(args):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(bound, "run", boom)
+    assert cli.main(["bound", "--p", "3"]) == cli.EXIT_INTERNAL == 3
+    err = capsys.readouterr().err
+    assert err.startswith("optcc: internal error: ZeroDivisionError: a bug") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
