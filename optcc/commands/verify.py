@@ -28,14 +28,18 @@ def run(args) -> int:
         out = proof.to_json()
         out = {"proved": out["proved"], "properties": out["properties"],
                "counterexample": out["counterexample"], "seconds": out["seconds"],
-               "facts": out["facts"], "z3_version": out["z3_version"]}
+               "facts": out["facts"], "z3_version": out["z3_version"],
+               "reported_properties": out["reported"],
+               "reported_counterexamples": out["reported_counterexamples"]}
         print_json(out)
     else:
         f = proof.facts
         print(f"# {schedule.meta.get('algorithm', 'schedule')} on {schedule.cluster.describe()}, "
               f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows")
         print_table(["property", "result"],
-                    [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()])
+                    [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()]
+                    + [[name, ("holds" if ok else "DOES NOT HOLD") + " (reported, not required)"]
+                       for name, ok in proof.reported.items()])
         if "piece_groups" in f:
             print(f"sum: {f['pieces']} pieces in {f['piece_groups']} group(s) up to rank permutation, "
                   f"{f['expressions']} distinct expressions, {f['z3_queries']} Z3 quer"
@@ -54,6 +58,8 @@ def run(args) -> int:
                     f"{r}: {d['expected']} -> {d['actual']}" for r, d in list(cx["wrong_coefficients"].items())[:16]))
             for name in cx.get("also_failed", []):
                 print(f"also refuted ({name}): {proof.counterexamples[name]['message']}")
+        for name, cx in proof.reported_counterexamples.items():
+            print(f"{name}: {cx['message']}")
         print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s"
               + (f"; certificate written to {args.certificate}" if proof.proved and args.certificate else ""))
     return 0 if proof.proved else 1
