@@ -145,13 +145,17 @@ def _kill(procs) -> None:
             pass
 
 
-def prepare_schedule(path: str, nproc: int | None, certificate: str | None = None) -> tuple[Schedule, str]:
-    """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note)."""
-    from gpu_runner.proof import require_proof
+def prepare_schedule(path: str, nproc: int | None, certificate: str | None = None, dtype: str | None = None,
+                     allow_worse_numerics: bool = False) -> tuple[Schedule, str]:
+    """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note).
+    With `dtype`, also refuse it when its numerics are worse than the ring's (gpu_runner.proof)."""
+    from gpu_runner.proof import require_numerics, require_proof
     schedule = Schedule.load(path)
     if nproc is not None and nproc != schedule.cluster.p:
         raise OptccError("--nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got --nproc {nproc}")
     note = require_proof(schedule, certificate)
+    if dtype is not None:
+        note += "; " + require_numerics(schedule, dtype, allow_worse_numerics)
     return schedule, note
 
 

@@ -2,7 +2,8 @@
 
 Calls the real verifier: `verifier.prove_allreduce(schedule)` (a Z3 proof), or, when a
 certificate file is given, `verifier.certificate_matches(schedule, path)` (cheap hash check of a
-proof made earlier). Nothing here decides correctness by itself.
+proof made earlier). Nothing here decides correctness by itself. `require_numerics` adds the
+floating-point side (verifier.numerics) for the dtype about to run.
 """
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
         raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce: "
                                      f"{cx['property']}: {cx['message']}; refusing to run it")
     return f"proved by the verifier ({', '.join(proof.properties)}) in {proof.seconds:.2f} s"
+
+
+def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) -> str:
+    """Refuse a schedule whose rounding-error bound for `dtype` is worse than the ring's (or whose
+    intermediates can overflow an integer dtype) unless `allow_worse`; returns the one-line report."""
+    from verifier.numerics import analyze_numerics
+    report = analyze_numerics(schedule, dtype)
+    if not report.ok and not allow_worse:
+        raise OptccError("schedule", f"numerics: {report.message}; refusing to run it "
+                                     f"(allow it explicitly with --allow-worse-numerics)")
+    return report.message

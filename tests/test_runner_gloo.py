@@ -60,7 +60,8 @@ def test_hand_made_schedules_on_gloo(tmp_path, make, p):
     path = str(tmp_path / "s.json")
     make().save(path)
     out = _optcc_cli("run", "--nproc", str(p), "--schedule", path, "--size", str(8 * 10003),
-                     "--dtype", "int64", "--json", "--timeout", "30")
+                     "--dtype", "int64", "--json", "--timeout", "30",
+                     *(["--allow-worse-numerics"] if make is signed_schedule else []))   # Σ|c| = 3 > p: issue 12
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["correct"] is True
 

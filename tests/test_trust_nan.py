@@ -84,7 +84,7 @@ def test_optcc_run_json_reports_nan_as_wrong(tmp_path):
     path = str(tmp_path / "s.json")
     cancelling_p2().save(path)
     out = subprocess.run([sys.executable, "-m", "optcc", "run", "--nproc", "2", "--schedule", path,
-                          "--size", "256", "--json", "--timeout", "60"],
+                          "--size", "256", "--json", "--timeout", "60", "--allow-worse-numerics"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr
     data = _strict_loads(out.stdout)
@@ -96,7 +96,8 @@ def test_optcc_bench_counts_nan_as_wrong(tmp_path):
     path = str(tmp_path / "s.json")
     cancelling_p2().save(path)
     out = subprocess.run([sys.executable, "-m", "optcc", "bench", "--nproc", "2", "--schedule", path,
-                          "-b", "256", "-e", "256", "-w", "0", "-n", "1", "--json", "--timeout", "60"],
+                          "-b", "256", "-e", "256", "-w", "0", "-n", "1", "--json", "--timeout", "60",
+                          "--allow-worse-numerics"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stderr
     rows = _strict_loads(out.stdout)["rows"]

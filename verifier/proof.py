@@ -10,6 +10,9 @@ Reported beside them, not part of `proved` (a correct AllReduce may lack them; c
 need one check `Proof.reported`):
   deterministic  every rank's final value of a piece has the same summation tree, so all
                  ranks end bitwise equal (verifier.determinism)
+  numerics       for `dtype` (default float32) the rigorous worst-case rounding error is no
+                 worse than the ring's, or for integers no intermediate can overflow where
+                 the result does not (verifier.numerics; its report is facts["numerics"])
 """
 from __future__ import annotations
 
@@ -23,12 +26,13 @@ from optcc.timing import IntegerTimes
 from verifier.causality import check_causality
 from verifier.determinism import check_determinism
 from verifier.events import piece_events
+from verifier.numerics import analyze_numerics
 from verifier.port_checks import check_capacity_property, check_runnable
 from verifier.sum_property import SumChecker
 from verifier.time_property import check_time
 
 PROPERTIES = ("sum", "causality", "capacity", "time", "runnable")
-REPORTED = ("deterministic",)
+REPORTED = ("deterministic", "numerics")
 
 
 @dataclass
@@ -52,7 +56,7 @@ class Proof:
                 "reported_counterexamples": dict(self.reported_counterexamples)}
 
 
-def prove_allreduce(schedule, *, properties=None, reported=None) -> Proof:
+def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "float32") -> Proof:
     """Prove (or refute, with a counterexample) that `schedule` is a correct, runnable AllReduce.
 
     `properties`: an iterable of names from PROPERTIES to check (default: all five); the
@@ -100,7 +104,12 @@ def prove_allreduce(schedule, *, properties=None, reported=None) -> Proof:
     reported_cx: dict[str, dict] = {}
     for name in extra:
         started = time.perf_counter()
-        ok, cx = check_determinism(schedule, grid)
+        if name == "deterministic":
+            ok, cx = check_determinism(schedule, grid)
+        else:
+            report = analyze_numerics(schedule, dtype, grid)
+            facts["numerics"] = report.to_json()
+            ok, cx = report.ok, {"property": "numerics", "dtype": dtype, "message": report.message}
         reported_ok[name] = ok
         facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
         if not ok:

@@ -27,6 +27,8 @@ def register(sub) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
+    parser.add_argument("--allow-worse-numerics", action="store_true",
+                        help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -61,7 +63,7 @@ def run(args) -> int:
                 schedule = build_schedule(args.algo, cluster_from_args(args), args.segments)
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)
-            schedule, note = prepare_schedule(path, args.nproc)
+            schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
             cluster = schedule.cluster
             worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), *common]
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"

@@ -19,6 +19,9 @@ def register(sub) -> None:
                         help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
     parser.add_argument("--iters", type=int, default=1, help="timed runs (default 1)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
+    parser.add_argument("--allow-worse-numerics", action="store_true",
+                        help="run even when the schedule's rounding-error bound for --dtype is worse than "
+                             "the ring's (or an integer intermediate can overflow)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(handler=run)
 
@@ -40,7 +43,8 @@ def run(args) -> int:
     except ImportError as e:
         raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
     require_cuda_for_nccl(args.backend)
-    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate)
+    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
+                                      args.allow_worse_numerics)
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
                          args.timeout, args.iters, args.warmup, args.backend)
     if not res.ok:

@@ -13,6 +13,8 @@ def register(sub) -> None:
     parser = sub.add_parser("verify", help="prove a schedule computes the AllReduce (Z3), or show a counterexample")
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--certificate", metavar="OUT", help="on success write a proof certificate (JSON) here")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "float64", "int32", "int64"),
+                        default="float32", help="dtype for the reported 'numerics' property (default float32)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -21,7 +23,7 @@ def run(args) -> int:
     from verifier import prove_allreduce, write_certificate
 
     schedule = Schedule.load(args.file)
-    proof = prove_allreduce(schedule)
+    proof = prove_allreduce(schedule, dtype=args.dtype)
     if proof.proved and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
     if args.json:
@@ -47,6 +49,8 @@ def run(args) -> int:
         if "finish" in f:
             lb = f.get("lower_bound")
             print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
+        if "numerics" in f:
+            print("numerics: " + f["numerics"]["message"])
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:
