@@ -185,14 +185,14 @@ def section_add(torch):
 def section_gloo_cuda(torch):
     import tempfile
 
-    from gpu_runner.launch import launch
+    from gpu_runner.launch import launch, worker_certificate
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
     s = build_schedule("ring", Cluster.build(2), 1)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ring2.json")
         s.save(path)
-        res = launch(2, ["--schedule", path, "--trusted-sha256", s.sha256(), "--backend", "gloo",
+        res = launch(2, ["--schedule", path, "--certificate", worker_certificate(s, tmp), "--backend", "gloo",
                          "--device", "cuda", "--size", str(4 << 20), "--dtype", "float32"],
                      timeout_s=30, wall_limit_s=90)
     return {"ok": res.ok, "result": res.result, "failure": None if res.ok else res.describe_failure()}

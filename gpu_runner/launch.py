@@ -162,15 +162,40 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,
                       certificate: str | None = None, iters: int = 1, warmup: int = 1,
                       backend: str = "auto", extra=()) -> LaunchResult:
-    """What `optcc run` does: prove, then launch the workers with the proved sha256."""
-    schedule, _ = prepare_schedule(path, nproc, certificate)
+    """What `optcc run` does: prove, then launch the workers with a certificate of that proof."""
+    schedule, _ = prepare_schedule(path, nproc, certificate, dtype)
     return launch_trusted(path, schedule.sha256(), nproc, size, dtype, timeout_s, iters, warmup,
-                          backend, extra)
+                          backend, extra, certificate=certificate)
+
+
+def worker_certificate(schedule: Schedule, directory: str, certificate: str | None = None) -> str:
+    """The certificate the workers re-check: the user's, else one written into `directory` from the
+    proof made in this process (gpu_runner.proof.proof_of) or, failing that, a fresh proof."""
+    if certificate:
+        return certificate
+    from gpu_runner.proof import proof_of, require_proof
+    from verifier import write_certificate
+    proof = proof_of(schedule)
+    if proof is None:
+        require_proof(schedule)
+        proof = proof_of(schedule)
+    path = os.path.join(directory, "certificate.json")
+    write_certificate(proof, schedule, path)
+    return path
 
 
 def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=1, backend="auto",
-                   extra=(), **kw) -> LaunchResult:
-    """Launch workers on a schedule whose sha256 the caller proved (or, in tests, built itself)."""
-    args = ["--schedule", path, "--trusted-sha256", sha256, "--size", str(size), "--dtype", dtype,
-            "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
-    return launch(nproc, args, timeout_s, **kw)
+                   extra=(), certificate=None, allow_worse_numerics=False, **kw) -> LaunchResult:
+    """Launch workers on the schedule at `path`, which must still have `sha256`. There is no
+    bypass: every worker re-checks a certificate (the caller's, or one of this process's proof,
+    proving the schedule now if it was not proved yet) before it runs anything."""
+    schedule = Schedule.load(path)
+    if schedule.sha256() != sha256:
+        raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
+    with tempfile.TemporaryDirectory(prefix="optcc-cert-") as tmp:
+        cert = worker_certificate(schedule, tmp, certificate)
+        args = ["--schedule", path, "--certificate", cert, "--size", str(size), "--dtype", dtype,
+                "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
+        if allow_worse_numerics:
+            args.append("--allow-worse-numerics")
+        return launch(nproc, args, timeout_s, **kw)

@@ -1,8 +1,8 @@
 """Refuse to run a schedule the verifier has not proved (DESIGN.md, "Runner").
 
 Calls the real verifier: `verifier.prove_allreduce(schedule)` (a Z3 proof), or, when a
-certificate file is given, `verifier.certificate_matches(schedule, path)` (cheap hash check of a
-proof made earlier). Nothing here decides correctness by itself. `require_numerics` adds the
+certificate file is given, `verifier.check_certificate(schedule, path)` (re-executes the
+schedule symbolically and re-checks the certificate's witness: no Z3, about linear time). Nothing here decides correctness by itself. `require_numerics` adds the
 floating-point side (verifier.numerics) for the dtype about to run.
 """
 from __future__ import annotations
@@ -11,15 +11,26 @@ from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 
+_PROVED: dict = {}    # sha256 -> Proof made in this process (launch writes the workers' certificate)
+
+
+def proof_of(schedule: Schedule):
+    """The Proof require_proof made for this exact schedule in this process, or None."""
+    return _PROVED.get(schedule.sha256())
+
+
 def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     """Return a one-line description of the proof, or raise OptccError('schedule', why)."""
-    from verifier import certificate_matches, prove_allreduce
+    from verifier import check_certificate, prove_allreduce
     if certificate:
-        if certificate_matches(schedule, certificate):
-            return f"certificate {certificate} matches schedule sha256 {schedule.sha256()[:16]}"
+        ok, why = check_certificate(schedule, certificate)
+        if ok:
+            return (f"certificate {certificate} re-checked (witness, causality, runnable) for schedule "
+                    f"sha256 {schedule.sha256()[:16]}")
         raise OptccError("--certificate", f"{certificate} does not certify this schedule "
-                                          f"(sha256 {schedule.sha256()[:16]}…); refusing to run it")
-    proof = prove_allreduce(schedule)
+                                          f"(sha256 {schedule.sha256()[:16]}…): {why}; refusing to run it")
+    proof = prove_allreduce(schedule, reported=())
+    _PROVED[schedule.sha256()] = proof
     if not proof.proved:
         cx = proof.counterexample          # the first failed property, always with a message
         raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce: "

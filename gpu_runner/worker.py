@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--mode", choices=("run", "bench"), default="run")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
-    # set by gpu_runner.launch after the parent proved the schedule (its sha256 is re-checked here)
-    ap.add_argument("--trusted-sha256", help=argparse.SUPPRESS)
+    ap.add_argument("--allow-worse-numerics", action="store_true",
+                    help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
     # fault injection for tests: "die:RANK" or "hang:RANK" (after the process group is up)
     ap.add_argument("--inject-fault", help=argparse.SUPPRESS)
     return ap
@@ -74,13 +74,10 @@ def _load_schedule(args):
     from optcc.schedule import Schedule
     if not args.schedule:
         raise ValueError("--schedule FILE is required with --algo schedule")
+    from gpu_runner.proof import require_numerics, require_proof
     schedule = Schedule.load(args.schedule)
-    if args.trusted_sha256:
-        if schedule.sha256() != args.trusted_sha256:
-            raise ValueError(f"{args.schedule} changed after it was proved (sha256 differs); refusing")
-    else:
-        from gpu_runner.proof import require_proof
-        require_proof(schedule, args.certificate)
+    require_proof(schedule, args.certificate)      # a certificate is re-checked (witness), never trusted
+    require_numerics(schedule, args.dtype, args.allow_worse_numerics)
     return schedule
 
 

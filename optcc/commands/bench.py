@@ -36,7 +36,7 @@ def register(sub) -> None:
 def run(args) -> int:
     try:
         from gpu_runner.bench import HEADERS, format_table, parse_bytes, sweep, table_rows
-        from gpu_runner.launch import launch, prepare_schedule
+        from gpu_runner.launch import launch, prepare_schedule, worker_certificate
     except ImportError as e:
         raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None
     if args.nproc < 2:
@@ -65,7 +65,9 @@ def run(args) -> int:
                 schedule.save(path)
             schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
             cluster = schedule.cluster
-            worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), *common]
+            worker = ["--schedule", path, "--certificate", worker_certificate(schedule, tmp), *common]
+            if args.allow_worse_numerics:
+                worker.append("--allow-worse-numerics")
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
         else:
             cluster = cluster_from_args(args)

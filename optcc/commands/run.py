@@ -46,7 +46,8 @@ def run(args) -> int:
     schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
                                       args.allow_worse_numerics)
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
-                         args.timeout, args.iters, args.warmup, args.backend)
+                         args.timeout, args.iters, args.warmup, args.backend, certificate=args.certificate,
+                         allow_worse_numerics=args.allow_worse_numerics)
     if not res.ok:
         raise OptccError("run", "the run failed: " + res.describe_failure())
     r = res.result
