@@ -159,9 +159,16 @@ def _main(args, rank: int) -> int:
         dist.all_reduce(stats)
         dist.all_reduce(mx, op=dist.ReduceOp.MAX)
         watchdog.beat()
-        return {"size": count * elem, "count": count, "type": args.dtype,
-                "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
-                "correct": int(stats[0]) == 0}
+        row = {"size": count * elem, "count": count, "type": args.dtype,
+               "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
+               "correct": int(stats[0]) == 0}
+        if args.dtype in EPS and count:      # error against the exact (float64) sum, in eps·Σ|x|
+            scale = EPS[args.dtype] * absref + 1e-300
+            errs = torch.tensor([float(((work.double() - exact).abs() / scale).max()),
+                                 float(((ref.double() - exact).abs() / scale).max())], dtype=torch.float64, device=device)
+            dist.all_reduce(errs, op=dist.ReduceOp.MAX)
+            row.update({"err_eps": float(errs[0]), "torch_err_eps": float(errs[1])})
+        return row
 
     if args.mode == "run":
         rows = [one_size(args.size)]
