@@ -1,6 +1,7 @@
 """Output files: atomic, only over regular files or new paths, umask honoured; crashes exit 3."""
 import os
 import stat
+from fractions import Fraction
 
 import pytest
 
@@ -69,3 +70,29 @@ def test_an_internal_error_exits_3_not_1(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("optcc: internal error: ZeroDivisionError: a bug") and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_one_server_flat_ring_passes_its_own_capacity_proof(tmp_path, capsys):
+    """--p 4 --g 4: the ring closes inside the server, so each GPU serves g NVLink hops (rate 1/g)."""
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    from verifier import prove_allreduce
+    for p, g in [(4, 4), (8, 8), (2, 2)]:
+        s = build_schedule("ring", Cluster.build(p, g=g), 1)
+        assert {f.rate for f in s.flows} == {Fraction(1, g)}
+        assert prove_allreduce(s).proved, (p, g)
+    s = build_schedule("ring", Cluster.build(8, g=4), 1)            # two servers: 1/(g−1) as before
+    assert prove_allreduce(s).proved and max(f.rate for f in s.flows if f.link == "nvlink") == Fraction(1, 3)
+    path = str(tmp_path / "r.json")
+    assert cli.main(["schedule", "--algo", "ring", "--p", "4", "--g", "4", "-o", path]) == 0
+    assert cli.main(["verify", path]) == 0
+
+
+def test_demo_prints_a_refutation_as_a_sentence(monkeypatch, capsys):
+    import optcc.commands.demo as demo
+    from verifier.proof import Proof
+    cx = {"property": "capacity", "message": "nvlink send port of rank 0 carries 4/3"}
+    monkeypatch.setattr(demo, "prove_allreduce", lambda s: Proof(False, {"capacity": False}, cx, 0.0))
+    assert cli.main(["demo", "--p", "4", "--no-run", "--segments", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "NOT PROVED: capacity: nvlink send port of rank 0 carries 4/3" in out and "{'property'" not in out
