@@ -137,6 +137,8 @@ def _flag_cases(tmp, good):
               ["paper-checks", "--figures", good],
               ["compare", "--p", "4", "--ilp-time-limit", "nan"], ["compare", "--p", "4", "--ilp-time-limit", "-1"],
               ["compare", "--p", "4", "--segments", "0"],
+              ["compare", "--p", "3", "--segments", "100000000", "--no-prove"],
+              ["bench", "--nproc", "3", "--algo", "optcc", "--segments", "100000000"],
               ["verify", good, "--certificate", "/dev/null"], ["verify", good, "--certificate", tmp],
               ["verify", good, "--certificate", os.path.join(tmp, "no", "c.json")]]
     for flag, values in {"--nproc": ["1", "0", "2", "x"], "--size": ["0", "-1", "1", "3"],

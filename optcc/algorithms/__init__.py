@@ -6,7 +6,7 @@ from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 
-MAX_SEGMENTS = 4096          # derived: input bounds, so that no request builds for hours
+MAX_SEGMENTS = 4096          # derived: bounds on schedules to build (closed forms take any k)
 MAX_WORK = 4 * 10**6         # p²·k ≈ half the flow count of a ring / OptCC schedule
 
 
@@ -14,13 +14,14 @@ def check_segments(segments) -> int:
     """The pipeline segment count k: a positive int (OptccError on field --segments otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise OptccError("--segments", f"expected a positive integer, got {segments!r}")
-    if segments > MAX_SEGMENTS:
-        raise OptccError("--segments", f"at most {MAX_SEGMENTS} segments are supported, got {segments}")
     return segments
 
 
 def check_work(cluster: Cluster, segments: int) -> None:
     """Refuse schedules too large to build in reasonable time and memory (about 2·p²·k flows)."""
+    if segments > MAX_SEGMENTS:
+        raise OptccError("--segments", f"at most {MAX_SEGMENTS} segments are supported when building a "
+                                       f"schedule, got {segments}")
     work = cluster.p * cluster.p * segments
     if work > MAX_WORK:
         raise OptccError("--segments", f"p²·k = {cluster.p}²·{segments} = {work} is over the limit "
