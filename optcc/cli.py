@@ -4,8 +4,9 @@ Each subcommand lives in its own module under optcc/commands/ and defines
 `register(subparsers)`; modules are discovered automatically, so adding a command touches
 no other file. Exit codes: 0 proved/correct, 1 refuted/wrong (returned by the handler),
 2 bad input (OptccError, printed as `optcc: error: FIELD: message`; argparse usage errors),
-3 internal error: any other exception is a bug, printed as one line `optcc: internal error:
-...` (OPTCC_TRACEBACK=1 adds the traceback) so that a crash never looks like a refutation.
+3 a run that could not finish (RunFailed: a rank died or hung) or an internal error (any
+other exception is a bug, printed as one line `optcc: internal error: ...`;
+OPTCC_TRACEBACK=1 adds the traceback), so that a crash never looks like a refutation.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import os
 import sys
 import traceback
 
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
 
 EXIT_INTERNAL = 3
 
@@ -44,6 +45,9 @@ def main(argv=None) -> int:
     except OptccError as e:
         print(f"optcc: error: {e}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        print(f"optcc: error: {e}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130

@@ -96,3 +96,17 @@ def test_demo_prints_a_refutation_as_a_sentence(monkeypatch, capsys):
     assert cli.main(["demo", "--p", "4", "--no-run", "--segments", "2"]) == 1
     out = capsys.readouterr().out
     assert "NOT PROVED: capacity: nvlink send port of rank 0 carries 4/3" in out and "{'property'" not in out
+
+
+def test_a_run_that_cannot_finish_exits_3(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("torch")
+    import gpu_runner.launch as launch_mod
+    from gpu_runner.launch import LaunchResult
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    path = str(tmp_path / "r.json")
+    build_schedule("ring", Cluster.build(3), 1).save(path)
+    monkeypatch.setattr(launch_mod, "launch", lambda *a, **k: LaunchResult(None, [17, 3, 3], ["rank 0: died"]))
+    assert cli.main(["run", "--nproc", "3", "--schedule", path]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("optcc: error: run: the run failed: rank 0: died") and "Traceback" not in err

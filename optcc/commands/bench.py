@@ -7,7 +7,7 @@ import tempfile
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
 from optcc.commands._common import (add_cluster_args, cluster_from_args, positive_seconds, print_json, print_table,
                                     require_cuda_for_nccl)
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
 
 
 def register(sub) -> None:
@@ -77,7 +77,7 @@ def run(args) -> int:
             label = "torch.distributed.all_reduce"
         res = launch(args.nproc, worker, args.timeout)
     if not res.ok:
-        raise OptccError("bench", "the benchmark failed: " + res.describe_failure())
+        raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
     rows = table_rows(res.result, cluster)
     if args.json:
         print_json({"algorithm": label, "cluster": cluster.to_json(), "backend": res.result["backend"],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
 from optcc.commands._common import positive_seconds, print_json, require_cuda_for_nccl
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
 
 
 def register(sub) -> None:
@@ -49,7 +49,7 @@ def run(args) -> int:
                          args.timeout, args.iters, args.warmup, args.backend, certificate=args.certificate,
                          allow_worse_numerics=args.allow_worse_numerics)
     if not res.ok:
-        raise OptccError("run", "the run failed: " + res.describe_failure())
+        raise RunFailed("run", "the run failed: " + res.describe_failure())
     r = res.result
     row = r["rows"][0]
     out = {"correct": r["correct"], "seconds": r["seconds"], "backend": r["backend"],
