@@ -28,7 +28,7 @@ from optcc.files import read_json, write_text_atomic
 from optcc.jsonout import dumps
 from optcc.timing import IntegerTimes
 from verifier.causality import check_causality
-from verifier.events import LAND, READ, piece_events, piece_signature
+from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import ExpressionTable, execute_signature
 from verifier.port_checks import check_runnable
 from verifier.proof import PROPERTIES
@@ -50,7 +50,7 @@ def final_table(schedule, grid=None):
         finals = cache.get(sig)
         if finals is None:
             finals = cache[sig] = execute_signature(sig, table)
-        ranks = _label_ranks(schedule, events)
+        ranks = label_ranks(schedule, events)
         rows = {}
         for label, expr in finals.items():
             rows[ranks[label]] = sorted((ranks[lbl], c) for lbl, c in table.coefs[expr].items())
@@ -60,16 +60,6 @@ def final_table(schedule, grid=None):
                 first_wrong = (piece, r)
             digest.update(json.dumps([piece, r, row], separators=(",", ":")).encode())
     return digest.hexdigest(), first_wrong
-
-
-def _label_ranks(schedule, events) -> list[int]:
-    """Label -> rank in piece_signature's first-use order."""
-    flows, ops = schedule.flows, schedule.local_ops
-    order: dict[int, int] = {}
-    for _, phase, i in events:
-        rank = flows[i].src if phase == READ else flows[i].dst if phase == LAND else ops[i].rank
-        order.setdefault(rank, len(order))
-    return sorted(order, key=order.get)
 
 
 def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:

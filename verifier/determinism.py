@@ -28,7 +28,8 @@ It needs no Z3 and works for any Schedule (the MSCCL importer reuses it).
 """
 from __future__ import annotations
 
-from verifier.events import LAND, LOCAL, READ, piece_signature
+from verifier.events import LAND, LOCAL, READ, label_ranks, piece_signature
+from verifier.linear import execute_signature
 
 LEAF, ADD, AXPY, SCALE = "x", "+", "axpy", "scale"
 
@@ -50,13 +51,16 @@ class TreeTable:
     def leaf(self, rank: int) -> int:
         return self.node((LEAF, rank))
 
+    unit = leaf                       # the interface verifier.linear.execute_signature runs on
+
+
     def add(self, old: int, coef: int, src: int) -> int:
         if coef == 1:
             a, b = (old, src) if old <= src else (src, old)
             return self.node((ADD, a, b))
         return self.node((AXPY, old, coef, src))
 
-    def scale(self, coef: int, a: int) -> int:
+    def scale(self, a: int, coef: int) -> int:
         return self.node((SCALE, coef, a))
 
     def render(self, i: int, names=None, limit: int = 400) -> str:
@@ -93,42 +97,7 @@ class TreeTable:
 
 def execute_trees(signature: tuple, table: TreeTable) -> dict[int, int]:
     """Run a piece signature (verifier.events.piece_signature); final tree id per rank label."""
-    values: dict[int, int] = {}
-    carried: list[int] = []
-    for entry in signature:
-        kind = entry[0]
-        if kind == READ:
-            a = entry[1]
-            v = values.get(a)
-            if v is None:
-                v = values[a] = table.leaf(a)
-            carried.append(v)
-        elif kind == LAND:
-            _, fl, b, is_add, coef = entry
-            if is_add:
-                old = values.get(b)
-                if old is None:
-                    old = table.leaf(b)
-                values[b] = table.add(old, coef, carried[fl])
-            else:
-                values[b] = carried[fl]
-        else:
-            _, a, coef = entry
-            v = values.get(a)
-            if v is None:
-                v = table.leaf(a)
-            values[a] = table.scale(coef, v)
-    return values
-
-
-def _labels(schedule, events) -> list[int]:
-    """Label -> real rank, in the first-use order piece_signature assigns labels."""
-    flows, ops = schedule.flows, schedule.local_ops
-    order: dict[int, int] = {}
-    for _, phase, i in events:
-        rank = flows[i].src if phase == READ else flows[i].dst if phase == LAND else ops[i].rank
-        order.setdefault(rank, len(order))
-    return sorted(order, key=order.get)
+    return execute_signature(signature, table)
 
 
 def runner_events(schedule, grid) -> list[list[tuple[int, int, int]]]:
@@ -166,7 +135,7 @@ def check_determinism(schedule, grid=None):
 
 def _counterexample(schedule, piece, events, p) -> dict:
     table = TreeTable()
-    names = _labels(schedule, events)
+    names = label_ranks(schedule, events)
     finals = execute_trees(piece_signature(schedule, events), table)
     by_rank = {names[label]: tree for label, tree in finals.items()}
     for r in range(p):
