@@ -191,6 +191,8 @@ def _main(args, rank: int) -> int:
         sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
         rows = [one_size(s) for s in sizes]
     watchdog.phase("shutdown")
+    if hasattr(executor, "close"):
+        executor.close()                # join the streaming waiter threads before the group goes
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
            "device": str(device), "rows": rows, **placed}
