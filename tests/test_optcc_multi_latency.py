@@ -92,7 +92,7 @@ def test_overhead_count_with_spread3(p, ells, k):
 @pytest.mark.parametrize("p,k", [(16, 8), (20, 8), (32, 4)])
 def test_spread3_cuts_the_latency_slope(p, k):
     """The measured point of issue 13 item 4: ℓ = (2, 4/3). Spread 1's slope grows with (p−1)k
-    (> (p−m−1)k/2); spread 3's stays ≤ p − 1 (at 1/(100kp), below any stall)."""
+    (> (p−m−1)(k−2)/2); spread 3's stays ≤ p − 1 (at 1/(100kp), below any stall)."""
     st = {0: F(2), 1: F(4, 3)}
     lam = F(1, 100 * k * p)
     slopes = []
