@@ -54,6 +54,11 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   remains is about one period: raws travel one period ahead of F, so the stragglers' receive
   ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
+- Latency (issue 13): the offsets above put a job's consecutive ring hops in consecutive slots,
+  so under pipelined latency (Li + L > 0) a delay runs diagonally across the links, ≈ (H−1)/2
+  latencies per period. With Li + L > 0 the pattern uses hop spread 3 (`Pattern.spread`:
+  consecutive hops 3 slots apart, 2 slots of slack each; F and the all-gather one period later;
+  no coincide rotation): O(p + k) latencies for one period more (docs/optcc_multi.md "Latency").
 """
 from __future__ import annotations
 
@@ -184,5 +189,7 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
+    if spread != 1:
+        meta["hop_spread"] = spread       # latency-robust pattern (Li + L > 0)
     fills = ([c0 * d] * (k - 1) if c0 > 0 else []) + ([c1 * d] * (k - 1) if c1 > 0 else [])
     return Schedule(cluster, [d] * (k * H) + fills + chain_pieces, flows, meta=meta)
