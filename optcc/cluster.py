@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from optcc.errors import OptccError
 from optcc.exact import fraction_to_json, parse_fraction
+from optcc.failures import apply_failed_nics
 
 DEFAULT_BANDWIDTH = Fraction(50 * 10**9)          # bytes/s: one 400 Gb/s NIC (issue #2)
 DEFAULT_NVLINK_BANDWIDTH = Fraction(450 * 10**9)  # bytes/s: H100-class NVLink per GPU (issue #2)
@@ -28,6 +29,8 @@ class Cluster:
     bandwidth: Fraction = DEFAULT_BANDWIDTH
     nvlink_bandwidth: Fraction = DEFAULT_NVLINK_BANDWIDTH
     alpha: Fraction = Fraction(0)
+    failed_nics: tuple[tuple[int, int], ...] = ()   # (server, NICs lost); ℓ via optcc.failures
+    pxn: bool = True                                # lost NICs pooled over NVLink (optcc.failures)
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -40,8 +43,11 @@ class Cluster:
         nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
         alpha=0,
         field_prefix: str = "",
+        failed_nics=None,
+        pxn: bool = True,
     ) -> Cluster:
-        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1)."""
+        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1);
+        `failed_nics` lists (server, NICs lost), mapped to ℓ by optcc.failures."""
         pre = field_prefix
         p = _positive_int(p, pre + "p")
         if p < 2:
@@ -64,19 +70,22 @@ class Cluster:
             if ell < 1:
                 raise OptccError(where + ".ell", f"slowdown ℓ must be ≥ 1, got {ell}")
             slowdown[rank] = ell
+        if not isinstance(pxn, bool):
+            raise OptccError(pre + "pxn", f"expected true or false, got {pxn!r}")
+        failed = apply_failed_nics(p, g, failed_nics, slowdown, seen, pxn, pre)
         bandwidth = _positive_fraction(bandwidth, pre + "bandwidth")
         nvlink_bandwidth = _positive_fraction(nvlink_bandwidth, pre + "nvlink_bandwidth")
         alpha = parse_fraction(alpha, pre + "alpha")
         if alpha < 0:
             raise OptccError(pre + "alpha", f"latency must be ≥ 0 seconds, got {alpha}")
-        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha)
+        return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, alpha, failed, pxn if failed else True)
 
     @classmethod
     def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
-        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha"}
+        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "failed_nics", "pxn"}
         for key in data:
             if key not in known:
                 raise OptccError(field_prefix + key, f"unknown key (known: {', '.join(sorted(known))})")
@@ -90,22 +99,41 @@ class Cluster:
             if not isinstance(s, dict) or set(s) != {"rank", "ell"}:
                 raise OptccError(f"{field_prefix}stragglers[{i}]", "expected an object {\"rank\": R, \"ell\": L}")
             pairs.append((s["rank"], s["ell"]))
+        failed = data.get("failed_nics", [])
+        if not isinstance(failed, list):
+            raise OptccError(field_prefix + "failed_nics", "expected a list of {server, count}")
+        lost = []
+        for i, f in enumerate(failed):
+            if not isinstance(f, dict) or set(f) != {"server", "count"}:
+                raise OptccError(f"{field_prefix}failed_nics[{i}]", "expected an object {\"server\": S, \"count\": C}")
+            lost.append((f["server"], f["count"]))
         return cls.build(
             data["p"], data.get("g", 1), pairs,
             data.get("bandwidth", DEFAULT_BANDWIDTH),
             data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
             data.get("alpha", 0), field_prefix=field_prefix,
+            failed_nics=lost, pxn=data.get("pxn", True),
         )
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "p": self.p,
             "g": self.g,
-            "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self.stragglers.items()],
+            "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self._explicit_stragglers()],
             "bandwidth": fraction_to_json(self.bandwidth),
             "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
             "alpha": fraction_to_json(self.alpha),
         }
+        if self.failed_nics:                 # only then, so older clusters keep their JSON
+            out["failed_nics"] = [{"server": s, "count": c} for s, c in self.failed_nics]
+            if not self.pxn:
+                out["pxn"] = False
+        return out
+
+    def _explicit_stragglers(self):
+        """(rank, ℓ) of slow GPUs not on a server described by failed_nics."""
+        lost = {s for s, _ in self.failed_nics}
+        return [(r, l) for r, l in self.stragglers.items() if r // self.g not in lost]
 
     # ---- derived views ------------------------------------------------------------------
     @property
@@ -140,7 +168,11 @@ class Cluster:
         parts = [f"p={self.p}"]
         if self.g != 1:
             parts.append(f"g={self.g}")
-        for r, l in self.stragglers.items():
+        for s, c in self.failed_nics:
+            ells = sorted(set(self.slowdown[s * self.g:(s + 1) * self.g]), reverse=True)
+            how = "PXN" if self.pxn else "no PXN"
+            parts.append(f"server {s} lost {c}/{self.g} NICs ({how}: ℓ={','.join(map(str, ells))})")
+        for r, l in self._explicit_stragglers():
             parts.append(f"straggler {r}:ℓ={l}")
         return ", ".join(parts)
 
