@@ -101,7 +101,12 @@ def _optcc_construction(cluster: Cluster):
     """(name, closed-form slot time) of the construction `build_schedule("optcc", …)` picks:
     g > 1 → optcc_servers, m ≥ 2 stragglers → optcc_multi, else optcc_single."""
     if cluster.g > 1:
-        from optcc.algorithms.optcc_servers import optcc_server_slot_time
+        from optcc.algorithms.optcc_servers import optcc_server_slot_time, straggler_server
+        try:
+            straggler_server(cluster)
+        except OptccError:                # several slow servers or mixed ℓ: optcc_rails
+            from optcc.algorithms import optcc_rails
+            return optcc_rails.NAME, optcc_rails.slot_time
         return "optcc_servers", optcc_server_slot_time
     if len(cluster.stragglers) >= 2:
         from optcc.algorithms.optcc_multi import optcc_multi_slot_time

@@ -24,7 +24,12 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
         return ring_allreduce(cluster, segments)
     if algo == "optcc":
         if cluster.g > 1:
-            from optcc.algorithms.optcc_servers import optcc_server_allreduce
+            from optcc.algorithms import optcc_rails
+            from optcc.algorithms.optcc_servers import optcc_server_allreduce, straggler_server
+            try:
+                straggler_server(cluster)
+            except OptccError:                # several slow servers or mixed ℓ in a server
+                return optcc_rails.build(cluster, segments)
             return optcc_server_allreduce(cluster, segments)
         if len(cluster.stragglers) >= 2:
             from optcc.algorithms.optcc_multi import optcc_multi_allreduce
