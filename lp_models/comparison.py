@@ -110,6 +110,10 @@ def _optcc_construction(cluster: Cluster):
         return "optcc_servers", optcc_server_slot_time
     if len(cluster.stragglers) >= 2:
         from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+        from optcc.algorithms import all_slow
+        if all_slow.applies(cluster):
+            return "optcc (time-scaled, all_slow)", lambda c, k: all_slow.slot_time(
+                c, k, lambda r, kk: optcc_closed_form(r, kk))
         return "optcc_multi", optcc_multi_slot_time
     from optcc.algorithms.optcc_single import optcc_slot_time
     return "optcc_single", optcc_slot_time

@@ -32,6 +32,9 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
                 return optcc_rails.build(cluster, segments)
             return optcc_server_allreduce(cluster, segments)
         if len(cluster.stragglers) >= 2:
+            from optcc.algorithms import all_slow
+            if all_slow.applies(cluster):      # no healthy GPU: scale time (all_slow, derived)
+                return all_slow.build(cluster, segments, lambda c, k: build_schedule("optcc", c, k))
             from optcc.algorithms.optcc_multi import optcc_multi_allreduce
             return optcc_multi_allreduce(cluster, segments)
         from optcc.algorithms.optcc_single import optcc_allreduce

@@ -5,7 +5,7 @@ Construction (derived; docs/failures.md "Construction"):
 - Rails. Local index l of every server forms rail l: the q = p/g GPUs {s·g + l}. Rail l runs
   the g = 1 OptCC of its own q-node cluster (slowdowns ℓ_{s·g+l}, s = 0..q−1): optcc_single
   for ≤ 1 slow node, optcc_multi for several, the segmented swap of optcc_servers for q = 2,
-  the ring when every node of the rail is slow. Rails use disjoint NIC ports.
+  optcc.algorithms.all_slow's time scaling when every node of the rail is slow. Rails use disjoint NIC ports.
 - Shares. Rail l carries the fraction w_l = (1/T_l)/Σ_m(1/T_m) of the data, T_l its slot time
   on the whole data, so every rail's NIC part ends at T_NIC = 1/Σ_l(1/T_l). This is how the
   server balances its NIC traffic over its NICs: the NVLink reduce-scatter hands each GPU the
@@ -64,10 +64,7 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
     if q == 2:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
-    if len(inst.stragglers) == q:             # no healthy node: the ring at the slowest speed
-        from optcc.algorithms.ring import ring_allreduce
-        return ring_allreduce(inst, k)
-    from optcc.algorithms import build_schedule
+    from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
     return build_schedule("optcc", inst, k)
 
 
