@@ -40,6 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from bounds.closed_form import pooling_nvlink_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from lp_models.result import OPTIMAL, SolveResult
@@ -205,7 +206,9 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
             constraints[name] = row
             rows[name] = (list(a[i]), 0.0, float(c.ports))
     if level == "server":
-        nv = 2 * (cluster.g - 1) / (cluster.g * float(cluster.nvlink_speedup))
+        # T ≥ 2(g−1)/(g·s_nv); with a mixed server its pooling row (1 + (g−2)·w_max)/s_nv
+        # (bounds.closed_form.pooling_nvlink_time, derived), equal to it for uniform servers.
+        nv = float(pooling_nvlink_time(cluster))
         name = "nvlink[every server]"
         row = lp.Constraint(nv, inf, name)        # T ≥ 2(g−1)/(g·s_nv)
         row.SetCoefficient(t_var, 1.0)

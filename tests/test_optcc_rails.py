@@ -97,3 +97,30 @@ def test_no_refusal_the_bound_does_not_share():
         s = build_schedule("optcc", c, rng.choice([1, 2]))
         proof = prove_allreduce(s)
         assert proof.proved, (c.describe(), proof.counterexample)
+
+
+@pytest.mark.parametrize("cluster", [Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)]),
+                                     Cluster.build(64, 8, failed_nics=[(1, 1), (2, 4)]),
+                                     Cluster.build(32, 4, {0: 3, 5: 2, 9: F(3, 2), 10: F(3, 2), 11: F(3, 2)}),
+                                     Cluster.build(16, 4, {0: 8})], ids=lambda c: c.describe())
+def test_derived_bound_is_the_shared_port_lp(cluster):
+    """The server-aggregate bound (derived, bounds.closed_form.server_terms) for several straggler
+    servers and mixed servers equals the shared-port LP with pooled servers."""
+    lp = solve_fluid_lp(cluster, "shared")
+    assert lp.optimal and abs(lp.objective - float(lower_bound(cluster))) < 1e-9
+
+
+def test_bound_and_lp_say_when_nvlink_limits_pooling(capsys):
+    from bounds.closed_form import pooling_nvlink_time
+    from optcc.cli import main
+    slow_nv = Cluster.build(16, 4, {0: 2}, nvlink_bandwidth=100 * 10**9)
+    # GPU 1..3 carry w = 1/3.5 each: (1 + 2·(2/7))/2 = 11/14 n/B of NVLink
+    assert pooling_nvlink_time(slow_nv) == F(11, 14)
+    res = solve_fluid_lp(slow_nv, "exclusive")
+    assert "nvlink[every server]" in res.binding and abs(res.objective - 11 / 14) < 1e-9
+    assert main(["bound", "--p", "16", "--g", "4", "--straggler", "0:2", "--nvlink-bandwidth", "100e9"]) == 0
+    assert "limited by NVLink" in capsys.readouterr().out
+    assert main(["bound", "--p", "16", "--g", "4", "--straggler", "0:2"]) == 0
+    assert "limited by NVLink" not in capsys.readouterr().out
+    uniform = Cluster.build(16, 4, {r: 2 for r in range(4)})
+    assert pooling_nvlink_time(uniform) == F(2 * 3, 4 * 9)            # the LP's old NVLink row
