@@ -22,9 +22,10 @@ Construction (derived; docs/failures.md "Construction"):
   "copy" to the g−1 others) after its last write. Flows are list-scheduled on NVLink ports
   (one flow per port direction): reduce-scatters from time 0 in first-touch order, the NICs
   start at the smallest lead D that meets every first touch, all-gathers in release order.
-  Every NVLink flow runs at rate 1/(2(g−1)): each GPU's reduce-scatter stream (g−1 flows in)
-  and all-gather stream (g−1 flows out) then never overload a port whatever their timing, at
-  the price of each stream running at half a port. A fast GPU's rail carries more, so its
+  While a server has both kinds active every NVLink flow runs at rate 1/(2(g−1)): each GPU's
+  reduce-scatter stream (g−1 flows in) and all-gather stream (g−1 flows out) then never
+  overload a port whatever their timing, at the price of each stream running at half a port;
+  before the first all-gather and after the last reduce-scatter the flows run at 1/(g−1). A fast GPU's rail carries more, so its
   streams need 2(g−1)·w_l/s_nv each (2(g−1)/(g·s_nv) at equal shares, the LP's NVLink row):
   `nvlink_limited` reports when that exceeds the NIC part, i.e. NVLink, not the NICs, limits
   the pooling.
@@ -107,33 +108,45 @@ class _Plan:
                 if cur is None or end * w > cur:
                     lw[f.dst][key] = end * w
         # NVLink: every GPU runs its own reduce-scatter stream (the g−1 others send into it at
-        # once) and its own all-gather stream (it sends to the g−1 others at once), every flow at
-        # rate 1/(2(g−1)): a port carries at most g−1 flows of each stream kind, so no port ever
-        # exceeds capacity whatever the streams' timing (derived; module docstring).
-        rate = Fraction(1, 2 * (g - 1))
-        self.nvlink: list[Flow] = []
-        D = Fraction(0)
-        rs_free: list[list[Fraction]] = []
+        # once) and its own all-gather stream (it sends to the g−1 others at once). While both
+        # kinds can be active on a server every flow runs at rate 1/(2(g−1)); reduce-scatter
+        # flows that end before the server's first all-gather, and all-gather flows that start
+        # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
+        # of each kind, so none exceeds capacity whatever the streams' timing (derived).
+        half, full = Fraction(1, 2 * (g - 1)), Fraction(1, g - 1)
+        order = [sorted(ft[s], key=lambda kk: (ft[s][kk], kk)) for s in range(q)]
+
+        def size(key):
+            return self.shares[key[0]] * self.rails[key[0]][0].pieces[key[1]] / s_nv
+
+        D = Fraction(0)                       # lead, from all reduce-scatters at the half rate
         for s in range(q):
             free = [Fraction(0)] * g
-            for key in sorted(ft[s], key=lambda kk: (ft[s][kk], kk)):
+            for key in order[s]:
+                free[key[0]] += size(key) / half
+                D = max(D, free[key[0]] - ft[s][key])
+        self.lead = D
+        self.end = D + self.nic_time
+        self.nvlink: list[Flow] = []
+        for s in range(q):
+            first_ag = D + min(lw[s].values())
+            free = [Fraction(0)] * g
+            for key in order[s]:              # the same order, no later than at the half rate
                 l, pi = key
                 st = free[l]
-                free[l] = st + self.shares[l] * self.rails[l][0].pieces[pi] / (s_nv * rate)
+                rate = full if st + size(key) / full <= first_ag else half
+                free[l] = st + size(key) / rate
                 for j in range(g):
                     if j != l:
                         self.nvlink.append(Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st,
                                                 "nvlink", rate))
-                D = max(D, free[l] - ft[s][key])
-            rs_free.append(free)
-        self.lead = D
-        self.end = D + self.nic_time
-        for s in range(q):
+            last_rs = max(free)
             free = [Fraction(0)] * g
             for rel, key in sorted((D + lw[s][key], key) for key in lw[s]):
                 l, pi = key
                 st = max(rel, free[l])
-                free[l] = st + self.shares[l] * self.rails[l][0].pieces[pi] / (s_nv * rate)
+                rate = full if st >= last_rs else half
+                free[l] = st + size(key) / rate
                 for j in range(g):
                     if j != l:
                         self.nvlink.append(Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st,
@@ -142,7 +155,7 @@ class _Plan:
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
         # NICs, sets the time.
-        self.nvlink_work = max(self.shares) / (s_nv * rate)
+        self.nvlink_work = max(self.shares) / (s_nv * half)
         self.nvlink_limited = self.nvlink_work > self.nic_time
 
 
