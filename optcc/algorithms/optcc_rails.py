@@ -70,20 +70,23 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
 
 
 class _Plan:
-    """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies)."""
+    """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
+    `materialize=False` computes the times only (slot_time)."""
 
-    def __init__(self, cluster: Cluster, k: int):
+    def __init__(self, cluster: Cluster, k: int, materialize: bool = True):
         g, q = cluster.g, cluster.servers
         self.cluster, self.k = cluster, k
         cache: dict = {}
         self.rails = []
+        touches = []
         for l in range(g):
             inst = rail_cluster(cluster, l)
             if inst.slowdown not in cache:
                 sched = rail_schedule(inst, k)
                 ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
-                cache[inst.slowdown] = (sched, ends, max(ends))
-            self.rails.append(cache[inst.slowdown])
+                cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, q))
+            self.rails.append(cache[inst.slowdown][0])
+            touches.append(cache[inst.slowdown][1])
         inv = [1 / t for _, _, t in self.rails]
         self.shares = [x / sum(inv) for x in inv]                    # w_l
         self.nic_time = 1 / sum(inv)                                 # T_NIC = w_l·T_l for every l
@@ -96,17 +99,11 @@ class _Plan:
         # first touch / last write per (server, rail, piece), in global time without the lead
         ft = [dict() for _ in range(q)]
         lw = [dict() for _ in range(q)]
-        for l, (sched, ends, _) in enumerate(self.rails):
+        for l, (ft_l, lw_l) in enumerate(touches):
             w = self.shares[l]
-            for f, end in zip(sched.flows, ends):
-                key = (l, f.piece)
-                for node in (f.src, f.dst):
-                    cur = ft[node].get(key)
-                    if cur is None or f.start * w < cur:
-                        ft[node][key] = f.start * w
-                cur = lw[f.dst].get(key)
-                if cur is None or end * w > cur:
-                    lw[f.dst][key] = end * w
+            for s in range(q):
+                ft[s].update(((l, pi), t * w) for pi, t in ft_l[s].items())
+                lw[s].update(((l, pi), t * w) for pi, t in lw_l[s].items())
         # NVLink: every GPU runs its own reduce-scatter stream (the g−1 others send into it at
         # once) and its own all-gather stream (it sends to the g−1 others at once). While both
         # kinds can be active on a server every flow runs at rate 1/(2(g−1)); reduce-scatter
@@ -136,10 +133,9 @@ class _Plan:
                 st = free[l]
                 rate = full if st + size(key) / full <= first_ag else half
                 free[l] = st + size(key) / rate
-                for j in range(g):
-                    if j != l:
-                        self.nvlink.append(Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st,
-                                                "nvlink", rate))
+                if materialize:
+                    self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st, "nvlink", rate)
+                                    for j in range(g) if j != l]
             last_rs = max(free)
             free = [Fraction(0)] * g
             for rel, key in sorted((D + lw[s][key], key) for key in lw[s]):
@@ -147,10 +143,9 @@ class _Plan:
                 st = max(rel, free[l])
                 rate = full if st >= last_rs else half
                 free[l] = st + size(key) / rate
-                for j in range(g):
-                    if j != l:
-                        self.nvlink.append(Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st,
-                                                "nvlink", rate))
+                if materialize:
+                    self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st, "nvlink", rate)
+                                    for j in range(g) if j != l]
                 self.end = max(self.end, free[l])
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
@@ -165,7 +160,23 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     _check(cluster)
     if cluster.servers == 1:
         return Fraction(2 * (cluster.g - 1), cluster.g) / cluster.nvlink_speedup
-    return _Plan(cluster, k).end
+    return _Plan(cluster, k, materialize=False).end
+
+
+def _touches(sched: Schedule, ends, q: int):
+    """Per node: piece -> first touch (start of its first flow, either end) and piece -> last
+    write (end of the last flow into it), in the rail's own time."""
+    ft = [dict() for _ in range(q)]
+    lw = [dict() for _ in range(q)]
+    for f, end in zip(sched.flows, ends):
+        for node in (f.src, f.dst):
+            cur = ft[node].get(f.piece)
+            if cur is None or f.start < cur:
+                ft[node][f.piece] = f.start
+        cur = lw[f.dst].get(f.piece)
+        if cur is None or end > cur:
+            lw[f.dst][f.piece] = end
+    return ft, lw
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:
@@ -174,7 +185,7 @@ def nvlink_limited(cluster: Cluster, k: int) -> bool:
     _check(cluster)
     if cluster.servers == 1:
         return True
-    return _Plan(cluster, check_segments(k)).nvlink_limited
+    return _Plan(cluster, check_segments(k), materialize=False).nvlink_limited
 
 
 def build(cluster: Cluster, k: int) -> Schedule:
