@@ -4,13 +4,15 @@ Three constructions (optcc.algorithms; only their public closed forms are used h
 - one straggler, g = 1: optcc_single.optcc_slot_time;
 - m ≥ 2 stragglers, g = 1: optcc_multi.optcc_multi_slot_time;
 - one straggler server, g > 1: optcc_servers.optcc_server_slot_time (raises OptccError outside
-  its stated NVLink conditions; such k are skipped and the skip is reported).
+  its stated NVLink conditions; such k are skipped and the skip is reported);
+- several straggler servers, g > 1: optcc_rails.slot_time (exact, computed from its rails).
 Each α count below is derived from its construction and tested ≥ the event model
 (optcc.timing.event_time) on generated small schedules (tests/test_paper_checks.py).
 """
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 
 from optcc.algorithms.optcc_multi import optcc_multi_slot_time
 from optcc.algorithms.optcc_servers import optcc_server_slot_time
@@ -20,6 +22,7 @@ from optcc.errors import OptccError
 from paper_checks import settings
 
 K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one per point (stated rule)
+RAILS_K_CANDIDATES = (16, 64)                   # optcc_rails builds its rails for every k: fewer
 
 
 # ---- α counts (derived) --------------------------------------------------------------------
@@ -127,6 +130,37 @@ def _best(time_of_k, candidates) -> tuple[Fraction, int]:
     if best is None:
         raise OptccError("segments", f"no closed form for any k in {list(candidates)}")
     return best
+
+
+def rails_cluster(p: int, g: int, ells) -> Cluster:
+    """Servers 0..m−1 slowed (all g GPUs of server i at ells[i]: a lost NIC with PXN)."""
+    slow = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
+    return Cluster.build(p, g, slow, bandwidth=settings.NIC_BANDWIDTH, nvlink_bandwidth=settings.NVLINK_BANDWIDTH)
+
+
+def optcc_rails_messages_on_critical_path(p: int, g: int, m: int, k: int) -> int:
+    """Derived α count for optcc_rails with m uniform straggler servers: the rail's optcc_multi
+    count on q = p/g nodes plus 4 for the NVLink lead and tail (each NVLink task's g − 1 flows run
+    at once). Not proved: tested ≥ the event model's slope on generated schedules
+    (tests/test_paper_checks.py; measured slopes 12–82 against counts 36–97 for q ≤ 6, k ≤ 8)."""
+    return optcc_multi_messages_on_critical_path(p // g, m, k) + 4
+
+
+@cache
+def _rails_slot(p: int, g: int, ells: tuple, k: int) -> Fraction:
+    from optcc.algorithms.optcc_rails import slot_time
+    return slot_time(rails_cluster(p, g, ells), k)
+
+
+def optcc_rails_time(p: int, g: int, ells, k: int, au=Fraction(0)) -> Fraction:
+    """m ≥ 2 straggler servers (g > 1), units n/B: optcc_rails.slot_time + α per message."""
+    ells = tuple(Fraction(e) for e in ells)
+    return _rails_slot(p, g, ells, k) + optcc_rails_messages_on_critical_path(p, g, len(ells), k) * au
+
+
+def optcc_rails_best_time(p: int, g: int, ells, au=Fraction(0), candidates=RAILS_K_CANDIDATES) -> tuple[Fraction, int]:
+    """Best over RAILS_K_CANDIDATES (fewer than K_CANDIDATES: each k builds the rails' schedules)."""
+    return _best(lambda k: optcc_rails_time(p, g, ells, k, au), candidates)
 
 
 def optcc_best_time(p: int, ell, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:
