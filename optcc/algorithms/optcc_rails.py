@@ -111,16 +111,16 @@ class _Plan:
         # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
         # of each kind, so none exceeds capacity whatever the streams' timing (derived).
         half, full = Fraction(1, 2 * (g - 1)), Fraction(1, g - 1)
-        order = [sorted(ft[s], key=lambda kk: (ft[s][kk], kk)) for s in range(q)]
-
-        def size(key):
-            return self.shares[key[0]] * self.rails[key[0]][0].pieces[key[1]] / s_nv
+        # (float, exact) keys: the exact order, with cheap float comparisons first
+        order = [sorted(ft[s], key=lambda kk: (float(ft[s][kk]), ft[s][kk], kk)) for s in range(q)]
+        # a task's duration at the full rate, (g−1)·w_l·|π|/s_nv; twice that at the half rate
+        dur = [[(g - 1) * w * x / s_nv for x in sched.pieces] for w, (sched, _, _) in zip(self.shares, self.rails)]
 
         D = Fraction(0)                       # lead, from all reduce-scatters at the half rate
         for s in range(q):
             free = [Fraction(0)] * g
             for key in order[s]:
-                free[key[0]] += size(key) / half
+                free[key[0]] += 2 * dur[key[0]][key[1]]
                 D = max(D, free[key[0]] - ft[s][key])
         self.lead = D
         self.end = D + self.nic_time
@@ -131,18 +131,19 @@ class _Plan:
             for key in order[s]:              # the same order, no later than at the half rate
                 l, pi = key
                 st = free[l]
-                rate = full if st + size(key) / full <= first_ag else half
-                free[l] = st + size(key) / rate
+                d = dur[l][pi]
+                rate, free[l] = (full, st + d) if st + d <= first_ag else (half, st + 2 * d)
                 if materialize:
                     self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st, "nvlink", rate)
                                     for j in range(g) if j != l]
             last_rs = max(free)
             free = [Fraction(0)] * g
-            for rel, key in sorted((D + lw[s][key], key) for key in lw[s]):
+            releases = sorted(((D + lw[s][key], key) for key in lw[s]), key=lambda rk: (float(rk[0]), rk))
+            for rel, key in releases:
                 l, pi = key
                 st = max(rel, free[l])
-                rate = full if st >= last_rs else half
-                free[l] = st + size(key) / rate
+                d = dur[l][pi]
+                rate, free[l] = (full, st + d) if st >= last_rs else (half, st + 2 * d)
                 if materialize:
                     self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st, "nvlink", rate)
                                     for j in range(g) if j != l]
