@@ -124,3 +124,16 @@ def test_bound_and_lp_say_when_nvlink_limits_pooling(capsys):
     assert "limited by NVLink" not in capsys.readouterr().out
     uniform = Cluster.build(16, 4, {r: 2 for r in range(4)})
     assert pooling_nvlink_time(uniform) == F(2 * 3, 4 * 9)            # the LP's old NVLink row
+
+
+def test_every_gpu_slow_is_time_scaled():
+    """all_slow (derived): ℓ_min × the schedule of the cluster with every ℓ divided by ℓ_min."""
+    from lp_models.comparison import optcc_closed_form
+    from optcc.algorithms import all_slow
+    c = Cluster.build(6, 1, {0: 3, 1: 2, 2: 2, 3: F(5, 2), 4: 2, 5: 4})
+    s = build_schedule("optcc", c, 2)
+    assert s.meta["time_scaled_by"] == "2" and prove_allreduce(s).proved
+    red, scale = all_slow.reduced(c)
+    assert scale == 2 and min(red.slowdown) == 1
+    assert slot_time(s) == 2 * slot_time(build_schedule("optcc", red, 2)) == optcc_closed_form(c, 2)
+    assert not all_slow.applies(Cluster.build(4, 1, {0: 2}))
