@@ -23,6 +23,13 @@ Where the counts come from (all derived; docs/latency.md has the arguments):
   (its slope was about (p−1)k/2: a delay wave across the links, the reason for spread 3).
 - OptCC, straggler server (optcc_servers): A as paper_checks had it (max of the NIC instance's
   and the NVLink chain's count plus 4(g−1)), B = 2(q−1) + 4k + 2g.
+- optcc_rails (g > 1, several straggler servers or mixed ℓ): A = the largest of its rails'
+  counts (each rail a g = 1 construction on q = p/g nodes, built at o = Li = L = 0) + 4 for the
+  NVLink lead and tail (tested ≥ the event model's slope in tests/test_paper_checks.py);
+  B = the rails' largest B + 2g, by analogy with optcc_servers and NOT tested: its knee is 0, so
+  `model_time` reports valid = False whenever Li + L > 0.
+- all_slow (g = 1, no healthy GPU): time scaled by ℓ_min (optcc.algorithms.all_slow), so a
+  chain has the same flows: A, B and the knee are those of the reduced cluster's construction.
 B is an upper bound on the event model's slope only below the pipeline's knee: it is tested
 (tests/test_model_time.py, p ≤ 64) for Li + L ≤ KNEE[construction]/(k·p), a fraction of the
 smallest shard's transfer time 1/(k·p) (3/4 for one straggler and the straggler server, where the
@@ -43,16 +50,21 @@ from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
 
 # B is tested for Li + L ≤ KNEE/(k·p) (n/B), per construction (docs/latency.md, "The knee")
-KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1), "multi_spread1": Fraction(1, 2)}
+KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1), "multi_spread1": Fraction(1, 2),
+        "rails": Fraction(0)}   # rails: B not tested against the event model, valid only at Li + L = 0
+
+
+_KIND = {"optcc_single": "single", "optcc_multi": "multi", "optcc_servers": "servers",
+         "optcc_rails": "rails", "all_slow": "all_slow"}
 
 
 def construction(algo: str, cluster: Cluster) -> str:
-    """Which generator build_schedule uses: 'ring', 'flat_ring', 'single', 'multi' or 'servers'."""
+    """Which generator build_schedule uses: 'ring', 'flat_ring', or for OptCC the registry's
+    choice (optcc.algorithms.registry.choose): 'single', 'multi', 'servers', 'rails', 'all_slow'."""
     if algo == "ring":
         return "ring" if cluster.g == 1 else "flat_ring"
-    if cluster.g > 1:
-        return "servers"
-    return "multi" if len(cluster.stragglers) >= 2 else "single"
+    from optcc.algorithms.registry import choose
+    return _KIND[choose(cluster).name]
 
 
 _SLOT_CACHE: dict = {}   # slot times do not depend on the latency model: share them across models
@@ -75,14 +87,19 @@ def _slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     if kind in ("ring", "flat_ring"):
         from optcc.algorithms.baselines import flat_ring_slot_time
         return flat_ring_slot_time(cluster)          # ℓ_max·2(p−1)/(p·g), for every k
-    if kind == "single":
-        from optcc.algorithms.optcc_single import optcc_slot_time
-        return optcc_slot_time(cluster, k)
-    if kind == "multi":
-        from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-        return optcc_multi_slot_time(cluster, k)
-    from optcc.algorithms.optcc_servers import optcc_server_slot_time
-    return optcc_server_slot_time(cluster, k)
+    from optcc.algorithms.registry import choose
+    return choose(cluster).slot_time(cluster, k)    # the registry entry's closed form
+
+
+def _rails(cluster: Cluster) -> list[Cluster]:
+    """The distinct g = 1 rail clusters optcc_rails runs (built at Li = L = o = 0, as it does)."""
+    from optcc.algorithms.optcc_rails import rail_cluster
+    return list({c.slowdown: c for c in (rail_cluster(cluster, l) for l in range(cluster.g))}.values())
+
+
+def _reduced(cluster: Cluster) -> Cluster:
+    from optcc.algorithms.all_slow import reduced
+    return reduced(cluster)[0]
 
 
 def single_pieces(q: int, ell, k: int) -> int:
@@ -119,6 +136,10 @@ def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
         return 2 * (p - 1) * k
     if kind == "flat_ring":
         return 2 * (p - 1)
+    if kind == "all_slow":
+        return overhead_count(algo, _reduced(cluster), k)
+    if kind == "rails":
+        return max(overhead_count("optcc", r, k) for r in _rails(cluster)) + 4
     if kind == "single":
         return 2 * (p - 1) * (k + 1)
     if kind == "multi":
@@ -139,6 +160,10 @@ def latency_count(algo: str, cluster: Cluster, k: int) -> Fraction:
         return Fraction(2 * (p - 1) * k)
     if kind == "flat_ring":
         return Fraction(2 * (p - 1))
+    if kind == "all_slow":
+        return latency_count(algo, _reduced(cluster), k)
+    if kind == "rails":
+        return max(latency_count("optcc", r, k) for r in _rails(cluster)) + 2 * cluster.g
     if kind == "single":
         return Fraction(2 * (p - 1) + 4 * k)
     if kind == "multi":
@@ -153,6 +178,8 @@ def knee_fraction(algo: str, cluster: Cluster) -> Fraction:
     """KNEE of the construction (the ring's bound holds for every latency: no knee). optcc_multi
     without Li + L (hop spread 1) keeps issue 13's 1/2 for its old count."""
     kind = construction(algo, cluster)
+    if kind == "all_slow":
+        return knee_fraction(algo, _reduced(cluster))
     if kind == "multi" and cluster.issue_delay + cluster.latency == 0:
         kind = "multi_spread1"
     return KNEE.get(kind, Fraction(10**9))
