@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 
-from gpu_runner.launch import launch
+from gpu_runner.launch import launch, prepare_schedule, worker_certificate
 from gpu_runner.plan import build_plan
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
@@ -30,7 +30,8 @@ def main() -> int:
         path = os.path.join(tmp, "ring.json")
         s.save(path)
         common = ["--mode", "run", "--size", str(size), "--iters", str(a.iters), "--warmup", "3"]
-        ours = launch(a.p, ["--schedule", path, "--trusted-sha256", s.sha256(), *common], 60)
+        prepare_schedule(path, a.p)                      # prove once; workers re-check the certificate
+        ours = launch(a.p, ["--schedule", path, "--certificate", worker_certificate(s, tmp), *common], 60)
         torch_ = launch(a.p, ["--algo", "torch", *common], 60)
     for name, r in (("ring executor", ours), ("torch all_reduce", torch_)):
         if not r.ok:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 from gpu_runner.bench import parse_bytes
-from gpu_runner.launch import check_runner, launch, prepare_schedule
+from gpu_runner.launch import check_runner, launch, prepare_schedule, worker_certificate
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 
@@ -39,9 +39,10 @@ def main() -> int:
         schedule.save(path)
         prepare_schedule(path, a.p)
         check_runner(schedule, "streaming")
+        cert = worker_certificate(schedule, tmp)          # the workers re-check the parent's proof
         for _ in range(a.rounds):
             for runner in ("step", "streaming"):
-                res = launch(a.p, ["--schedule", path, "--trusted-sha256", schedule.sha256(), "--runner", runner,
+                res = launch(a.p, ["--schedule", path, "--certificate", cert, "--runner", runner,
                                    "--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", "float32",
                                    "--iters", str(a.iters), "--warmup", str(a.warmup)], 120)
                 if not res.ok:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from bounds.closed_form import fault_free_optimum, lower_bound
 from compose.rows import row
 from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
-from optcc.algorithms import check_segments
+from optcc.algorithms import check_segments, check_work
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 
@@ -30,6 +30,8 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
             materialize_max_p: int = MATERIALIZE_MAX_P) -> dict:
     """The comparison as a JSON-ready dict (keys as in issue #5)."""
     check_segments(segments)
+    if cluster.p <= materialize_max_p:             # schedules get built: bound their size first
+        check_work(cluster, segments)
     started = time.perf_counter()
     t0 = fault_free_optimum(cluster.p, cluster.g)
     try:

@@ -40,7 +40,7 @@ def run_demo(cluster: Cluster, segments: int, n_bytes: int, real_run: bool = Tru
         say(f"proving {name} with Z3 ...")
         proof = prove_allreduce(schedule)
         if not proof.proved:
-            notes.append(f"{name}: NOT PROVED: {proof.counterexample}")
+            notes.append(f"{name}: NOT PROVED: {proof.counterexample['property']}: {proof.counterexample['message']}")
         rep = time_schedule(schedule, n_bytes)
         capacity_ok = rep.violation is None
         ok &= correct and capacity_ok and proof.proved

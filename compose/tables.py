@@ -1,21 +1,17 @@
-"""Printing for people and programs: an aligned table (nccl-tests style) and JSON with exact
-Fractions written as floats. Used by the CLI commands and the benchmarks."""
+"""Printing for people and programs: an aligned table (nccl-tests style) and strict JSON
+(optcc.jsonout: Fractions as floats, never NaN/Infinity). Used by the CLI commands and the
+benchmarks."""
 from __future__ import annotations
 
-import json
 import sys
 from fractions import Fraction
 
+from optcc.jsonout import dumps
+
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
-    sys.stdout.write("\n")
-
-
-def _json_default(x):
-    if isinstance(x, Fraction):
-        return float(x)
-    raise TypeError(f"not JSON serializable: {type(x).__name__}")
+    """Strict JSON (optcc.jsonout: non-finite floats as strings, never NaN/Infinity)."""
+    sys.stdout.write(dumps(obj, indent=2) + "\n")
 
 
 def print_table(headers, rows, file=None) -> None:

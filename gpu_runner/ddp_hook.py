@@ -13,18 +13,29 @@ backward pass. Buckets run one after another in the order DDP hands them over (t
 every rank, so messages pair up). On CUDA the thread runs on a side stream that first waits for
 the bucket's gradients (an event recorded by the hook). `asynchronous=False` runs the schedule
 inside the hook and returns a completed Future. Plans and scratch are cached per bucket size.
+
+Call `state.close()` (or use the state as a context manager) before destroy_process_group: it
+finishes every submitted bucket, then joins the communication thread and the runner's threads.
+A thread left running is killed by interpreter shutdown, and one killed while it re-enters Python
+from a C++ call (Future.set_result, a gloo wait) aborts the process with "terminate called
+without an active exception"; so an atexit handler closes every state still open.
 """
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
+import weakref
 
 import torch
 import torch.distributed as dist
 
-from gpu_runner.executor import Executor
+from gpu_runner import streaming   # imported first: its atexit handler must run after ours
+from gpu_runner.executor import Executor, RunnerError
 from gpu_runner.proof import require_proof
 from optcc.errors import OptccError
+
+EXIT_JOIN_S = streaming.EXIT_JOIN_S
 
 
 class OptccHookState:
@@ -42,14 +53,14 @@ class OptccHookState:
         self.asynchronous = asynchronous
         self._program = None
         if runner == "streaming":
-            from gpu_runner.streaming import StreamingRefused, require_streaming
             try:
-                self._program = require_streaming(schedule)
-            except StreamingRefused as e:
+                self._program = streaming.require_streaming(schedule)
+            except streaming.StreamingRefused as e:
                 raise OptccError("runner", str(e)) from None
         self._executor = None
-        self._jobs: queue.Queue | None = None
+        self._comm: tuple | None = None      # (job queue, thread) once the first bucket came
         self._stream = None
+        self._closed = False
 
     def executor(self):
         if self._executor is None:
@@ -66,13 +77,14 @@ class OptccHookState:
                 self._executor = Executor(self.schedule, rank, group=group, group_ranks=ranks,
                                           watchdog=self.watchdog)
             else:
-                from gpu_runner.streaming import StreamingExecutor
-                self._executor = StreamingExecutor(self.schedule, rank, group=group, group_ranks=ranks,
+                self._executor = streaming.StreamingExecutor(self.schedule, rank, group=group, group_ranks=ranks,
                                                    watchdog=self.watchdog, program=self._program)
         return self._executor
 
     def submit(self, tensor: torch.Tensor) -> torch.futures.Future:
         """All-reduce `tensor` in place off this thread; the Future completes with it."""
+        if self._closed:
+            raise RunnerError("the optcc hook state is closed")
         executor = self.executor()
         fut: torch.futures.Future = torch.futures.Future()
         if not self.asynchronous:
@@ -85,27 +97,88 @@ class OptccHookState:
             ready.record()                  # the bucket's gradients, on the training stream
             if self._stream is None:
                 self._stream = torch.cuda.Stream(device=tensor.device)
-        if self._jobs is None:
-            self._jobs = queue.Queue()
-            threading.Thread(target=self._loop, name="optcc-ddp-comm", daemon=True).start()
-        self._jobs.put((tensor, fut, ready))
+        if self._comm is None:
+            jobs = queue.Queue()
+            # the thread holds the queue and executor, not the state: a dropped state is collected
+            thread = threading.Thread(target=_comm_loop, args=(jobs, executor), name="optcc-ddp-comm",
+                                      daemon=True)
+            self._comm = (jobs, thread)
+            _open[thread] = (jobs, executor)
+            stop = weakref.finalize(self, jobs.put, None)   # dropped unclosed: end the thread
+            stop.atexit = False                             # at exit _close_open joins it
+            thread.start()
+        self._comm[0].put((tensor, fut, ready, self._stream))
         return fut
 
-    def _loop(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
+        """Finish every submitted bucket (their Futures complete), then join the communication
+        thread and the runner's threads. Call before destroy_process_group. Idempotent; later
+        submits raise. RunnerError if they did not end within `timeout` seconds."""
+        self._closed = True
+        done = True
+        if self._comm is not None:
+            jobs, thread = self._comm
+            done = _stop(jobs, thread, self._executor, timeout)
+        elif isinstance(self._executor, streaming.StreamingExecutor):
+            done = self._executor.close(timeout) or self._executor._failed
+        if not done:
+            raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
+
+    def __enter__(self) -> OptccHookState:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _comm_loop(jobs: queue.Queue, executor) -> None:
+    """Run each bucket's schedule in submission order and complete its Future; None ends it."""
+    try:
         while True:
-            tensor, fut, ready = self._jobs.get()
+            job = jobs.get()
+            if job is None:
+                return
+            tensor, fut, ready, stream = job
+            del job
             try:
                 if ready is not None:
-                    with torch.cuda.device(tensor.device), torch.cuda.stream(self._stream):
-                        self._stream.wait_event(ready)
-                        self._executor.run(tensor)
-                    self._stream.synchronize()
+                    with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
+                        stream.wait_event(ready)
+                        executor.run(tensor)
+                    stream.synchronize()
                 else:
-                    self._executor.run(tensor)
+                    executor.run(tensor)
             except Exception as e:  # noqa: BLE001 - DDP re-raises it from fut.wait()
                 fut.set_exception(e)
-                continue
-            fut.set_result(tensor)
+            else:
+                fut.set_result(tensor)
+            del tensor, fut, ready, stream
+    finally:
+        _open.pop(threading.current_thread(), None)
+
+
+def _stop(jobs: queue.Queue, thread: threading.Thread, executor, timeout: float | None) -> bool:
+    """Drain and end one communication thread, then the executor's threads; True if all ended."""
+    jobs.put(None)                       # after every bucket already submitted: FIFO
+    if thread is threading.current_thread():
+        return False
+    thread.join(timeout)
+    if thread.is_alive():
+        return False
+    if isinstance(executor, streaming.StreamingExecutor):
+        return executor.close(timeout) or executor._failed   # after a failure: best effort
+    return True
+
+
+_open: dict = {}     # communication threads not yet ended -> (job queue, executor)
+
+
+@atexit.register
+def _close_open() -> None:
+    """At interpreter exit (before daemon threads are killed) drain and join every hook state's
+    threads that the program did not close."""
+    for thread, (jobs, executor) in list(_open.items()):
+        _stop(jobs, thread, executor, EXIT_JOIN_S)
 
 
 def optcc_hook(state: OptccHookState, bucket) -> torch.futures.Future:

@@ -19,11 +19,12 @@ Run: `OUT=/some/dir bash gpu_runner/gpu_checks.sh` (or python -m gpu_runner.gpu_
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
+
+from optcc.jsonout import dumps
 
 BUDGET_S = 240.0
 T_START = time.monotonic()
@@ -184,14 +185,14 @@ def section_add(torch):
 def section_gloo_cuda(torch):
     import tempfile
 
-    from gpu_runner.launch import launch
+    from gpu_runner.launch import launch, worker_certificate
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
     s = build_schedule("ring", Cluster.build(2), 1)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ring2.json")
         s.save(path)
-        res = launch(2, ["--schedule", path, "--trusted-sha256", s.sha256(), "--backend", "gloo",
+        res = launch(2, ["--schedule", path, "--certificate", worker_certificate(s, tmp), "--backend", "gloo",
                          "--device", "cuda", "--size", str(4 << 20), "--dtype", "float32"],
                      timeout_s=30, wall_limit_s=90)
     return {"ok": res.ok, "result": res.result, "failure": None if res.ok else res.describe_failure()}
@@ -213,7 +214,7 @@ def main(argv=None) -> int:
     def save():
         results["elapsed_s"] = elapsed()
         with open(path + ".tmp", "w") as fh:
-            json.dump(results, fh, indent=1)
+            fh.write(dumps(results, indent=1))
         os.replace(path + ".tmp", path)
 
     try:
@@ -248,7 +249,7 @@ def main(argv=None) -> int:
         "virtual_wrong_cases": sum(1 for r in virt if r.get("wrong", 0) or "error" in r),
     }
     save()
-    print(json.dumps(results["summary"]), flush=True)
+    print(dumps(results["summary"]), flush=True)
     return 0
 
 

@@ -19,6 +19,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from gpu_runner.watchdog import EXIT_WRONG
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
@@ -35,7 +36,13 @@ class LaunchResult:
 
     @property
     def ok(self) -> bool:
-        return self.result is not None and all(rc == 0 for rc in self.returncodes)
+        """Every rank finished and rank 0 reported; a wrong result (exit EXIT_WRONG on every rank,
+        `result` saying which rows are wrong) is a finished run, not a failed one."""
+        if self.result is None:
+            return False
+        rows = self.result.get("rows") or []
+        allowed = (0,) if all(r.get("correct") for r in rows) else (0, EXIT_WRONG)
+        return all(rc in allowed for rc in self.returncodes)
 
     def describe_failure(self) -> str:
         parts = list(self.errors)
@@ -138,13 +145,17 @@ def _kill(procs) -> None:
             pass
 
 
-def prepare_schedule(path: str, nproc: int | None, certificate: str | None = None) -> tuple[Schedule, str]:
-    """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note)."""
-    from gpu_runner.proof import require_proof
+def prepare_schedule(path: str, nproc: int | None, certificate: str | None = None, dtype: str | None = None,
+                     allow_worse_numerics: bool = False) -> tuple[Schedule, str]:
+    """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note).
+    With `dtype`, also refuse it when its numerics are worse than the ring's (gpu_runner.proof)."""
+    from gpu_runner.proof import require_numerics, require_proof
     schedule = Schedule.load(path)
     if nproc is not None and nproc != schedule.cluster.p:
         raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
     note = require_proof(schedule, certificate)
+    if dtype is not None:
+        note += "; " + require_numerics(schedule, dtype, allow_worse_numerics)
     return schedule, note
 
 
@@ -163,15 +174,40 @@ def check_runner(schedule: Schedule, runner: str) -> str:
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,
                       certificate: str | None = None, iters: int = 1, warmup: int = 1,
                       backend: str = "auto", extra=()) -> LaunchResult:
-    """What `optcc run` does: prove, then launch the workers with the proved sha256."""
-    schedule, _ = prepare_schedule(path, nproc, certificate)
+    """What `optcc run` does: prove, then launch the workers with a certificate of that proof."""
+    schedule, _ = prepare_schedule(path, nproc, certificate, dtype)
     return launch_trusted(path, schedule.sha256(), nproc, size, dtype, timeout_s, iters, warmup,
-                          backend, extra)
+                          backend, extra, certificate=certificate)
+
+
+def worker_certificate(schedule: Schedule, directory: str, certificate: str | None = None) -> str:
+    """The certificate the workers re-check: the user's, else one written into `directory` from the
+    proof made in this process (gpu_runner.proof.proof_of) or, failing that, a fresh proof."""
+    if certificate:
+        return certificate
+    from gpu_runner.proof import proof_of, require_proof
+    from verifier import write_certificate
+    proof = proof_of(schedule)
+    if proof is None:
+        require_proof(schedule)
+        proof = proof_of(schedule)
+    path = os.path.join(directory, "certificate.json")
+    write_certificate(proof, schedule, path)
+    return path
 
 
 def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=1, backend="auto",
-                   extra=(), **kw) -> LaunchResult:
-    """Launch workers on a schedule whose sha256 the caller proved (or, in tests, built itself)."""
-    args = ["--schedule", path, "--trusted-sha256", sha256, "--size", str(size), "--dtype", dtype,
-            "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
-    return launch(nproc, args, timeout_s, **kw)
+                   extra=(), certificate=None, allow_worse_numerics=False, **kw) -> LaunchResult:
+    """Launch workers on the schedule at `path`, which must still have `sha256`. There is no
+    bypass: every worker re-checks a certificate (the caller's, or one of this process's proof,
+    proving the schedule now if it was not proved yet) before it runs anything."""
+    schedule = Schedule.load(path)
+    if schedule.sha256() != sha256:
+        raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
+    with tempfile.TemporaryDirectory(prefix="optcc-cert-") as tmp:
+        cert = worker_certificate(schedule, tmp, certificate)
+        args = ["--schedule", path, "--certificate", cert, "--size", str(size), "--dtype", dtype,
+                "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
+        if allow_worse_numerics:
+            args.append("--allow-worse-numerics")
+        return launch(nproc, args, timeout_s, **kw)

@@ -10,13 +10,19 @@ Completions are observed by one waiter thread per peer that waits on that peer's
 posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
 that observes a completion runs the ops it enables at once, under one lock, so no enabled op
 waits while another is blocked: the fair execution the proof assumes.
+
+`close()` ends the waiter threads (call it before destroy_process_group); an atexit handler
+closes every executor still open, so that no waiter thread is left to be killed by interpreter
+shutdown (a daemon thread killed while it re-enters Python from a C++ call aborts the process).
 """
 from __future__ import annotations
 
+import atexit
 import heapq
 import queue
 import threading
 import time
+import weakref
 
 import torch
 import torch.distributed as dist
@@ -26,6 +32,7 @@ from gpu_runner.plan import ALIGN, piece_ranges
 from verifier.streaming import DEFAULT_WINDOW, prove_streaming
 
 POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
+EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end
 
 
 class StreamingRefused(RunnerError):
@@ -87,7 +94,11 @@ class StreamingExecutor:
                 self._after[ev == "C"][m].append(k)
         self._start = [k for k in range(n) if self._ndeps[k] == 0]
         self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
-        self._waiters: dict = {}
+        self._waiters: dict = {}            # peer -> (queue, thread)
+        self._running = threading.Lock()    # held by run(); close() waits for it
+        self._failed = False                # a run raised: works may still be in flight
+        stop = weakref.finalize(self, _stop_waiters, self._waiters)   # dropped unclosed: end them
+        stop.atexit = False                 # at exit _close_open_executors joins them instead
         self._scratch: dict = {}
         self._bound: dict = {}
         self._connected = False
@@ -118,16 +129,38 @@ class StreamingExecutor:
         return bound
 
     def _waiter(self, peer: int) -> queue.Queue:
-        q = self._waiters.get(peer)
-        if q is None:
-            q = self._waiters[peer] = queue.Queue()
+        w = self._waiters.get(peer)
+        if w is None:
+            q = queue.Queue()
             nccl = dist.get_backend(self.group) == "nccl"
-            threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True,
-                             name=f"optcc-wait-{peer}").start()
-        return q
+            t = threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True, name=f"optcc-wait-{peer}")
+            w = self._waiters[peer] = (q, t)
+            _open.add(self)
+            t.start()
+        return w[0]
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Wait for the run in progress (if any), then end and join the waiter threads. Idempotent;
+        a later run() starts new ones. False if a run or a thread did not end within `timeout`.
+        After a failed run it does not wait: a waiter may be blocked on a dead peer for good."""
+        if not self._running.acquire(timeout=-1 if timeout is None else timeout):
+            return False
+        try:
+            waiters = list(self._waiters.values())
+            self._waiters.clear()
+            _open.discard(self)
+            if self._failed:
+                timeout = 0.0
+        finally:
+            self._running.release()
+        return _join_waiters(waiters, timeout)
 
     def run(self, tensor: torch.Tensor) -> torch.Tensor:
         """AllReduce `tensor` in place; returns it."""
+        with self._running:
+            return self._run(tensor)
+
+    def _run(self, tensor: torch.Tensor) -> torch.Tensor:
         bound = self.prepare(tensor)
         if not self._connected and dist.get_backend(self.group) == "nccl":
             _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group, bound.flat.device)
@@ -139,6 +172,7 @@ class StreamingExecutor:
             self.watchdog.waiting(run.describe)
         run.finished.wait()
         if run.error is not None:
+            self._failed = True
             raise run.error
         return tensor
 
@@ -236,18 +270,50 @@ class _Run:
 
 
 def _wait_loop(todo: queue.Queue, nccl: bool) -> None:
-    """Wait on one peer's works in posting order; hand each completion (or error) to its run."""
+    """Wait on one peer's works in posting order; hand each completion (or error) to its run.
+    None ends the loop. No work or run is kept past its completion (nothing of the process
+    group outlives the run on this thread)."""
     while True:
-        k, work, run = todo.get()
+        item = todo.get()
+        if item is None:
+            return
+        k, work, run = item
+        del item
+        err = None
         try:
             if nccl:
                 while not work.is_completed():
                     time.sleep(POLL_S)
             work.wait()
         except Exception as e:  # noqa: BLE001 - handed to the run, whose runner thread raises it
-            run.complete(k, e)
-            continue
-        run.complete(k, None)
+            err = e
+        del work
+        run.complete(k, err)
+        del run, err
+
+
+def _stop_waiters(waiters: dict) -> None:
+    for q, _ in waiters.values():
+        q.put(None)
+
+
+def _join_waiters(waiters, timeout: float | None) -> bool:
+    for q, _ in waiters:
+        q.put(None)          # after every work already queued: FIFO
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for _, t in waiters:
+        t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() for _, t in waiters)
+
+
+_open: weakref.WeakSet = weakref.WeakSet()    # executors with live waiter threads
+
+
+@atexit.register
+def _close_open_executors() -> None:
+    """At interpreter exit (before daemon threads are killed), end every executor's waiters."""
+    for ex in list(_open):
+        ex.close(EXIT_JOIN_S)
 
 
 def _connect_pairs(p: int, rank: int, peer_of, group, device) -> None:

@@ -296,7 +296,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
                 with_ring: bool = True, log=None, delay_ms: float | None = None) -> dict:
     """Measure torch all_reduce (fault-free, straggler), OptCC (straggler), optionally our ring."""
     from bounds.closed_form import fault_free_optimum, lower_bound
-    from gpu_runner.launch import prepare_schedule
+    from gpu_runner.launch import prepare_schedule, worker_certificate
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
     from optcc.timing import slot_time, units_to_seconds
@@ -322,15 +322,17 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
             path = os.path.join(tmp, f"{algo}.json")
             s.save(path)
             s, _ = prepare_schedule(path, p)
-            schedules[algo] = (path, s)
+            cert_dir = os.path.join(tmp, algo)
+            os.mkdir(cert_dir)
+            schedules[algo] = (path, s, worker_certificate(s, cert_dir))
         with Testbed(p, delay_ms=delay_ms) as tb:
             plan = [("torch fault-free", healthy_rates, ["--algo", "torch"]),
                     ("torch straggler", straggler_rates, ["--algo", "torch"]),
                     ("optcc straggler", straggler_rates,
-                     ["--schedule", schedules["optcc"][0], "--trusted-sha256", schedules["optcc"][1].sha256()])]
+                     ["--schedule", schedules["optcc"][0], "--certificate", schedules["optcc"][2]])]
             if with_ring:
                 plan.append(("ring (ours) straggler", straggler_rates,
-                             ["--schedule", schedules["ring"][0], "--trusted-sha256", schedules["ring"][1].sha256()]))
+                             ["--schedule", schedules["ring"][0], "--certificate", schedules["ring"][2]]))
             for name, rates, args in plan:
                 tb.shape(rates)
                 log(f"measuring {name} ...")

@@ -61,7 +61,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
               iters: int = 1, warmup: int = 1, timeout_s: float = 120.0, delay_ms: float | None = None,
               dtype: str = "int32", plot: str | None = None, log=None) -> dict:
     from bounds.closed_form import lower_bound
-    from gpu_runner.launch import prepare_schedule
+    from gpu_runner.launch import prepare_schedule, worker_certificate
     from gpu_runner.netcheck import measure_link
     from gpu_runner.testbed import Testbed, measure, require_root
     from optcc.algorithms import build_schedule
@@ -87,7 +87,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
         path = os.path.join(tmp, "optcc.json")
         build_schedule("optcc", cluster, segments).save(path)
         schedule, _ = prepare_schedule(path, p)
-        sched = ["--schedule", path, "--trusted-sha256", schedule.sha256()]
+        sched = ["--schedule", path, "--certificate", worker_certificate(schedule, tmp)]   # workers re-check it
         plan = [("torch_fault_free_s", healthy, ["--algo", "torch"]),
                 ("torch_straggler_s", slow, ["--algo", "torch"])]
         for kind in ("step", "streaming"):

@@ -14,6 +14,7 @@ import time
 
 EXIT_TIMEOUT = 124
 EXIT_ERROR = 3
+EXIT_WRONG = 1      # the run finished and its result is wrong (worker.py)
 
 
 class Watchdog:

@@ -9,17 +9,18 @@ message "optcc-runner rank R: error: ..." and a non-zero code, never a hang (see
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
 from datetime import timedelta
 
-from gpu_runner.watchdog import EXIT_ERROR, Watchdog
+from gpu_runner.watchdog import EXIT_ERROR, EXIT_WRONG, Watchdog
+from optcc.jsonout import dumps
 
 DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 # machine epsilon of each float dtype (IEEE / bfloat16 definitions)
+ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "int64": 8}
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
 RUNNERS = ("streaming", "step")   # gpu_runner.streaming / gpu_runner.executor
@@ -48,8 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
-    # set by gpu_runner.launch after the parent proved the schedule (its sha256 is re-checked here)
-    ap.add_argument("--trusted-sha256", help=argparse.SUPPRESS)
+    ap.add_argument("--allow-worse-numerics", action="store_true",
+                    help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
     # fault injection for tests: "die:RANK" or "hang:RANK" (after the process group is up)
     ap.add_argument("--inject-fault", help=argparse.SUPPRESS)
     return ap
@@ -76,13 +77,10 @@ def _load_schedule(args):
     from optcc.schedule import Schedule
     if not args.schedule:
         raise ValueError("--schedule FILE is required with --algo schedule")
+    from gpu_runner.proof import require_numerics, require_proof
     schedule = Schedule.load(args.schedule)
-    if args.trusted_sha256:
-        if schedule.sha256() != args.trusted_sha256:
-            raise ValueError(f"{args.schedule} changed after it was proved (sha256 differs); refusing")
-    else:
-        from gpu_runner.proof import require_proof
-        require_proof(schedule, args.certificate)
+    require_proof(schedule, args.certificate)      # a certificate is re-checked (witness), never trusted
+    require_numerics(schedule, args.dtype, args.allow_worse_numerics)
     return schedule
 
 
@@ -102,6 +100,8 @@ def _main(args, rank: int) -> int:
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
     if backend == "nccl" or args.device == "cuda":
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            raise ValueError(f"backend {backend} / device {args.device} needs CUDA GPUs and none is available")
         torch.cuda.set_device(local_rank % torch.cuda.device_count())
         device = torch.device("cuda", torch.cuda.current_device())
     else:
@@ -139,10 +139,12 @@ def _main(args, rank: int) -> int:
         ref = inp.clone()
         watchdog.waiting("torch's reference all_reduce")
         dist.all_reduce(ref)
-        absref = None                 # Σ|x_i| is only needed for the float error bound
+        absref = exact = None         # Σ|x_i| and the float64 sum: only the float checks need them
         if args.dtype in EPS:
             absref = inp.double().abs()
             dist.all_reduce(absref)
+            exact = inp.double()      # float64 sum: finite wherever the exact sum is
+            dist.all_reduce(exact)
         watchdog.beat()
         work = inp.clone()
         if executor is not None:
@@ -165,16 +167,23 @@ def _main(args, rank: int) -> int:
             watchdog.beat()
             if it >= args.warmup:
                 times.append(t1 - t0)
-        wrong, max_err = count_wrong(work, ref, absref, args.dtype, world)
+        wrong, max_err = count_wrong(work, ref, absref, args.dtype, world, exact)
         stats = torch.tensor([float(wrong), 0.0, 0.0], dtype=torch.float64, device=device)
         mx = torch.tensor([sum(times) / max(len(times), 1), max_err], dtype=torch.float64, device=device)
         watchdog.waiting("gathering the results")
         dist.all_reduce(stats)
         dist.all_reduce(mx, op=dist.ReduceOp.MAX)
         watchdog.beat()
-        return {"size": count * elem, "count": count, "type": args.dtype,
-                "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
-                "correct": int(stats[0]) == 0}
+        row = {"size": count * elem, "count": count, "type": args.dtype,
+               "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
+               "correct": int(stats[0]) == 0}
+        if args.dtype in EPS and count:      # error against the exact (float64) sum, in eps·Σ|x|
+            scale = EPS[args.dtype] * absref + 1e-300
+            errs = torch.tensor([float(((work.double() - exact).abs() / scale).max()),
+                                 float(((ref.double() - exact).abs() / scale).max())], dtype=torch.float64, device=device)
+            dist.all_reduce(errs, op=dist.ReduceOp.MAX)
+            row.update({"err_eps": float(errs[0]), "torch_err_eps": float(errs[1])})
+        return row
 
     if args.mode == "run":
         rows = [one_size(args.size)]
@@ -182,6 +191,8 @@ def _main(args, rank: int) -> int:
         sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
         rows = [one_size(s) for s in sizes]
     watchdog.phase("shutdown")
+    if hasattr(executor, "close"):
+        executor.close()                # join the streaming waiter threads before the group goes
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
            "device": str(device), "rows": rows, **placed}
@@ -191,10 +202,10 @@ def _main(args, rank: int) -> int:
         if args.result:
             tmp = args.result + ".tmp"
             with open(tmp, "w") as fh:
-                json.dump(out, fh)
+                fh.write(dumps(out))
             os.replace(tmp, args.result)
         if args.json:
-            print(json.dumps(out))
+            print(dumps(out))
         elif not args.result:
             for r in rows:
                 print(f"rank 0: {out['algo']} {r['size']} bytes {r['type']} on {world} ranks "
@@ -204,7 +215,7 @@ def _main(args, rank: int) -> int:
     dist.barrier() if backend == "gloo" else dist.all_reduce(sync)
     watchdog.disable()
     dist.destroy_process_group()
-    return 0
+    return 0 if all(r["correct"] for r in rows) else EXIT_WRONG
 
 
 def inject_fault(spec: str, rank: int, watchdog) -> None:
@@ -229,18 +240,25 @@ def make_input(rank: int, count: int, dtype, device):
     return x.to(device)
 
 
-def count_wrong(result, ref, absref, dtype_name: str, world: int) -> tuple[int, float]:
+def count_wrong(result, ref, absref, dtype_name: str, world: int, exact=None) -> tuple[int, float]:
     """Elements differing from torch's all_reduce: exactly (ints) or beyond the float bound.
 
     Float bound (derived): each of two summation orders errs by at most (p−1)·eps·Σ|x_i| plus a
     final rounding, so two results differ by at most (2(p−1)+1)·eps·Σ|x_i| (+ a tiny floor).
+    A NaN or ±inf element is wrong wherever the exact sum (`exact`, the float64 all_reduce of
+    the inputs; torch's result when not given) fits the dtype: a comparison with NaN is false,
+    so the test is written as "not within the bound", never as "beyond it".
     """
     if dtype_name not in EPS:
         diff = (result != ref)
         return int(diff.sum()), float((result.double() - ref.double()).abs().max()) if result.numel() else 0.0
+    import torch
+    exact = ref.double() if exact is None else exact
     err = (result.double() - ref.double()).abs()
     bound = (2 * (world - 1) + 1) * EPS[dtype_name] * absref + 1e-30
-    return int((err > bound).sum()), float(err.max()) if err.numel() else 0.0
+    representable = exact.abs() <= torch.finfo(result.dtype).max
+    bad = (~(err <= bound) & (result != ref)) | (~torch.isfinite(result) & representable)
+    return int(bad.sum()), float(err.max()) if err.numel() else 0.0
 
 
 if __name__ == "__main__":

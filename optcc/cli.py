@@ -2,17 +2,26 @@
 
 Each subcommand lives in its own module under optcc/commands/ and defines
 `register(subparsers)`; modules are discovered automatically, so adding a command touches
-no other file. Bad input (OptccError) prints `optcc: error: FIELD: message` and exits 2, where
-FIELD is the flag that sets the model field the library named (optcc/commands/_fields.py).
+no other file. Exit codes: 0 proved/correct, 1 refuted/wrong (returned by the handler),
+2 bad input (OptccError, printed as `optcc: error: FIELD: message`, where FIELD is the flag
+that sets the model field the library named, optcc/commands/_fields.py; argparse usage errors),
+3 a run that could not finish (RunFailed: a rank died or hung) or an internal error (any
+other exception is a bug, printed as one line `optcc: internal error: ...`;
+OPTCC_TRACEBACK=1 adds the traceback), so that a crash never looks like a refutation.
+A reader closing the pipe (`optcc ... | head`) exits 141 quietly.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import pkgutil
+import os
 import sys
+import traceback
 
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
+
+EXIT_INTERNAL = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,9 +51,20 @@ def main(argv=None) -> int:
         from optcc.commands._fields import flag_for
         print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        from optcc.commands._fields import flag_for
+        print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
+        return EXIT_INTERNAL
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, exit 3, never exit 1 ("refuted")
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"optcc: internal error: {type(e).__name__}: {first} (please report; "
+              f"OPTCC_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        if os.environ.get("OPTCC_TRACEBACK"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
     return 0 if code is None else code
 
 
@@ -52,7 +72,6 @@ def _reader_went_away() -> int:
     """`optcc … | head`: the reader closed the pipe. Stop quietly (no traceback) and exit as a
     process killed by SIGPIPE would (128 + 13); stdout goes to devnull so that the interpreter's
     final flush does not fail again."""
-    import os
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)

@@ -10,6 +10,7 @@ Slowdowns are exact Fractions so that proofs and timings are exact.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from collections.abc import Iterable, Mapping
@@ -22,6 +23,8 @@ from optcc.failures import apply_failed_nics
 
 DEFAULT_BANDWIDTH = Fraction(50 * 10**9)          # bytes/s: one 400 Gb/s NIC (issue #2)
 DEFAULT_NVLINK_BANDWIDTH = Fraction(450 * 10**9)  # bytes/s: H100-class NVLink per GPU (issue #2)
+MAX_P = 1 << 16      # derived: a bound on input size (per-GPU tuples stay small); work limits
+                     # for schedules are in optcc.algorithms.check_work
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,8 @@ class Cluster:
         p = _positive_int(p, pre + "p")
         if p < 2:
             raise OptccError(pre + "p", f"an AllReduce needs at least 2 GPUs, got p = {p}")
+        if p > MAX_P:
+            raise OptccError(pre + "p", f"at most {MAX_P} GPUs are supported, got p = {p}")
         g = _positive_int(g, pre + "g")
         if p % g != 0:
             raise OptccError(pre + "g", f"g = {g} GPUs per server does not divide p = {p}")
@@ -243,9 +248,9 @@ def parse_straggler(text: str, field: str = "stragglers") -> tuple[int, Fraction
 
 def _int(value, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,18}\s*", value):
             return int(value)
-        raise OptccError(field, f"expected an integer, got {value!r}")
+        raise OptccError(field, f"expected an integer, got {value!r}"[:200])
     return value
 
 

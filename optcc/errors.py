@@ -8,3 +8,13 @@ class OptccError(ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class RunFailed(RuntimeError):
+    """A run could not finish (a rank died, hung or crashed): neither bad input nor a wrong
+    result, so the CLI exits 3, never 1 ("wrong") or 2 ("bad input")."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from fractions import Fraction
 from typing import NamedTuple
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from optcc.exact import fraction_to_json, parse_fraction
+from optcc.exact import fraction_to_json, parse_fraction, show
+from optcc.files import read_json, write_text_atomic
 
 FORMAT = "optcc-schedule/1"
 LINKS = ("nic", "nvlink")
 OPS = ("add", "copy")
 ONE = Fraction(1)
+MAX_COEF = 2**62       # derived: every coefficient is an int64 scalar for torch (add_ alpha, mul_)
 
 
 class Flow(NamedTuple):
@@ -85,31 +85,38 @@ class Schedule:
                 raise OptccError(where + ".dst", f"a flow cannot go from rank {f.src} to itself")
             if not 0 <= f.piece < n_pieces:
                 raise OptccError(where + ".piece", f"piece {f.piece} is out of range 0..{n_pieces - 1}")
-            if f.op not in OPS:
+            if not isinstance(f.op, str) or f.op not in OPS:
                 raise OptccError(where + ".op", f"expected one of {OPS}, got {f.op!r}")
             if f.op == "copy" and f.coef != 1:
                 raise OptccError(where + ".coef", "a copy flow has no coefficient (must be 1)")
             if f.coef == 0:
                 raise OptccError(where + ".coef", "coefficient 0 moves nothing")
+            if abs(f.coef) > MAX_COEF:
+                raise OptccError(where + ".coef", f"|coefficient| must be at most 2**62 (an int64 scalar), got {f.coef}")
             if not isinstance(f.start, Fraction) or f.start < 0:
-                raise OptccError(where + ".start", f"expected a time ≥ 0, got {f.start!r}")
-            if f.link not in LINKS:
+                raise OptccError(where + ".start", f"expected a time ≥ 0, got {show(f.start)}")
+            if not isinstance(f.link, str) or f.link not in LINKS:
                 raise OptccError(where + ".link", f"expected one of {LINKS}, got {f.link!r}")
             if f.link == "nvlink" and f.src // g != f.dst // g:
                 raise OptccError(where + ".link", f"NVLink joins GPUs of one server; ranks {f.src} and "
                                                   f"{f.dst} are on servers {f.src // g} and {f.dst // g}")
             if not isinstance(f.rate, Fraction) or not 0 < f.rate <= 1:
-                raise OptccError(where + ".rate", f"expected a fraction in (0, 1], got {f.rate!r}")
+                raise OptccError(where + ".rate", f"expected a fraction in (0, 1], got {show(f.rate)}")
         for i, op in enumerate(self.local_ops):
             where = f"local_ops[{i}]"
+            for name in ("rank", "piece"):
+                v = getattr(op, name)
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise OptccError(f"{where}.{name}", f"expected an integer, got {v!r}"[:200])
             if not 0 <= op.rank < p:
                 raise OptccError(where + ".rank", f"rank {op.rank} is out of range 0..{p - 1}")
             if not 0 <= op.piece < n_pieces:
                 raise OptccError(where + ".piece", f"piece {op.piece} is out of range 0..{n_pieces - 1}")
             if not isinstance(op.time, Fraction) or op.time < 0:
-                raise OptccError(where + ".time", f"expected a time ≥ 0, got {op.time!r}")
-            if isinstance(op.coef, bool) or not isinstance(op.coef, int) or op.coef == 0:
-                raise OptccError(where + ".coef", f"expected a non-zero integer, got {op.coef!r}")
+                raise OptccError(where + ".time", f"expected a time ≥ 0, got {show(op.time)}")
+            if isinstance(op.coef, bool) or not isinstance(op.coef, int) or op.coef == 0 or abs(op.coef) > MAX_COEF:
+                raise OptccError(where + ".coef", f"expected a non-zero integer of at most 2**62 in size, "
+                                                  f"got {op.coef!r}"[:200])
         return self
 
     # ---- JSON ---------------------------------------------------------------------------
@@ -205,30 +212,14 @@ class Schedule:
     def sha256(self) -> str:
         return hashlib.sha256(self.canonical_bytes()).hexdigest()
 
-    def save(self, path: str) -> None:
-        """Write atomically: a failure leaves no half-written file behind."""
-        text = json.dumps(self.to_json(), separators=(",", ":"))
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+    def save(self, path: str, field: str = "output") -> None:
+        """Write atomically (optcc.files.write_text_atomic): never half-written, never over a device."""
+        write_text_atomic(path, json.dumps(self.to_json(), separators=(",", ":")), field)
 
     @classmethod
     def load(cls, path: str) -> Schedule:
-        try:
-            with open(path) as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise OptccError(path, "no such file") from None
-        except json.JSONDecodeError as e:
-            raise OptccError(path, f"not valid JSON: {e}") from None
-        return cls.from_json(data)
+        """Read and validate (optcc.files.read_json: every unreadable input is an OptccError)."""
+        return cls.from_json(read_json(path, path))
 
 
 def posting_order(schedule: Schedule, starts=None) -> list[int]:
@@ -245,7 +236,7 @@ def _validate_pieces(pieces):
         raise OptccError("pieces", "a schedule needs at least one piece")
     for i, x in enumerate(pieces):
         if not isinstance(x, Fraction) or x <= 0:
-            raise OptccError(f"pieces[{i}]", f"expected a positive fraction of n, got {x!r}")
+            raise OptccError(f"pieces[{i}]", f"expected a positive fraction of n, got {show(x)}")
     total = sum(pieces)
     if total != 1:
-        raise OptccError("pieces", f"piece sizes must add up to 1 (the whole vector), they add up to {total}")
+        raise OptccError("pieces", f"piece sizes must add up to 1 (the whole vector), they add up to {show(total)}")

@@ -92,11 +92,16 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
     return k, cache[k]
 
 
-def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int) -> int:
-    """The k to build with: the integer given, or auto's choice."""
+def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
+    """The k to build with: the integer given, or auto's choice (with `build`, among the k whose
+    schedule optcc.algorithms.check_work lets us build on this cluster)."""
     value = parse_segments(value)
     if value == "auto":
-        return auto_segments(algo, cluster, n_bytes)[0]
+        k_max = K_MAX
+        if build:
+            from optcc.algorithms import max_buildable_segments
+            k_max = min(K_MAX, max_buildable_segments(cluster))
+        return auto_segments(algo, cluster, n_bytes, k_max)[0]
     return value
 
 

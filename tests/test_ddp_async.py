@@ -50,6 +50,7 @@ def test_async_hook_overlaps_and_matches_default_allreduce(tmp_path, runner, bac
     assert res["buckets"] >= 2, res                     # several buckets went through the hook
     assert res["steps"] == STEPS and res["grad_mismatches"] == 0, res
     assert res["grad_nonzero"] > 0 and res["param_change"] > 0, res
+    assert res["closed_clean"] is True                  # close() drained and joined every optcc thread
 
 
 class _Bucket:
@@ -102,6 +103,7 @@ def _rank_main(runner, out_path, backend):
     got = fut.wait()
     ex.run = real_run
     gated_exact = bool(torch.equal(got, want / WORLD)) and got.data_ptr() == x.data_ptr()
+    state.close()
 
     # 2. DDP: the loss is linear in each layer's weights with integer data, so every gradient is
     # an integer matrix c^T x whatever the weights: the averages are exact in float32, and any
@@ -145,6 +147,8 @@ def _rank_main(runner, out_path, backend):
             (ddp(xb) * c).sum().backward()
             grads.append([p.grad.clone() for p in model.parameters()])
             opt.step()
+        if hook:
+            st.close()                                  # before destroy_process_group: joins the threads
         params = torch.cat([p.detach().flatten() for p in model.parameters()])
         return grads, params, len(seen)
 
@@ -152,15 +156,16 @@ def _rank_main(runner, out_path, backend):
     got_grads, got_params, buckets = train(True)
     mismatches = sum(0 if torch.equal(a, b) else 1 for ga, gb in zip(ref_grads, got_grads) for a, b in zip(ga, gb))
     mismatches += 0 if torch.equal(ref_params, got_params) else 1
+    optcc_threads = [t.name for t in threading.enumerate() if t.name.startswith("optcc-")]
     flags = torch.tensor([int(returned_before_done and still_not_done), int(where["thread"] != threading.get_ident()),
-                          int(gated_exact), mismatches, 1], device=dev)
+                          int(gated_exact), mismatches, 1, int(not optcc_threads)], device=dev)
     dist.all_reduce(flags)
     start = torch.cat([p.detach().flatten() for p in make().to(dev).parameters()])
     if rank == 0:
         with open(out_path, "w") as fh:
             json.dump({"returned_before_done": int(flags[0]) == WORLD, "ran_on_other_thread": int(flags[1]) == WORLD,
                        "gated_result_exact": int(flags[2]) == WORLD, "grad_mismatches": int(flags[3]),
-                       "ranks_ok": int(flags[4]), "buckets": buckets, "steps": len(got_grads),
+                       "ranks_ok": int(flags[4]), "closed_clean": int(flags[5]) == WORLD, "buckets": buckets, "steps": len(got_grads),
                        "grad_nonzero": sum(int((g != 0).sum()) for g in got_grads[-1]),
                        "param_change": float((got_params - start).abs().max())}, fh)
     dist.destroy_process_group()

@@ -110,6 +110,10 @@ def shared_reachable(argv: list[str], workdir: Path) -> bool:
 def mismatches(path: Path, workdir: Path) -> list[str]:
     """The shown lines with a number that the document's examples no longer print."""
     wrong = []
+    for command, shown in examples(path):          # `$ cat FILE` shows a file the reader writes by hand
+        argv = shlex.split(command, comments=True)
+        if argv[0] == "cat" and len(argv) == 2 and not (workdir / argv[1]).exists():
+            (workdir / argv[1]).write_text("\n".join(shown) + "\n", encoding="utf-8")
     for command, argv, shown in runnable(path):
         if not shared_reachable(argv, workdir):
             continue

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_runner.executor import run_virtual  # noqa: E402
-from gpu_runner.launch import launch, prepare_schedule  # noqa: E402
+from gpu_runner.launch import launch, prepare_schedule, worker_certificate  # noqa: E402
 from gpu_runner.plan import build_all_plans  # noqa: E402
 from optcc.algorithms import baselines, build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
@@ -80,7 +80,7 @@ def test_several_flows_per_pair_per_instant_on_gloo(tmp_path, name, dtype):
     s.save(path)
     s, _ = prepare_schedule(path, p)                    # the real verifier proves it first
     elem = 4 if dtype == "int32" else 8
-    res = launch(p, ["--schedule", path, "--trusted-sha256", s.sha256(), "--mode", "bench",
+    res = launch(p, ["--schedule", path, "--certificate", worker_certificate(s, str(tmp_path)), "--mode", "bench",
                      "--sizes", f"{elem * 3},{elem * 1001}", "--dtype", dtype, "--warmup", "0",
                      "--iters", "1"], timeout_s=60)
     assert res.ok, res.describe_failure()

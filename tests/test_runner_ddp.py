@@ -82,6 +82,8 @@ def _rank_main(algos, out_path):
             opt.zero_grad()
             nn.functional.mse_loss(ddp(x), y).backward()
             opt.step()
+        if hook:
+            state.close()       # joins the hook's threads before the process group goes away
         seen_all.update(seen)
         return torch.cat([p.detach().flatten() for p in model.parameters()]), len(seen)
 

@@ -2,8 +2,8 @@
 refuted by the verifier when wrong and proved when still correct (kill rate 100%).
 
 Oracle (tests/verifier_cases.really_wrong, no verifier code): optcc.simulate with random inputs
-(2 seeds) under the stated times and under eager landing (each start time's batch completes
-before the next, as a batch-at-a-time runner executes it), plus optcc.timing.check_capacity.
+(2 seeds) under the stated times with same-instant landings in flow-index order and in the
+runner's posting order, plus optcc.timing.check_capacity.
 """
 from __future__ import annotations
 
@@ -76,12 +76,13 @@ def test_some_mutants_stay_correct_and_are_proved():
     assert all(prove_allreduce(m).proved for m in correct)
 
 
-def test_eager_oracle_only_differs_where_reads_overtake_writes():
-    """The one mutant the stated-time simulation alone calls correct: a read racing an in-flight write."""
+def test_a_read_racing_an_in_flight_write_is_proved_as_the_runner_executes_it():
+    """The mutant the old "eager landing" oracle called wrong (a read of rank 2 at t = 1 while a
+    copy into rank 2 is in flight until 3/2): the runner sends the value held at the read's
+    start, as the stated times say, so it is correct and proved (issue 12; on gloo in
+    tests/test_trust_causality.py)."""
     schedule = redundant_p3()
-    eager_only = [(d, m) for _, d, m in mutants(schedule, durations(schedule))
-                  if really_wrong(m) == (True, False)]
-    assert [d for d, _ in eager_only] == ["3 start 1/2"]
-    proof = prove_allreduce(eager_only[0][1])
-    assert proof.properties["sum"] and not proof.properties["causality"]
-    assert proof.counterexample["kind"] == "read before dependency landed"
+    racing = [m for _, d, m in mutants(schedule, durations(schedule)) if d == "3 start 1/2"]
+    assert len(racing) == 1 and really_wrong(racing[0]) == (False, False)
+    proof = prove_allreduce(racing[0])
+    assert proof.proved and proof.properties["causality"]

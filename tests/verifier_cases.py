@@ -81,15 +81,22 @@ def eager(schedule: Schedule) -> Schedule:
 
 
 def really_wrong(schedule: Schedule) -> tuple[bool, bool]:
-    """Independent oracle: (wrong, wrong under the stated times alone).
+    """Independent oracle: (wrong, wrong under the stated times with flow-index ties).
 
-    Wrong = the reference simulation gives a wrong sum (2 seeds) under the stated times or
-    under eager landing, or optcc.timing.check_capacity finds an over-full port.
+    Wrong = the reference simulation gives a wrong sum (2 seeds) under the stated times, with
+    same-instant landings either in flow-index order (optcc.simulate) or in the runner's
+    posting order (the flows renumbered by optcc.schedule.posting_order), or
+    optcc.timing.check_capacity finds an over-full port. (The runner executes the stated
+    times exactly: sends carry the value at their start, landings apply at their end; see
+    verifier/causality.py. The earlier "eager landing" variant modelled a runner we do not have.)
     """
+    from optcc.schedule import posting_order
     from optcc.simulate import simulate
     from optcc.timing import check_capacity
     stated = any(not simulate(schedule, seed=s).correct for s in (0, 1)) or check_capacity(schedule) is not None
     if stated:
         return True, True
-    e = eager(schedule)
-    return any(not simulate(e, seed=s).correct for s in (0, 1)), False
+    order = posting_order(schedule)
+    runner = Schedule(schedule.cluster, schedule.pieces, [schedule.flows[i] for i in order],
+                      schedule.local_ops, schedule.meta)
+    return any(not simulate(runner, seed=s).correct for s in (0, 1)), False

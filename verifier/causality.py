@@ -1,76 +1,87 @@
-"""Property "causality": reads and writes of one (rank, piece) never race.
+"""Property "causality": exactly what the runner relies on to compute the schedule's values.
 
-Precisely, with every flow occupying [start, start + duration) (durations from
-optcc.timing.durations, on the exact integer grid of optcc.timing.IntegerTimes):
-1. A flow that reads (src, piece) at time t depends on every write to (src, piece) that
-   started before t; each must have landed by t:  no write w with w.start < t < w.end.
-   (Otherwise the reader sends a value the schedule meant to be updated, or on hardware a
-   buffer that is being received into.) Writes that start at t or later are not
-   dependencies. Such a racing read is a violation when what it carries can reach a final
-   value: we propagate a taint from the racing read through later reads, additions and
-   copies (an overwrite drops the old taint) and flag it if any rank's final value of the
-   piece is tainted. A racing read whose value is overwritten everywhere is dead traffic,
-   not an error (the reference simulation agrees: the result does not depend on it).
-2. The same for a local op on (rank, piece) at time t.
-3. No two flows write one (rank, piece) during overlapping intervals unless both are
-   additions (additions commute; an overwrite racing anything makes the result depend on
-   which lands first).
-The first violation in time is reported, naming the flows and their times.
+The runner (gpu_runner.plan / executor) realizes the schedule's stated-time semantics
+(optcc.schedule) exactly: a send carries the value its source holds at the flow's start (it
+reads the tensor at posting, or a snapshot taken then when the piece changes while the flow
+is in flight); a receive lands in a private scratch slot and is applied at the flow's end;
+at one instant landings come first, then local ops, then reads. So a read racing an in-flight
+write, a local op during one, or two writes in flight at once are all executed as the
+schedule states, and the sum property (computed in that semantics) covers them.
+
+The one place where the runner and the verifier may differ is the ORDER of landings on one
+(rank, piece) at the same instant: the sum property applies them by flow index, the runner in
+posting order (start, src, dst, piece, index). The rule: such same-instant landings must
+commute — all additions (exact addition commutes), or all copies of one and the same value
+(symbolically equal) — unless the value they produce never reaches a final value (it is
+overwritten everywhere: dead traffic; found by propagating a taint from the landings through
+later reads, additions and copies, an overwrite dropping the old taint). Then both orders give
+the same exact values and the sum proof holds for what the runner computes.
+(Earlier rules also refused reads racing in-flight writes and any overlapping copy; the runner
+executes those correctly — tests/test_trust_causality.py runs both kinds on gloo — so they were
+false alarms. The first violation in time is reported, naming the flows.)
 """
 from __future__ import annotations
 
 from collections import defaultdict
 
 from verifier.events import LAND, READ
+from verifier.linear import add_scaled
 
 
 def check_causality(schedule, grid):
     """Return (ok, counterexample or None)."""
     flows = schedule.flows
-    starts, ends = grid.starts, grid.ends
-    writes = defaultdict(list)
+    ends = grid.ends
+    groups: dict[tuple, list[int]] = defaultdict(list)
     for i, f in enumerate(flows):
-        writes[(f.dst, f.piece)].append(i)
-    worst = None            # (time, sort tiebreak, counterexample)
-
-    def consider(t, tie, cx):
-        nonlocal worst
-        if worst is None or (t, tie) < worst[:2]:
-            worst = (t, tie, cx)
-
-    racing: dict[int, int] = {}                                 # 1. reads: reader -> write
-    for i, f in enumerate(flows):
-        ws = writes.get((f.src, f.piece))
-        if not ws:
-            continue
-        t = starts[i]
-        for w in ws:
-            if starts[w] < t < ends[w]:
-                racing.setdefault(i, w)
-    if racing:
-        live = _reaching_final(schedule, grid, set(racing))
-        for i, w in racing.items():
-            if i in live:
-                consider(starts[i], (0, i, w), _read_race(schedule, grid, i, w))
-    for j, op in enumerate(schedule.local_ops):                 # 2. local ops
-        t = grid.op_times[j]
-        for w in writes.get((op.rank, op.piece), ()):
-            if starts[w] < t < ends[w]:
-                consider(t, (1, j, w), _local_race(schedule, grid, j, w))
-    for key, ws in writes.items():                              # 3. write/write
-        if len(ws) < 2:
-            continue
-        ws = sorted(ws, key=lambda w: (starts[w], ends[w]))
-        for a_pos, a in enumerate(ws):
-            for b in ws[a_pos + 1:]:
-                if starts[b] >= ends[a]:
-                    break
-                if flows[a].op == "add" and flows[b].op == "add":
-                    continue
-                consider(starts[b], (2, a, b), _write_race(schedule, grid, key, a, b))
-    if worst is None:
+        groups[(f.dst, f.piece, ends[i])].append(i)
+    collisions = {k: v for k, v in groups.items() if len(v) > 1 and any(flows[i].op != "add" for i in v)}
+    if not collisions:
         return True, None
-    return False, worst[2]
+    carried = _carried_values(schedule, grid, {k[1] for k in collisions})
+    suspects = {k: v for k, v in collisions.items()
+                if not (all(flows[i].op == "copy" for i in v) and len({carried[i] for i in v}) == 1)}
+    if not suspects:
+        return True, None
+    live = _reaching_final(schedule, grid, {i for v in suspects.values() for i in v})
+    bad = sorted((k[2], k) for k, v in suspects.items() if live.intersection(v))
+    if not bad:
+        return True, None
+    key = bad[0][1]
+    return False, _collision(schedule, grid, key, suspects[key])
+
+
+def _carried_values(schedule, grid, pieces) -> dict[int, tuple]:
+    """Exact value (sorted coefficient items) each flow of `pieces` carries, in stated-time order."""
+    flows, ops = schedule.flows, schedule.local_ops
+    events = []
+    for i, f in enumerate(flows):
+        if f.piece in pieces:
+            events.append((grid.starts[i], READ, i))
+            events.append((grid.ends[i], LAND, i))
+    for j, op in enumerate(ops):
+        if op.piece in pieces:
+            events.append((grid.op_times[j], 1, j))
+    events.sort()
+    values: dict[tuple, dict] = {}
+    out: dict[int, tuple] = {}
+    live: dict[int, dict] = {}
+    for _, phase, i in events:
+        if phase == READ:
+            f = flows[i]
+            v = values.get((f.src, f.piece), {f.src: 1})
+            live[i] = v
+            out[i] = tuple(sorted(v.items()))
+        elif phase == LAND:
+            f = flows[i]
+            v = live.pop(i)
+            old = values.get((f.dst, f.piece), {f.dst: 1})
+            values[(f.dst, f.piece)] = add_scaled(old, f.coef, v) if f.op == "add" else dict(v)
+        else:
+            op = ops[i]
+            old = values.get((op.rank, op.piece), {op.rank: 1})
+            values[(op.rank, op.piece)] = {r: op.coef * c for r, c in old.items()}
+    return out
 
 
 def _reaching_final(schedule, grid, suspects: set[int]) -> set[int]:
@@ -111,29 +122,12 @@ def _flow(schedule, grid, i) -> dict:
             "end": str(end), "text": f"flows[{i}] {f.src}->{f.dst} piece {f.piece} {f.op} [{start}, {end})"}
 
 
-def _read_race(schedule, grid, i, w) -> dict:
-    r, wf = _flow(schedule, grid, i), _flow(schedule, grid, w)
-    f = schedule.flows[i]
-    return {"property": "causality", "kind": "read before dependency landed", "rank": f.src,
-            "piece": f.piece, "reader": r, "dependency": wf,
-            "message": f"{r['text']} reads rank {f.src}'s piece {f.piece} at {r['start']}, but "
-                       f"{wf['text']} writing it started earlier and lands only at {wf['end']}"}
-
-
-def _local_race(schedule, grid, j, w) -> dict:
-    op = schedule.local_ops[j]
-    wf = _flow(schedule, grid, w)
-    return {"property": "causality", "kind": "local op before dependency landed", "rank": op.rank,
-            "piece": op.piece, "local_op": {"index": j, "time": str(op.time), "coef": op.coef},
-            "dependency": wf,
-            "message": f"local_ops[{j}] scales rank {op.rank}'s piece {op.piece} at {op.time}, but "
-                       f"{wf['text']} writing it lands only at {wf['end']}"}
-
-
-def _write_race(schedule, grid, key, a, b) -> dict:
-    fa, fb = _flow(schedule, grid, a), _flow(schedule, grid, b)
-    rank, piece = key
-    return {"property": "causality", "kind": "overlapping writes", "rank": rank, "piece": piece,
-            "flows": [fa, fb],
-            "message": f"{fa['text']} and {fb['text']} both write rank {rank}'s piece {piece} at "
-                       f"overlapping times and not both are additions"}
+def _collision(schedule, grid, key, members) -> dict:
+    rank, piece, _ = key
+    fl = [_flow(schedule, grid, i) for i in members]
+    return {"property": "causality", "kind": "same-instant landings that do not commute", "rank": rank,
+            "piece": piece, "flows": fl,
+            "message": f"{'; '.join(f['text'] for f in fl)} all land on rank {rank}'s piece {piece} at "
+                       f"{fl[0]['end']} and do not commute (not all additions, not copies of one value): "
+                       f"the runner applies them in posting order (start, src, dst, piece, index), the "
+                       f"proof in flow order, and the result reaches a final value"}

@@ -1,52 +1,116 @@
-"""Proof certificates: a small JSON file tying a proved Proof to the schedule's sha256.
+"""Proof certificates: a proof's witness that the runner re-checks cheaply before every run.
 
-The runner accepts a schedule whose certificate matches without proving it again; the
-certificate is only as good as the hash (sha256 of the schedule's canonical JSON).
+A certificate (format "optcc-certificate/2") names the schedule (sha256 of its canonical
+JSON), the verifier that proved it (VERIFIER_VERSION) and carries a WITNESS: the sha256 of the
+final coefficient table (for every piece and rank, the coefficients c_r of the final value
+Σ c_r·x_r, from the exact symbolic execution). Checking one (`check_certificate`) redoes:
+  1. format, verifier version (a certificate from another verifier version is stale),
+     schedule sha256, every property recorded as proved;
+  2. the linear-time exact symbolic execution of the schedule: every final coefficient must be
+     exactly 1 (that alone is the sum property, no solver needed) and the table's digest must
+     equal the witness;
+  3. the "causality" and "runnable" properties (no Z3; about linear time), which the runner
+     relies on to compute the values the symbolic execution assumed, and to neither deadlock
+     nor mis-pair data.
+A hand-written `"proved": true` for a wrong schedule therefore fails 2 or 3; an edited
+schedule fails 1; a certificate of an older verifier is refused as stale. Only "capacity" and
+"time" (performance claims, not the values computed) are taken from the certificate.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-import os
-import tempfile
 
 import z3
 
 from optcc.errors import OptccError
+from optcc.files import read_json, write_text_atomic
+from optcc.jsonout import dumps
+from optcc.timing import IntegerTimes
+from verifier.causality import check_causality
+from verifier.events import label_ranks, piece_events, piece_signature
+from verifier.linear import ExpressionTable, execute_signature
+from verifier.port_checks import check_runnable
 from verifier.proof import PROPERTIES
 
-FORMAT = "optcc-certificate/1"
+FORMAT = "optcc-certificate/2"
+VERIFIER_VERSION = "optcc-verifier/2"   # bump whenever a property's rule changes
 
 
-def write_certificate(proof, schedule, path: str) -> None:
+def final_table(schedule, grid=None):
+    """Exact symbolic execution: (sha256 of the final coefficient table, first wrong (piece, rank) or None)."""
+    grid = grid or IntegerTimes(schedule)
+    p = schedule.cluster.p
+    table = ExpressionTable()
+    digest = hashlib.sha256()
+    first_wrong = None
+    cache: dict = {}
+    for piece, events in enumerate(piece_events(schedule, grid)):
+        sig = piece_signature(schedule, events)
+        finals = cache.get(sig)
+        if finals is None:
+            finals = cache[sig] = execute_signature(sig, table)
+        ranks = label_ranks(schedule, events)
+        rows = {}
+        for label, expr in finals.items():
+            rows[ranks[label]] = sorted((ranks[lbl], c) for lbl, c in table.coefs[expr].items())
+        for r in range(p):
+            row = rows.get(r, [(r, 1)])
+            if first_wrong is None and (len(row) != p or any(c != 1 for _, c in row)):
+                first_wrong = (piece, r)
+            digest.update(json.dumps([piece, r, row], separators=(",", ":")).encode())
+    return digest.hexdigest(), first_wrong
+
+
+def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
     """Write the certificate atomically; refuses a proof that did not prove all five properties."""
     if not proof.proved or set(proof.properties) != set(PROPERTIES):
         raise OptccError("certificate", "only a proof of all five properties gets a certificate")
-    data = {"format": FORMAT, "schedule_sha256": schedule.sha256(), "proved": True,
-            "properties": {k: bool(proof.properties[k]) for k in PROPERTIES},
+    digest, wrong = final_table(schedule)
+    if wrong is not None:                  # cannot happen for a proved schedule: refuse loudly
+        raise OptccError("certificate", f"piece {wrong[0]} of rank {wrong[1]} is not the sum; no certificate")
+    data = {"format": FORMAT, "verifier_version": VERIFIER_VERSION, "schedule_sha256": schedule.sha256(),
+            "proved": True, "properties": {k: bool(proof.properties[k]) for k in PROPERTIES},
+            "witness": {"final_table_sha256": digest, "pieces": len(schedule.pieces), "p": schedule.cluster.p},
             "z3_version": z3.get_version_string(), "seconds": round(proof.seconds, 6)}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-cert-", suffix=".json")
+    write_text_atomic(path, dumps(data, indent=2) + "\n", field)
+
+
+def check_certificate(schedule, path: str) -> tuple[bool, str]:
+    """(True, "") iff `path` certifies this exact schedule after re-checking its witness; else
+    (False, the reason)."""
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        data = read_json(path, "certificate")
+    except OptccError as e:
+        return False, e.message
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else None
+        return False, f"not a {FORMAT} certificate (format {got!r}; older certificates are stale: verify again)"
+    if data.get("verifier_version") != VERIFIER_VERSION:
+        return False, (f"stale: made by {data.get('verifier_version')!r}, this verifier is "
+                       f"{VERIFIER_VERSION!r} (verify again)")
+    if data.get("schedule_sha256") != schedule.sha256():
+        return False, "it names another schedule (sha256 differs)"
+    props = data.get("properties")
+    if data.get("proved") is not True or not isinstance(props, dict) or any(props.get(k) is not True for k in PROPERTIES):
+        return False, "it does not record every property as proved"
+    witness = data.get("witness")
+    if not isinstance(witness, dict) or not isinstance(witness.get("final_table_sha256"), str):
+        return False, "it carries no witness"
+    grid = IntegerTimes(schedule)
+    digest, wrong = final_table(schedule, grid)
+    if wrong is not None:
+        return False, (f"re-executing the schedule, rank {wrong[1]}'s final piece {wrong[0]} is not the sum "
+                       f"of all inputs: the certificate is forged")
+    if digest != witness["final_table_sha256"]:
+        return False, "the final coefficient table's digest differs from the witness"
+    for name, check in (("causality", check_causality), ("runnable", check_runnable)):
+        ok, cx = check(schedule, grid)
+        if not ok:
+            return False, f"re-checking '{name}': {cx['message']}"
+    return True, ""
 
 
 def certificate_matches(schedule, path: str) -> bool:
-    """True iff `path` is a certificate of this exact schedule with every property proved."""
-    try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
-        return False
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("proved") is not True:
-        return False
-    props = data.get("properties")
-    if not isinstance(props, dict) or any(props.get(k) is not True for k in PROPERTIES):
-        return False
-    return data.get("schedule_sha256") == schedule.sha256()
+    """True iff `path` is a valid certificate of this exact schedule (check_certificate)."""
+    return check_certificate(schedule, path)[0]

@@ -59,3 +59,13 @@ def piece_signature(schedule: Schedule, events) -> tuple:
                 a = label[op.rank] = len(label)
             out.append((LOCAL, a, op.coef))
     return tuple(out)
+
+
+def label_ranks(schedule: Schedule, events) -> list[int]:
+    """Label -> rank, in the first-use order piece_signature assigns labels."""
+    flows, ops = schedule.flows, schedule.local_ops
+    order: dict[int, int] = {}
+    for _, phase, i in events:
+        rank = flows[i].src if phase == READ else flows[i].dst if phase == LAND else ops[i].rank
+        order.setdefault(rank, len(order))
+    return sorted(order, key=order.get)

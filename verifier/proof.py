@@ -6,6 +6,13 @@ Properties (docs/verifier.md has the precise statements):
   capacity   optcc.timing.check_capacity under the schedule's capacity model
   time       ends at optcc.timing.slot_time, not below bounds.closed_form.lower_bound
   runnable   batched isend/irecv pair one to one per start time (verifier.port_checks)
+Reported beside them, not part of `proved` (a correct AllReduce may lack them; callers that
+need one check `Proof.reported`):
+  deterministic  every rank's final value of a piece has the same summation tree, so all
+                 ranks end bitwise equal (verifier.determinism)
+  numerics       for `dtype` (default float32) the rigorous worst-case rounding error is no
+                 worse than the ring's, or for integers no intermediate can overflow where
+                 the result does not (verifier.numerics; its report is facts["numerics"])
 """
 from __future__ import annotations
 
@@ -17,12 +24,15 @@ import z3
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 from verifier.causality import check_causality
+from verifier.determinism import check_determinism
 from verifier.events import piece_events
+from verifier.numerics import analyze_numerics
 from verifier.port_checks import check_capacity_property, check_runnable
 from verifier.sum_property import SumChecker
 from verifier.time_property import check_time
 
 PROPERTIES = ("sum", "causality", "capacity", "time", "runnable")
+REPORTED = ("deterministic", "numerics")
 
 
 @dataclass
@@ -33,6 +43,8 @@ class Proof:
     seconds: float
     counterexamples: dict[str, dict] = field(default_factory=dict)   # every failed property
     facts: dict = field(default_factory=dict)                         # finish, bound, stats, notes
+    reported: dict[str, bool] = field(default_factory=dict)           # REPORTED name -> holds
+    reported_counterexamples: dict[str, dict] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"proved": self.proved, "properties": dict(self.properties),
@@ -40,31 +52,39 @@ class Proof:
                 "failed": {k: v for k, v in self.counterexamples.items()},
                 "facts": {k: (str(v) if v is not None and not isinstance(v, (int, float, str, dict, list, bool)) else v)
                           for k, v in self.facts.items()},
-                "z3_version": z3.get_version_string()}
+                "z3_version": z3.get_version_string(), "reported": dict(self.reported),
+                "reported_counterexamples": dict(self.reported_counterexamples)}
 
 
-def prove_allreduce(schedule, *, properties=None) -> Proof:
+def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "float32") -> Proof:
     """Prove (or refute, with a counterexample) that `schedule` is a correct, runnable AllReduce.
 
     `properties`: an iterable of names from PROPERTIES to check (default: all five); the
-    Proof's `properties` dict has exactly the checked names. Raises OptccError on bad input.
+    Proof's `properties` dict has exactly the checked names. `reported`: names from REPORTED
+    to evaluate into `Proof.reported` (default: all of them when `properties` is None, else
+    none). Raises OptccError on bad input.
     """
     wanted = PROPERTIES if properties is None else tuple(properties)
+    extra = (REPORTED if properties is None else ()) if reported is None else tuple(reported)
     for name in wanted:
         if name not in PROPERTIES:
             raise OptccError("properties", f"unknown property {name!r} (known: {', '.join(PROPERTIES)})")
+    for name in extra:
+        if name not in REPORTED:
+            raise OptccError("reported", f"unknown property {name!r} (known: {', '.join(REPORTED)})")
     t0 = time.perf_counter()
     schedule.validate()
     grid = IntegerTimes(schedule)
     results: dict[str, bool] = {}
     failures: dict[str, dict] = {}
     facts: dict = {"property_seconds": {}}
+    events = piece_events(schedule, grid) if "sum" in wanted else None
     for name in PROPERTIES:
         if name not in wanted:
             continue
         started = time.perf_counter()
         if name == "sum":
-            checker = SumChecker(schedule, grid, piece_events(schedule, grid))
+            checker = SumChecker(schedule, grid, events)
             ok, cx = checker.check()
             facts.update(checker.stats)
         elif name == "causality":
@@ -80,6 +100,20 @@ def prove_allreduce(schedule, *, properties=None) -> Proof:
         facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
         if not ok:
             failures[name] = cx
+    reported_ok: dict[str, bool] = {}
+    reported_cx: dict[str, dict] = {}
+    for name in extra:
+        started = time.perf_counter()
+        if name == "deterministic":
+            ok, cx = check_determinism(schedule, grid)
+        else:
+            report = analyze_numerics(schedule, dtype, grid)
+            facts["numerics"] = report.to_json()
+            ok, cx = report.ok, {"property": "numerics", "dtype": dtype, "message": report.message}
+        reported_ok[name] = ok
+        facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
+        if not ok:
+            reported_cx[name] = cx
     first = next((failures[n] for n in PROPERTIES if n in failures), None)
     if first is not None:
         first = dict(first)
@@ -87,4 +121,5 @@ def prove_allreduce(schedule, *, properties=None) -> Proof:
         if also:
             first["also_failed"] = also
     return Proof(proved=all(results.values()), properties=results, counterexample=first,
-                 seconds=time.perf_counter() - t0, counterexamples=failures, facts=facts)
+                 seconds=time.perf_counter() - t0, counterexamples=failures, facts=facts,
+                 reported=reported_ok, reported_counterexamples=reported_cx)

@@ -6,6 +6,10 @@ from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 
+MAX_SEGMENTS = 4096          # derived: bounds on schedules to build (closed forms take any k)
+MAX_WORK = 4 * 10**6         # p²·k ≈ half the flow count of a ring / OptCC schedule
+
+
 def check_segments(segments) -> int:
     """The pipeline segment count k: a positive int (OptccError on field "segments" otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
@@ -13,10 +17,28 @@ def check_segments(segments) -> int:
     return segments
 
 
+def check_work(cluster: Cluster, segments: int) -> None:
+    """Refuse schedules too large to build in reasonable time and memory (about 2·p²·k flows)."""
+    if segments > MAX_SEGMENTS:
+        raise OptccError("segments", f"at most {MAX_SEGMENTS} segments are supported when building a "
+                                     f"schedule, got {segments}")
+    work = cluster.p * cluster.p * segments
+    if work > MAX_WORK:
+        raise OptccError("segments", f"p²·k = {cluster.p}²·{segments} = {work} is over the limit "
+                                     f"{MAX_WORK} (a schedule of about {2 * work} flows); use a smaller p or k")
+
+
+def max_buildable_segments(cluster: Cluster) -> int:
+    """The largest k check_work accepts on this cluster (at least 1: `--segments auto` then
+    picks within it, and check_work still refuses a cluster too large even at k = 1)."""
+    return max(1, min(MAX_SEGMENTS, MAX_WORK // (cluster.p * cluster.p)))
+
+
 def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments;
     'optcc' is the first construction of optcc.algorithms.registry that accepts the cluster."""
     check_segments(segments)
+    check_work(cluster, segments)
     if algo == "ring":
         if cluster.g > 1:
             from optcc.algorithms.baselines import flat_ring_allreduce

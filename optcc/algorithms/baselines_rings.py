@@ -36,18 +36,20 @@ def flat_ring_allreduce(cluster: Cluster) -> Schedule:
     Channel c visits each server's GPUs starting at local index c, so the server-boundary hop
     of channel c leaves from local (c−1) mod g over its NIC and enters local c: every NIC sends
     and receives exactly one channel. The g−1 NVLink hops a GPU serves at once share its
-    NVLink port at rate 1/(g−1). Steps are synchronous (NCCL): a step lasts one NIC hop,
-    shard·ℓ_max, shard = 1/(g·p). Total 2(p−1)/(g·p)·ℓ_max (derived).
+    NVLink port at rate 1/(g−1). With ONE server there is no NIC hop: the ring closes inside
+    the server, every GPU serves g NVLink hops at once, so they share its port at rate 1/g
+    (derived; 1/(g−1) overloaded the port to g/(g−1)). Steps are synchronous (NCCL): a step
+    lasts one NIC hop, shard·ℓ_max, shard = 1/(g·p). Total 2(p−1)/(g·p)·ℓ_max (derived).
     """
     p, g = cluster.p, cluster.g
     if g == 1:
         return ring_allreduce(cluster, 1)
-    if cluster.nvlink_speedup * Fraction(1, g - 1) < 1:
-        raise OptccError("nvlink_bandwidth", "the flat ring assumes NVLink hops at rate 1/(g−1) "
+    nv_rate = Fraction(1, g - 1) if cluster.servers > 1 else Fraction(1, g)
+    if cluster.nvlink_speedup * nv_rate < 1:
+        raise OptccError("nvlink_bandwidth", f"the flat ring assumes NVLink hops at rate {nv_rate} "
                                              "are no slower than a NIC hop")
     shard = Fraction(1, g * p)
     step = shard * max(cluster.slowdown)
-    nv_rate = Fraction(1, g - 1)
     flows = []
     for c in range(g):
         order = [s * g + (c + i) % g for s in range(cluster.servers) for i in range(g)]

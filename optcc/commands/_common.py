@@ -1,12 +1,13 @@
 """Shared argument helpers for subcommands: the cluster flags; printing is compose.tables."""
 from __future__ import annotations
 
-import json
+import math
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
 from optcc.failures import parse_failed_nics
 from optcc.exact import parse_fraction
+from optcc.files import read_json
 from compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
 from optcc.commands._fields import flag_for
 
@@ -14,8 +15,11 @@ DEFAULT_N_BYTES = 2**30
 
 
 def add_cluster_args(parser, p_required: bool = True) -> None:
-    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth, the latency flags."""
-    parser.add_argument("--p", type=int, required=p_required, help="number of GPUs")
+    """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth, the latency flags, --cluster.
+
+    --p is never required by argparse (so that --cluster FILE works alone); cluster_from_args
+    demands exactly one of the two. `p_required` is accepted for existing callers, unused."""
+    parser.add_argument("--p", type=int, help="number of GPUs (required unless --cluster)")
     parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
     parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
                         help="slowed GPU and its slowdown ℓ ≥ 1, e.g. 0:2 or 0:8/7 (repeatable)")
@@ -78,13 +82,9 @@ def apply_latency_args(cluster: Cluster, args) -> Cluster:
 
 def cluster_from_args(args) -> Cluster:
     if getattr(args, "cluster", None):
-        try:
-            with open(args.cluster) as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise OptccError("--cluster", f"no such file {args.cluster!r}") from None
-        except json.JSONDecodeError as e:
-            raise OptccError("--cluster", f"not valid JSON: {e}") from None
+        if args.p is not None:
+            raise OptccError("--p", "give either --cluster FILE or --p and the cluster flags, not both")
+        data = read_json(args.cluster, "--cluster")
         return apply_latency_args(Cluster.from_json(data, field_prefix="cluster."), args)
     if args.p is None:
         raise OptccError("--p", "give --p (or --cluster FILE)")
@@ -109,15 +109,31 @@ def add_segments_arg(parser, default) -> None:
                              f"on this cluster and latency model (default {default})")
 
 
-def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int) -> int:
-    """The k to build with (auto resolved); errors name --segments."""
+def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
+    """The k to build with (auto resolved, within the buildable limit when `build`); errors name --segments."""
     from optcc.segments import resolve_segments
     try:
-        return resolve_segments(args.segments, algo, cluster, n_bytes)
+        return resolve_segments(args.segments, algo, cluster, n_bytes, build)
     except OptccError as e:
         if e.field == "segments":
             raise OptccError("--segments", e.message) from None
         raise
+
+
+def positive_seconds(value: float, flag: str) -> float:
+    """A finite positive number of seconds (argparse's float accepts nan and inf)."""
+    if not (math.isfinite(value) and value > 0):
+        raise OptccError(flag, f"expected a finite positive number of seconds, got {value}")
+    return value
+
+
+def require_cuda_for_nccl(backend: str) -> None:
+    """--backend nccl needs a CUDA GPU here; say so before any process starts."""
+    if backend != "nccl":
+        return
+    import torch
+    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+        raise OptccError("--backend", "nccl needs CUDA GPUs and none is available here; use gloo")
 
 
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:

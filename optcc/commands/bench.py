@@ -4,9 +4,10 @@ from __future__ import annotations
 import os
 import tempfile
 
-from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
-from optcc.commands._common import add_cluster_args, add_segments_arg, cluster_from_args, print_json, print_table, segments_from_args
-from optcc.errors import OptccError
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from optcc.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
+                                    print_table, require_cuda_for_nccl, segments_from_args)
+from optcc.errors import OptccError, RunFailed
 
 
 def register(sub) -> None:
@@ -28,6 +29,8 @@ def register(sub) -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
     parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
                         help="streaming (default; refused unless proved safe for the schedule) or step")
+    parser.add_argument("--allow-worse-numerics", action="store_true",
+                        help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -35,14 +38,20 @@ def register(sub) -> None:
 def run(args) -> int:
     try:
         from gpu_runner.bench import HEADERS, format_table, parse_bytes, sweep, table_rows
-        from gpu_runner.launch import check_runner, launch, prepare_schedule
+        from gpu_runner.launch import check_runner, launch, prepare_schedule, worker_certificate
     except ImportError as e:
         raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None
     if args.nproc < 2:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.iters < 1 or args.warmup_iters < 0:
         raise OptccError("-n", "expected -n ≥ 1 and -w ≥ 0")
+    positive_seconds(args.timeout, "--timeout")
     sizes = sweep(parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e"), args.stepfactor)
+    elem = ELEMENT_BYTES[args.dtype]
+    if any(s % elem for s in sizes):
+        raise OptccError("-b", f"every size must be a whole number of {args.dtype} elements ({elem} bytes), "
+                               f"got {', '.join(str(s) for s in sizes if s % elem)}")
+    require_cuda_for_nccl(args.backend)
     common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", args.dtype,
               "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
     if args.p is None and not args.cluster:
@@ -59,10 +68,13 @@ def run(args) -> int:
                 schedule = build_schedule(args.algo, built_on, k)
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)
-            schedule, note = prepare_schedule(path, args.nproc)
+            schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
             note += "; " + check_runner(schedule, args.runner)
             cluster = schedule.cluster
-            worker = ["--schedule", path, "--trusted-sha256", schedule.sha256(), "--runner", args.runner, *common]
+            worker = ["--schedule", path, "--certificate", worker_certificate(schedule, tmp), "--runner", args.runner,
+                      *common]
+            if args.allow_worse_numerics:
+                worker.append("--allow-worse-numerics")
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
         else:
             cluster = cluster_from_args(args)
@@ -72,7 +84,7 @@ def run(args) -> int:
             label = "torch.distributed.all_reduce"
         res = launch(args.nproc, worker, args.timeout)
     if not res.ok:
-        raise OptccError("bench", "the benchmark failed: " + res.describe_failure())
+        raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
     rows = table_rows(res.result, cluster)
     if args.json:
         print_json({"algorithm": label, "runner": res.result.get("runner"), "cluster": cluster.to_json(),

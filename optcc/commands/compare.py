@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
-                                    print_json, print_table, segments_from_args)
-from optcc.errors import OptccError
+                                    positive_seconds, print_json, print_table, segments_from_args)
 from optcc.timing import units_to_seconds
 
 
@@ -21,13 +20,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from compose.comparison import compare
+    from compose.comparison import MATERIALIZE_MAX_P, compare
 
     message_size(args)
-    if args.ilp_time_limit <= 0:
-        raise OptccError("--ilp-time-limit", f"expected a positive number of seconds, got {args.ilp_time_limit}")
+    positive_seconds(args.ilp_time_limit, "--ilp-time-limit")
     cluster = cluster_from_args(args)
-    k = segments_from_args(args, "optcc", cluster, args.n)
+    k = segments_from_args(args, "optcc", cluster, args.n, build=cluster.p <= MATERIALIZE_MAX_P)
     out = compare(cluster, k, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
                   ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove)
     out["n_bytes"] = args.n
@@ -41,8 +39,8 @@ def run(args) -> int:
     def row(name, value, proved="-", source=""):
         if value is None:
             return [name, None, None, None, None, proved, source]
-        return [name, value, units_to_seconds(cluster, value, args.n), value / t0,
-                None if lb is None else value / lb, proved, source]
+        return [name, value, units_to_seconds(cluster, value, args.n), value / t0 if t0 else None,
+                value / lb if lb else None, proved, source]
 
     rows = [row("lower bound", lb, source="closed form (bounds)"),
             row("T0 (fault-free optimum)", t0, source="closed form"),

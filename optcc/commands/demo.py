@@ -17,7 +17,7 @@ from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size
 def register(sub) -> None:
     parser = sub.add_parser("demo", help="the main job: ring vs OptCC vs the lower bound on a degraded cluster")
     add_cluster_args(parser, p_required=False)
-    parser.set_defaults(p=16, straggler=None)
+    parser.set_defaults(straggler=None)            # --p defaults to 16 unless --cluster is given
     add_segments_arg(parser, 64)
     add_size_and_json_args(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the real gloo run even if torch is installed")
@@ -26,7 +26,9 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.straggler is None:
-        args.straggler = ["0:2"]
+        args.straggler = [] if args.cluster else ["0:2"]
+    if args.p is None and not args.cluster:
+        args.p = 16
     message_size(args)
     cluster = cluster_from_args(args)
     k = segments_from_args(args, "optcc", cluster, args.n)

@@ -6,11 +6,9 @@ verifier, write it as an in-place AllReduce XML, prove that XML, and only then w
 """
 from __future__ import annotations
 
-import os
-import tempfile
-
 from optcc.commands._common import print_json, print_table
 from optcc.errors import OptccError
+from optcc.files import check_writable, read_text, write_text_atomic
 
 STEP_CHOICES = (64, 256)
 
@@ -35,15 +33,8 @@ def register(sub) -> None:
 
 
 def _read(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as err:
-        raise OptccError("FILE", f"cannot read {path!r}: {err.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise OptccError(f"{path} byte {err.start}", "not UTF-8 text, so not an MSCCL XML file") from None
+    """The file's text: a regular UTF-8 file only (optcc.files; a FIFO is refused, not waited on)."""
+    return read_text(path, "FILE", "an MSCCL XML file")
 
 
 def run_verify(args) -> int:
@@ -76,6 +67,7 @@ def run_export(args) -> int:
     from verifier.msccl import verify_xml
     from verifier.msccl.export import check_expressible, export_xml
 
+    check_writable(args.output, "--output")            # before the proofs, not after them
     schedule = Schedule.load(args.schedule)
     check_expressible(schedule)
     proof = prove_allreduce(schedule)
@@ -89,11 +81,7 @@ def run_export(args) -> int:
     if not check.proved:      # an export bug: say so, write nothing
         print(f"optcc: internal error: the exported XML is refuted: {check.counterexample['message']}")
         return 3
-    directory = os.path.dirname(os.path.abspath(args.output))
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".xml.tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, args.output)
+    write_text_atomic(args.output, text, "--output")
     facts.update(file=args.output, schedule_seconds=round(proof.seconds, 4), xml_seconds=round(check.seconds, 4),
                  xml_properties={k: "proved" if v else "refuted" for k, v in check.properties.items()})
     if args.json:

@@ -1,7 +1,10 @@
 """`optcc paper-checks`: every claim of the paper beside our number, with a PASS/FAIL/OPEN verdict."""
 from __future__ import annotations
 
+import os
+
 from optcc.commands._common import print_json
+from optcc.errors import OptccError
 
 
 def register(sub) -> None:
@@ -13,6 +16,13 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from paper_checks.report import render_text, run_paper_checks
+    if args.figures is not None:
+        if os.path.exists(args.figures) and not os.path.isdir(args.figures):
+            raise OptccError("--figures", f"{args.figures!r} exists and is not a directory")
+        try:
+            os.makedirs(args.figures, exist_ok=True)
+        except OSError as e:
+            raise OptccError("--figures", f"cannot create {args.figures!r}: {e.strerror or e}") from None
     report = run_paper_checks(args.figures)
     if args.json:
         print_json(report)

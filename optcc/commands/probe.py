@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import math
 
-from optcc.cluster import parse_straggler
-from optcc.commands._common import print_json, print_table
+from optcc.cluster import MAX_P, parse_straggler
+from optcc.commands._common import positive_seconds, print_json, print_table
 from optcc.errors import OptccError
+from optcc.files import check_writable, write_text_atomic
+from optcc.jsonout import dumps
 
 
 def register(sub) -> None:
@@ -42,19 +43,12 @@ def run(args) -> int:
         raise OptccError("probe", f"needs the 'runner' extra (torch): {e}") from None
     extra = ["--inject-fault", args.inject_fault] if args.inject_fault else []
     if args.testbed:
-        stragglers = dict(parse_straggler(s) for s in args.straggler)
-        p = args.p or args.nproc
-        for r in stragglers:
-            if not 0 <= r < p:
-                raise OptccError("--straggler", f"rank {r} is out of range 0..{p - 1}")
-        res = probe_testbed(p, stragglers, args.rate, args.size, args.repeats, args.timeout, args.delay_ms,
+        stragglers = _stragglers(args)
+        res = probe_testbed(args.p or args.nproc, stragglers, args.rate, args.size, args.repeats, args.timeout, args.delay_ms,
                             args.bandwidth, args.min_ell, extra)
     else:
         res = probe_local(args.nproc, args.size, args.repeats, args.timeout, args.bandwidth, args.min_ell, extra)
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(res["cluster"], fh, indent=2)
-    os.replace(tmp, args.out)
+    write_text_atomic(args.out, dumps(res["cluster"], indent=2) + "\n", "--out")
     res["cluster_file"] = args.out
     if args.json:
         print_json(res)
@@ -73,9 +67,25 @@ def run(args) -> int:
     return 0
 
 
+def _stragglers(args) -> dict:
+    """--straggler RANK:ELL of the testbed: ranks in range, each once, ℓ ≥ 1 (as Cluster demands)."""
+    p = args.p or args.nproc
+    stragglers: dict = {}
+    for text in args.straggler:
+        r, ell = parse_straggler(text, "--straggler")
+        if not 0 <= r < p:
+            raise OptccError("--straggler", f"rank {r} is out of range 0..{p - 1}")
+        if r in stragglers:
+            raise OptccError("--straggler", f"rank {r} is given twice")
+        if ell < 1:
+            raise OptccError("--straggler", f"slowdown ℓ must be ≥ 1, got {ell}")
+        stragglers[r] = ell
+    return stragglers
+
+
 def _validate(args) -> None:
     if args.testbed:
-        if args.rate is None or not args.rate > 0:
+        if args.rate is None or not (math.isfinite(args.rate) and args.rate > 0):
             raise OptccError("--rate", "the testbed needs a positive --rate in Mbit/s")
         if (args.p or args.nproc or 0) < 2:
             raise OptccError("--p", "the testbed needs --p (or --nproc) ≥ 2 ranks")
@@ -86,13 +96,17 @@ def _validate(args) -> None:
             raise OptccError("--nproc", "expected --nproc ≥ 2 local ranks (or --testbed)")
         if args.straggler or args.rate is not None or args.delay_ms is not None:
             raise OptccError("--testbed", "--straggler, --rate and --delay-ms shape the testbed; add --testbed")
+    if (args.p or args.nproc) > MAX_P:
+        raise OptccError("--p" if args.p else "--nproc", f"at most {MAX_P} ranks are supported")
     if args.size <= 0:
         raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
     if args.repeats < 1:
         raise OptccError("--repeats", f"expected at least 1, got {args.repeats}")
-    if args.timeout <= 0:
-        raise OptccError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
-    if args.bandwidth is not None and not args.bandwidth > 0:
+    positive_seconds(args.timeout, "--timeout")
+    if args.bandwidth is not None and not (math.isfinite(args.bandwidth) and args.bandwidth > 0):
         raise OptccError("--bandwidth", f"expected a positive rate in bytes/s, got {args.bandwidth}")
-    if not args.min_ell >= 1:
-        raise OptccError("--min-ell", f"expected ≥ 1, got {args.min_ell}")
+    if not (math.isfinite(args.min_ell) and args.min_ell >= 1):
+        raise OptccError("--min-ell", f"expected a finite number ≥ 1, got {args.min_ell}")
+    if args.testbed:
+        _stragglers(args)
+    check_writable(args.out, "--out")              # before the measurement, not after it

@@ -5,6 +5,7 @@ Exit 0 proved, 1 refuted or unknown (a counterexample names p, k, ℓ, s and the
 from __future__ import annotations
 
 from optcc.commands._common import print_json, print_table
+from optcc.files import check_writable
 
 
 def register(sub) -> None:
@@ -28,6 +29,8 @@ def run(args) -> int:
     from verifier.parametric import prove_all
     from verifier.parametric.certificate import write_generator_certificate
 
+    if args.certificate:
+        check_writable(args.certificate, "--certificate")     # before the proof, not after it
     res = prove_all(args.algo)
     if res["proved"] and args.certificate:
         write_generator_certificate(res, args.certificate)

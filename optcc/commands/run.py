@@ -1,9 +1,9 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
-from gpu_runner.worker import DTYPES   # the worker's --dtype choices (torch-free module)
-from optcc.commands._common import print_json
-from optcc.errors import OptccError
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from optcc.commands._common import positive_seconds, print_json, require_cuda_for_nccl
+from optcc.errors import OptccError, RunFailed
 
 
 def register(sub) -> None:
@@ -21,6 +21,9 @@ def register(sub) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
                         help="streaming (default; refused unless proved safe for the schedule) or step")
+    parser.add_argument("--allow-worse-numerics", action="store_true",
+                        help="run even when the schedule's rounding-error bound for --dtype is worse than "
+                             "the ring's (or an integer intermediate can overflow)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(handler=run)
 
@@ -30,20 +33,26 @@ def run(args) -> int:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.size <= 0:
         raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
-    if args.timeout <= 0:
-        raise OptccError("--timeout", f"expected a positive number of seconds, got {args.timeout}")
+    positive_seconds(args.timeout, "--timeout")
+    elem = ELEMENT_BYTES[args.dtype]
+    if args.size % elem:
+        raise OptccError("--size", f"expected a whole number of {args.dtype} elements ({elem} bytes each), "
+                                   f"got {args.size} bytes")
     if args.iters < 1 or args.warmup < 0:
         raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
     try:
         from gpu_runner.launch import check_runner, launch_trusted, prepare_schedule
     except ImportError as e:
         raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
-    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate)
+    require_cuda_for_nccl(args.backend)
+    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
+                                      args.allow_worse_numerics)
     runner_note = check_runner(schedule, args.runner)
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
-                         args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner])
+                         args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner],
+                         certificate=args.certificate, allow_worse_numerics=args.allow_worse_numerics)
     if not res.ok:
-        raise OptccError("run", "the run failed: " + res.describe_failure())
+        raise RunFailed("run", "the run failed: " + res.describe_failure())
     r = res.result
     row = r["rows"][0]
     out = {"correct": r["correct"], "seconds": r["seconds"], "backend": r["backend"],
@@ -56,5 +65,10 @@ def run(args) -> int:
         print(f"# {out['algorithm'] or 'schedule'} on {schedule.cluster.describe()}: {note}; {runner_note}")
         print(f"{out['world_size']} ranks ({out['backend']}), {out['size']} bytes {out['dtype']}: "
               f"{'correct' if out['correct'] else 'WRONG'} ({out['wrong']} wrong elements, "
-              f"max |error| {out['max_abs_error']:.3g}), {out['seconds'] * 1e3:.3f} ms")
+              f"max |error| {_num(out['max_abs_error'])}), {out['seconds'] * 1e3:.3f} ms")
     return 0 if out["correct"] else 1
+
+
+def _num(x) -> str:
+    """A float as %.3g; the strings optcc.jsonout uses for NaN/±inf pass through."""
+    return f"{x:.3g}" if isinstance(x, (int, float)) else str(x)

@@ -24,7 +24,7 @@ def run(args) -> int:
     cluster = cluster_from_args(args)
     k = segments_from_args(args, args.algo, cluster, args.n)
     schedule = build_schedule(args.algo, cluster, k)
-    schedule.save(args.output)
+    schedule.save(args.output, field="--output")
     print(f"wrote {args.output}: {args.algo}, {cluster.describe()}, k={k}, "
           f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows", file=sys.stderr)
     return 0

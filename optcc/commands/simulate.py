@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from optcc.commands._common import print_json
+from optcc.errors import OptccError
 from optcc.schedule import Schedule
 from optcc.simulate import simulate
 
@@ -15,6 +16,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    if not 0 <= args.seed < 2**63:
+        raise OptccError("--seed", f"expected an integer in 0..2**63-1, got {args.seed}")
     schedule = Schedule.load(args.file)
     result = simulate(schedule, seed=args.seed)
     if args.json:

@@ -1,10 +1,11 @@
 """`optcc testbed`: torch all_reduce vs OptCC on a real shaped network of namespaces (root only)."""
 from __future__ import annotations
 
+import math
 import sys
 
 from optcc.cluster import parse_straggler
-from optcc.commands._common import print_json, print_table
+from optcc.commands._common import positive_seconds, print_json, print_table
 from optcc.errors import OptccError
 
 
@@ -35,10 +36,15 @@ def run(args) -> int:
         from gpu_runner.testbed import run_testbed
     except ImportError as e:
         raise OptccError("testbed", f"needs the 'runner' extra (torch): {e}") from None
+    if args.p < 2:
+        raise OptccError("--p", f"expected at least 2 ranks, got {args.p}")
     rank, ell = parse_straggler(args.straggler)
+    if not 0 <= rank < args.p:
+        raise OptccError("--straggler", f"rank {rank} is out of range 0..{args.p - 1}")
     if ell <= 1:
         raise OptccError("--straggler", f"the testbed compares a straggler network: ℓ must be > 1, got {ell}")
-    if not args.rate > 0:
+    positive_seconds(args.timeout, "--timeout")
+    if not (math.isfinite(args.rate) and args.rate > 0):
         raise OptccError("--rate", f"expected a positive rate in Mbit/s, got {args.rate}")
     if args.size <= 0 or args.segments < 1 or args.iters < 1:
         raise OptccError("--size", "expected positive --size, --segments and --iters")

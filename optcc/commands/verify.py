@@ -5,6 +5,7 @@ Exit 0 proved, 1 refuted, 2 bad input (OptccError, handled by optcc.cli).
 from __future__ import annotations
 
 from optcc.commands._common import print_json, print_table
+from optcc.exact import show
 from optcc.schedule import Schedule
 
 
@@ -12,6 +13,8 @@ def register(sub) -> None:
     parser = sub.add_parser("verify", help="prove a schedule computes the AllReduce (Z3), or show a counterexample")
     parser.add_argument("file", metavar="FILE")
     parser.add_argument("--certificate", metavar="OUT", help="on success write a proof certificate (JSON) here")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "float64", "int32", "int64"),
+                        default="float32", help="dtype for the reported 'numerics' property (default float32)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -20,28 +23,34 @@ def run(args) -> int:
     from verifier import prove_allreduce, write_certificate
 
     schedule = Schedule.load(args.file)
-    proof = prove_allreduce(schedule)
+    proof = prove_allreduce(schedule, dtype=args.dtype)
     if proof.proved and args.certificate:
-        write_certificate(proof, schedule, args.certificate)
+        write_certificate(proof, schedule, args.certificate, field="--certificate")
     if args.json:
         out = proof.to_json()
         out = {"proved": out["proved"], "properties": out["properties"],
                "counterexample": out["counterexample"], "seconds": out["seconds"],
-               "facts": out["facts"], "z3_version": out["z3_version"]}
+               "facts": out["facts"], "z3_version": out["z3_version"],
+               "reported_properties": out["reported"],
+               "reported_counterexamples": out["reported_counterexamples"]}
         print_json(out)
     else:
         f = proof.facts
         print(f"# {schedule.meta.get('algorithm', 'schedule')} on {schedule.cluster.describe()}, "
               f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows")
         print_table(["property", "result"],
-                    [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()])
+                    [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()]
+                    + [[name, ("holds" if ok else "DOES NOT HOLD") + " (reported, not required)"]
+                       for name, ok in proof.reported.items()])
         if "piece_groups" in f:
             print(f"sum: {f['pieces']} pieces in {f['piece_groups']} group(s) up to rank permutation, "
                   f"{f['expressions']} distinct expressions, {f['z3_queries']} Z3 quer"
                   f"{'y' if f['z3_queries'] == 1 else 'ies'}")
         if "finish" in f:
             lb = f.get("lower_bound")
-            print(f"time: ends at {f['finish']} n/B" + ("" if lb is None else f", lower bound {lb} n/B"))
+            print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
+        if "numerics" in f:
+            print("numerics: " + f["numerics"]["message"])
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:
@@ -53,6 +62,8 @@ def run(args) -> int:
                     f"{r}: {d['expected']} -> {d['actual']}" for r, d in list(cx["wrong_coefficients"].items())[:16]))
             for name in cx.get("also_failed", []):
                 print(f"also refuted ({name}): {proof.counterexamples[name]['message']}")
+        for name, cx in proof.reported_counterexamples.items():
+            print(f"{name}: {cx['message']}")
         print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s"
               + (f"; certificate written to {args.certificate}" if proof.proved and args.certificate else ""))
     return 0 if proof.proved else 1

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import z3
 
 from optcc.errors import OptccError
+from optcc.files import read_json, write_text_atomic
 
 FORMAT = "optcc-generator-certificate/1"
 _ROOT = Path(__file__).resolve().parents[2]
@@ -43,25 +42,16 @@ def write_generator_certificate(result: dict, path: str) -> None:
     data = {"format": FORMAT, "algo": result["algo"], "proved": True, "for_all": result["for_all"],
             "properties": result["properties"], "obligations": result["obligations"],
             "sources_sha256": sources_digest(result["algo"]), "z3_version": z3.get_version_string()}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".optcc-gencert-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n", "certificate")
 
 
 def is_generator_certificate(path: str) -> bool:
+    """Whether `path` is a regular JSON file in the generator format (never waits on a FIFO)."""
     try:
-        with open(path) as fh:
-            return json.load(fh).get("format") == FORMAT
-    except (OSError, ValueError, AttributeError):
+        data = read_json(path, "certificate")
+    except OptccError:
         return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
 
 
 def _regenerate(algo: str, schedule):
@@ -86,10 +76,9 @@ def _regenerate(algo: str, schedule):
 def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
     try:
-        with open(path) as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as e:
-        return False, f"cannot read {path}: {e}"
+        data = read_json(path, "certificate")
+    except OptccError as e:
+        return False, f"cannot read {path}: {e.message}"
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("proved") is not True:
         return False, f"{path} is not a proved generator certificate"
     algo = data.get("algo")
