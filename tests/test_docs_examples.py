@@ -57,13 +57,8 @@ def _break_flow0(directory: Path) -> None:
     (directory / "optcc8_bad.json").write_text(json.dumps(data))
 
 
-def _host_cluster(directory: Path) -> None:
-    """docs/gpu_runner.md: the `cat cluster.json` it shows (a straggler named by host)."""
-    (directory / "cluster.json").write_text('{"p": 4, "g": 2, "stragglers": [{"host": "nodeB", "ell": 2}]}')
-
-
 # Files an example uses that the document makes by hand, not by an earlier `$ optcc` line.
-SETUP = {"optcc8_bad.json": _break_flow0, "cluster.json": _host_cluster}
+SETUP = {"optcc8_bad.json": _break_flow0}
 
 
 def without_figures(argv: list[str]) -> tuple[list[str], str | None]:
