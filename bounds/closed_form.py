@@ -116,6 +116,27 @@ def exclusive_single_straggler_optimum(p: int, ell) -> Fraction:
     return _max(ell, 2 * ell * (p - 1) / (ell * (p - 2) + 2))
 
 
+def pooling_nvlink_time(cluster: Cluster) -> Fraction:
+    """Derived (docs/failures.md "NVLink limit"): the NVLink time a server needs to pool its NICs
+    by reduce-scatter/all-gather with NIC traffic in proportion to NIC bandwidth.
+
+    GPU i of server j then carries the share w_i = (1/ℓ_i)/b_j of the data on its NIC, so its
+    NVLink receive port takes (g−1)·w_i in the reduce-scatter (the others' parts of its share)
+    and 1 − w_i in the all-gather: T ≥ max_{j,i} (1 + (g−2)·w_i)/s_nv. Equal ℓ inside a server
+    gives 2(g−1)/(g·s_nv), the server LP's NVLink row. Not a bound on every algorithm: a
+    condition of this way of pooling. 0 for g = 1.
+    """
+    g = cluster.g
+    if g == 1:
+        return Fraction(0)
+    worst = Fraction(0)
+    for j in range(cluster.servers):
+        ells = cluster.slowdown[j * g:(j + 1) * g]
+        b = sum(1 / x for x in ells)
+        worst = max(worst, (1 / min(ells)) / b)
+    return (1 + (g - 2) * worst) / cluster.nvlink_speedup
+
+
 def cluster_terms(cluster: Cluster) -> Terms:
     """Cut and volume terms of the best bound we know for this cluster.
 

@@ -15,6 +15,7 @@ def bound_report(cluster: Cluster, n_bytes: int) -> dict:
     """The numbers `optcc bound` prints (times in units of n/B unless named seconds)."""
     terms = CF.cluster_terms(cluster)
     lb = terms.bound
+    nv = CF.pooling_nvlink_time(cluster)
     t0 = CF.fault_free_optimum(cluster.p, cluster.g)
     case = classify(cluster)
     return {
@@ -31,4 +32,6 @@ def bound_report(cluster: Cluster, n_bytes: int) -> dict:
         "case": case.title,
         "formula": "0" if case.bound is None else sp.sstr(case.bound.expr),
         "latex": "0" if case.bound is None else sp.latex(case.bound.expr),
+        "pooling_nvlink": float(nv),
+        "pooling_limited_by_nvlink": cluster.servers > 1 and nv > lb,
     }

@@ -3,8 +3,8 @@
 Small clusters (p ≤ MATERIALIZE_MAX_P) get real schedules, timed by optcc.timing and proved by
 the verifier; larger ones get the algorithms' closed forms (derived from the constructions and
 tested equal to the generated schedules' slot times), reported with proved = None.
-OptCC is whatever optcc.algorithms.registry chooses (single straggler, m ≥ 2 stragglers, or
-g > 1 servers); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
+OptCC is whatever optcc.algorithms.registry chooses (single straggler, m ≥ 2 stragglers, every
+GPU slow (all_slow), one straggler server, or optcc_rails for other g > 1 slow sets); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
 straggler (NCCLNoFailure) and the hierarchical ring; R2CCL is the g = 1 schedule or the
 node-level one for g > 1. A row that has no number says why (time null, source "not available").
 Times are in units of n/B.

@@ -29,7 +29,8 @@ builds one class per GPU (the full model) so the two can be checked against each
 Several GPUs per server (g > 1): the nodes are servers with g NICs each (capacity g per
 direction), every server first reduces internally over NVLink and exchanges only its partial
 sum over the NICs; NVLink carries 2(g−1)/g bytes per GPU per unit of data (reduce-scatter and
-all-gather inside the server, derived) at speed B_nvlink/B, a row T ≥ 2(g−1)/(g·s_nv).
+all-gather inside the server, derived) at speed B_nvlink/B, a row T ≥ 2(g−1)/(g·s_nv). A server
+whose GPUs have different ℓ pools its NICs over NVLink (`pooled_ell`, derived).
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from bounds.closed_form import pooling_nvlink_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from lp_models.result import OPTIMAL, SolveResult
@@ -113,12 +115,7 @@ def node_classes(cluster: Cluster, reduce_classes: bool = True) -> tuple[str, li
         level, ports, noun = "server", cluster.g, "server"
         ells = []
         for s in range(cluster.servers):
-            inside = set(cluster.slowdown[s * cluster.g:(s + 1) * cluster.g])
-            if len(inside) != 1:
-                raise OptccError("stragglers", f"server {s} mixes slowdowns {sorted(map(str, inside))}; the "
-                                               "server-level LP needs one ℓ per server (a server that "
-                                               "lost NICs slows all its GPUs)")
-            ells.append(inside.pop())
+            ells.append(pooled_ell(cluster.slowdown[s * cluster.g:(s + 1) * cluster.g]))
     if not reduce_classes:
         return level, [NodeClass(f"{noun} {i} (ℓ={e})", (i,), e, ports) for i, e in enumerate(ells)]
     groups: dict[Fraction, list[int]] = {}
@@ -131,6 +128,13 @@ def node_classes(cluster: Cluster, reduce_classes: bool = True) -> tuple[str, li
         classes.append(NodeClass(f"{noun}s {label} (ℓ={e})" if len(members) > 1 else f"{noun} {label} (ℓ={e})",
                                  members, e, ports))
     return level, classes
+
+
+def pooled_ell(ells) -> Fraction:
+    """A server's NICs pooled over NVLink (derived, docs/failures.md): its g NICs act as g NICs at
+    the harmonic mean ℓ_eff = g/Σ 1/ℓ_i, the same total bandwidth b_j the lower bound uses."""
+    ells = list(ells)
+    return len(ells) / sum(1 / Fraction(x) for x in ells)
 
 
 def _ranges(xs) -> str:
@@ -196,7 +200,9 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
             constraints[name] = row
             rows[name] = (list(a[i]), 0.0, float(c.ports))
     if level == "server":
-        nv = 2 * (cluster.g - 1) / (cluster.g * float(cluster.nvlink_speedup))
+        # T ≥ 2(g−1)/(g·s_nv); with a mixed server its pooling row (1 + (g−2)·w_max)/s_nv
+        # (bounds.closed_form.pooling_nvlink_time, derived), equal to it for uniform servers.
+        nv = float(pooling_nvlink_time(cluster))
         name = "nvlink[every server]"
         row = lp.Constraint(nv, inf, name)        # T ≥ 2(g−1)/(g·s_nv)
         row.SetCoefficient(t_var, 1.0)

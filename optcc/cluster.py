@@ -19,6 +19,7 @@ from optcc.errors import OptccError
 from optcc.exact import fraction_to_json, parse_fraction
 from optcc.latency import PRESET_NAMES
 from optcc.latency import resolve as resolve_latency
+from optcc.failures import apply_failed_nics
 
 DEFAULT_BANDWIDTH = Fraction(50 * 10**9)          # bytes/s: one 400 Gb/s NIC (issue #2)
 DEFAULT_NVLINK_BANDWIDTH = Fraction(450 * 10**9)  # bytes/s: H100-class NVLink per GPU (issue #2)
@@ -40,6 +41,8 @@ class Cluster:
     latency: Fraction = Fraction(0)
     latency_model: str = ""                # preset name, "custom", or "" (none stated)
     hosts: tuple[tuple[int, str], ...] = field(default=())   # (server, host name): optcc.hosts
+    failed_nics: tuple[tuple[int, int], ...] = ()   # (server, NICs lost); ℓ via optcc.failures
+    pxn: bool = True                                # lost NICs pooled over NVLink (optcc.failures)
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -57,8 +60,11 @@ class Cluster:
         issue_delay=None,
         latency=None,
         latency_model: str | None = None,
+        failed_nics=None,
+        pxn: bool = True,
     ) -> Cluster:
-        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1).
+        """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1);
+        `failed_nics` lists (server, NICs lost), mapped to ℓ by optcc.failures.
 
         `overhead` (when given) is the overhead o and replaces `alpha`, its alias; the preset
         `latency_model` supplies o, Li, L that explicit values override (optcc.latency)."""
@@ -86,6 +92,9 @@ class Cluster:
             if ell < 1:
                 raise OptccError(where + ".ell", f"slowdown ℓ must be ≥ 1, got {ell}")
             slowdown[rank] = ell
+        if not isinstance(pxn, bool):
+            raise OptccError(pre + "pxn", f"expected true or false, got {pxn!r}")
+        failed = apply_failed_nics(p, g, failed_nics, slowdown, seen, pxn, pre)
         bandwidth = _positive_fraction(bandwidth, pre + "bandwidth")
         nvlink_bandwidth = _positive_fraction(nvlink_bandwidth, pre + "nvlink_bandwidth")
         alpha = parse_fraction(alpha, pre + "alpha")
@@ -94,7 +103,8 @@ class Cluster:
         lat = resolve_latency(latency_model, alpha if overhead is None and alpha else overhead,
                               issue_delay, latency, field_prefix=pre)
         return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, lat["overhead"],
-                   lat["issue_delay"], lat["latency"], lat["latency_model"], tuple(hosts))
+                   lat["issue_delay"], lat["latency"], lat["latency_model"], tuple(hosts),
+                   failed, pxn if failed else True)
 
     @classmethod
     def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
@@ -102,7 +112,7 @@ class Cluster:
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
         known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "overhead",
-                 "issue_delay", "latency", "latency_model", "hosts"}
+                 "issue_delay", "latency", "latency_model", "hosts", "failed_nics", "pxn"}
         for key in data:
             if key not in known:
                 raise OptccError(field_prefix + key, f"unknown key (known: {', '.join(sorted(known))})")
@@ -114,12 +124,21 @@ class Cluster:
         from optcc.hosts import split_stragglers     # stragglers may be named by host
         p, g = _positive_int(data["p"], field_prefix + "p"), _positive_int(data.get("g", 1), field_prefix + "g")
         pairs, hosts = split_stragglers(raw, data.get("hosts"), p, g, field_prefix)
+        failed = data.get("failed_nics", [])
+        if not isinstance(failed, list):
+            raise OptccError(field_prefix + "failed_nics", "expected a list of {server, count}")
+        lost = []
+        for i, f in enumerate(failed):
+            if not isinstance(f, dict) or set(f) != {"server", "count"}:
+                raise OptccError(f"{field_prefix}failed_nics[{i}]", "expected an object {\"server\": S, \"count\": C}")
+            lost.append((f["server"], f["count"]))
         cluster = cls.build(
             p, g, pairs,
             data.get("bandwidth", DEFAULT_BANDWIDTH),
             data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
             data.get("alpha", 0), field_prefix=field_prefix, hosts=hosts, overhead=data.get("overhead"),
             issue_delay=data.get("issue_delay", 0), latency=data.get("latency", 0),
+            failed_nics=lost, pxn=data.get("pxn", True),
         )
         name = data.get("latency_model", "")
         if name not in ("", "custom", *PRESET_NAMES):   # the values are stated; the name is a label
@@ -128,15 +147,27 @@ class Cluster:
         return replace(cluster, latency_model=name)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "p": self.p,
             "g": self.g,
-            "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self.stragglers.items()],
+            "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self._explicit_stragglers()],
             "bandwidth": fraction_to_json(self.bandwidth),
             "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
             "alpha": fraction_to_json(self.alpha),
             **self._latency_json(),
-        } | ({"hosts": [{"server": k, "host": h} for k, h in self.hosts]} if self.hosts else {})
+        }
+        if self.failed_nics:                 # only then, so older clusters keep their JSON
+            out["failed_nics"] = [{"server": s, "count": c} for s, c in self.failed_nics]
+            if not self.pxn:
+                out["pxn"] = False
+        if self.hosts:
+            out["hosts"] = [{"server": k, "host": h} for k, h in self.hosts]
+        return out
+
+    def _explicit_stragglers(self):
+        """(rank, ℓ) of slow GPUs not on a server described by failed_nics."""
+        lost = {s for s, _ in self.failed_nics}
+        return [(r, l) for r, l in self.stragglers.items() if r // self.g not in lost]
 
     def _latency_json(self) -> dict:
         """Li, L and the model name, written only when set (older files and hashes unchanged)."""
@@ -193,7 +224,11 @@ class Cluster:
         parts = [f"p={self.p}"]
         if self.g != 1:
             parts.append(f"g={self.g}")
-        for r, l in self.stragglers.items():
+        for s, c in self.failed_nics:
+            ells = sorted(set(self.slowdown[s * self.g:(s + 1) * self.g]), reverse=True)
+            how = "PXN" if self.pxn else "no PXN"
+            parts.append(f"server {s} lost {c}/{self.g} NICs ({how}: ℓ={','.join(map(str, ells))})")
+        for r, l in self._explicit_stragglers():
             parts.append(f"straggler {r}:ℓ={l}")
         parts.extend(f"server {k} on host {h}" for k, h in self.hosts)
         return ", ".join(parts)

@@ -14,15 +14,28 @@ Where the counts come from (all derived; docs/latency.md has the arguments):
 - OptCC, one straggler (optcc_single): A = 2(p−1)(k+1) (the α count of issue 7), B = 2(p−1) + 4k:
   the prologue and epilogue rings (2(H−1) zero-slack hops) plus ≈ 3 zero-slack edges per
   segment (last reduce-scatter hop → upload → download → first all-gather hop).
-- OptCC, m ≥ 2 stragglers (optcc_multi): A = 2(p−1)(k+1) + (p−m) − 1, B = 2(p−1) + (p−1)(k+1)/2 + 4k:
-  its critical path carries about (p−1)k/2 latencies (issue 13, item 4: not latency-robust).
+- OptCC, m ≥ 2 stragglers (optcc_multi): with Li + L > 0 it builds the latency-robust pattern
+  (hop spread 3, optcc_multi.hop_spread): A = 2(p−1)(k+2) + (p−m) − 1 (one period more than
+  spread 1's), B = (p−1) + 2k: every ring hop has 2 slots of slack, so what remains is about one
+  zero-slack ring (H − 1 hops) plus the ℓ < 2 relay fill's chain (up to ≈ 1.7k at ℓ = (8/7, 8/7));
+  measured ≤ B up to Li + L = 2/(kp) for p ≤ 24, k ≤ 64 (docs/optcc_multi.md "Latency"). With
+  Li = L = 0 it builds spread 1 (issue 8): A = 2(p−1)(k+1) + (p−m) − 1; B does not matter there
+  (its slope was about (p−1)k/2: a delay wave across the links, the reason for spread 3).
 - OptCC, straggler server (optcc_servers): A as paper_checks had it (max of the NIC instance's
   and the NVLink chain's count plus 4(g−1)), B = 2(q−1) + 4k + 2g.
+- optcc_rails (g > 1, several straggler servers or mixed ℓ): A = the largest of its rails'
+  counts (each rail a g = 1 construction on q = p/g nodes, built at o = Li = L = 0) + 4 for the
+  NVLink lead and tail (tested ≥ the event model's slope in tests/test_paper_checks.py);
+  B = the rails' largest B + 2g, by analogy with optcc_servers and NOT tested: its knee is 0, so
+  `model_time` reports valid = False whenever Li + L > 0.
+- all_slow (g = 1, no healthy GPU): time scaled by ℓ_min (optcc.algorithms.all_slow), so a
+  chain has the same flows: A, B and the knee are those of the reduced cluster's construction.
 B is an upper bound on the event model's slope only below the pipeline's knee: it is tested
 (tests/test_model_time.py, p ≤ 64) for Li + L ≤ KNEE[construction]/(k·p), a fraction of the
 smallest shard's transfer time 1/(k·p) (3/4 for one straggler and the straggler server, where the
-single-straggler slope stays 2(p−1) + 3(k−1) up to 7/8 and jumps at 1, measured to p = 128; 1/2
-for m ≥ 2 stragglers, whose count exceeds B past 3/4 at p = 20); beyond it the pipeline stalls
+single-straggler slope stays 2(p−1) + 3(k−1) up to 7/8 and jumps at 1, measured to p = 128; 1 for
+m ≥ 2 stragglers with spread 3, whose hops have 2 slots of slack; 1/2 for spread 1, whose count
+exceeds its B past 3/4 at p = 20); beyond it the pipeline stalls
 and `model_time` reports valid = False.
 A is tested for o up to 0.1 n/B (as in issue 7). With both o and Li + L the bound follows from
 convexity of the event time in (o, Li + L): T(o, λ) ≤ (T(2o, 0) + T(0, 2λ))/2, so the same
@@ -37,16 +50,21 @@ from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
 
 # B is tested for Li + L ≤ KNEE/(k·p) (n/B), per construction (docs/latency.md, "The knee")
-KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1, 2)}
+KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1), "multi_spread1": Fraction(1, 2),
+        "rails": Fraction(0)}   # rails: B not tested against the event model, valid only at Li + L = 0
+
+
+_KIND = {"optcc_single": "single", "optcc_multi": "multi", "optcc_servers": "servers",
+         "optcc_rails": "rails", "all_slow": "all_slow"}
 
 
 def construction(algo: str, cluster: Cluster) -> str:
-    """Which generator build_schedule uses: 'ring', 'flat_ring', 'single', 'multi' or 'servers'."""
+    """Which generator build_schedule uses: 'ring', 'flat_ring', or for OptCC the registry's
+    choice (optcc.algorithms.registry.choose): 'single', 'multi', 'servers', 'rails', 'all_slow'."""
     if algo == "ring":
         return "ring" if cluster.g == 1 else "flat_ring"
-    if cluster.g > 1:
-        return "servers"
-    return "multi" if len(cluster.stragglers) >= 2 else "single"
+    from optcc.algorithms.registry import choose
+    return _KIND[choose(cluster).name]
 
 
 _SLOT_CACHE: dict = {}   # slot times do not depend on the latency model: share them across models
@@ -54,7 +72,8 @@ _SLOT_CACHE: dict = {}   # slot times do not depend on the latency model: share 
 
 def slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     """Closed-form slot time (n/B) of the construction (its own home in optcc.algorithms)."""
-    key = (algo, cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
+    pipelined = cluster.issue_delay + cluster.latency > 0     # optcc_multi's pattern depends on it
+    key = (algo, cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k, pipelined)
     value = _SLOT_CACHE.get(key)
     if value is None:
         if len(_SLOT_CACHE) > 200_000:
@@ -68,14 +87,19 @@ def _slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     if kind in ("ring", "flat_ring"):
         from optcc.algorithms.baselines import flat_ring_slot_time
         return flat_ring_slot_time(cluster)          # ℓ_max·2(p−1)/(p·g), for every k
-    if kind == "single":
-        from optcc.algorithms.optcc_single import optcc_slot_time
-        return optcc_slot_time(cluster, k)
-    if kind == "multi":
-        from optcc.algorithms.optcc_multi import optcc_multi_slot_time
-        return optcc_multi_slot_time(cluster, k)
-    from optcc.algorithms.optcc_servers import optcc_server_slot_time
-    return optcc_server_slot_time(cluster, k)
+    from optcc.algorithms.registry import choose
+    return choose(cluster).slot_time(cluster, k)    # the registry entry's closed form
+
+
+def _rails(cluster: Cluster) -> list[Cluster]:
+    """The distinct g = 1 rail clusters optcc_rails runs (built at Li = L = o = 0, as it does)."""
+    from optcc.algorithms.optcc_rails import rail_cluster
+    return list({c.slowdown: c for c in (rail_cluster(cluster, l) for l in range(cluster.g))}.values())
+
+
+def _reduced(cluster: Cluster) -> Cluster:
+    from optcc.algorithms.all_slow import reduced
+    return reduced(cluster)[0]
 
 
 def single_pieces(q: int, ell, k: int) -> int:
@@ -100,6 +124,8 @@ def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
     of dependent flows starts in strictly later slots, so it has at most L(k+1) + 1 flows. The
     count kept is the old synchronous epilogue's (H − 2 slots of slack). Fill flows start inside
     windows, so this is tested, not proved (slopes 6–159 against counts 13–169, p ≤ 10, k ≤ 8).
+    With Li + L > 0 (hop spread 3) the last flows are one period later: L(k+2) + H − 1, tested
+    the same way (tests/test_model_time.py).
     Straggler server: max(2(q−1)(k+1), 2(g−1)·P) + 4(g−1): the NIC instance on q nodes, or the
     NVLink reduce-scatter block and all-gather queue (P batches of g − 1 rounds on one NVLink
     port; P = instance pieces, k at q = 2), plus lead (2 batches), tail (1) and one switch.
@@ -110,10 +136,15 @@ def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
         return 2 * (p - 1) * k
     if kind == "flat_ring":
         return 2 * (p - 1)
+    if kind == "all_slow":
+        return overhead_count(algo, _reduced(cluster), k)
+    if kind == "rails":
+        return max(overhead_count("optcc", r, k) for r in _rails(cluster)) + 4
     if kind == "single":
         return 2 * (p - 1) * (k + 1)
     if kind == "multi":
-        return 2 * (p - 1) * (k + 1) + (p - len(cluster.stragglers)) - 1
+        periods = k + 2 if cluster.issue_delay + cluster.latency > 0 else k + 1   # hop spread 3 | 1
+        return 2 * (p - 1) * periods + (p - len(cluster.stragglers)) - 1
     g = cluster.g
     q = p // g
     ell = max(cluster.slowdown)
@@ -129,17 +160,29 @@ def latency_count(algo: str, cluster: Cluster, k: int) -> Fraction:
         return Fraction(2 * (p - 1) * k)
     if kind == "flat_ring":
         return Fraction(2 * (p - 1))
+    if kind == "all_slow":
+        return latency_count(algo, _reduced(cluster), k)
+    if kind == "rails":
+        return max(latency_count("optcc", r, k) for r in _rails(cluster)) + 2 * cluster.g
     if kind == "single":
         return Fraction(2 * (p - 1) + 4 * k)
     if kind == "multi":
-        return 2 * (p - 1) + Fraction((p - 1) * (k + 1), 2) + 4 * k
+        if cluster.issue_delay + cluster.latency > 0:           # hop spread 3 (latency-robust)
+            return Fraction(p - 1 + 2 * k)
+        return 2 * (p - 1) + Fraction((p - 1) * (k + 1), 2) + 4 * k   # spread 1: only with Li = L = 0
     q = p // cluster.g
     return Fraction(2 * (q - 1) + 4 * k + 2 * cluster.g)
 
 
 def knee_fraction(algo: str, cluster: Cluster) -> Fraction:
-    """KNEE of the construction (the ring's bound holds for every latency: no knee)."""
-    return KNEE.get(construction(algo, cluster), Fraction(10**9))
+    """KNEE of the construction (the ring's bound holds for every latency: no knee). optcc_multi
+    without Li + L (hop spread 1) keeps issue 13's 1/2 for its old count."""
+    kind = construction(algo, cluster)
+    if kind == "all_slow":
+        return knee_fraction(algo, _reduced(cluster))
+    if kind == "multi" and cluster.issue_delay + cluster.latency == 0:
+        kind = "multi_spread1"
+    return KNEE.get(kind, Fraction(10**9))
 
 
 def knee(algo: str, cluster: Cluster, k: int, both: bool = False) -> Fraction:

@@ -4,14 +4,18 @@ Three constructions of optcc.algorithms.registry, each named (only their closed 
 - one straggler, g = 1: optcc_single.optcc_slot_time;
 - m ≥ 2 stragglers, g = 1: optcc_multi.optcc_multi_slot_time;
 - one straggler server, g > 1: optcc_servers.optcc_server_slot_time (raises OptccError outside
-  its stated NVLink conditions; such k are skipped and the skip is reported).
-Each α count below is derived from its construction (its home: optcc.model_time) and tested
-≥ the event model (optcc.timing.event_time) on generated small schedules
-(tests/test_paper_checks.py, tests/test_model_time.py).
+  its stated NVLink conditions; such k are skipped and the skip is reported);
+- several straggler servers or mixed ℓ in a server, g > 1: optcc_rails.slot_time (exact,
+  computed from its rails).
+Which one serves a cluster is optcc.algorithms.registry's choice. Each α count below is derived
+from its construction (its home: optcc.model_time) and tested ≥ the event model
+(optcc.timing.event_time) on generated small schedules (tests/test_paper_checks.py,
+tests/test_model_time.py).
 """
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import cache
 
 from optcc.algorithms.registry import construction
 from optcc.cluster import Cluster
@@ -23,6 +27,8 @@ K_CANDIDATES = tuple(2**i for i in range(11))   # 1 … 1024 segments; best one 
 optcc_slot_time = construction("optcc_single").slot_time
 optcc_multi_slot_time = construction("optcc_multi").slot_time
 optcc_server_slot_time = construction("optcc_servers").slot_time
+optcc_rails_slot_time = construction("optcc_rails").slot_time
+RAILS_K_CANDIDATES = (16, 64)                   # optcc_rails builds its rails for every k: fewer
 
 
 # ---- α counts (derived; their home and derivations: optcc.model_time.overhead_count) -------
@@ -91,6 +97,35 @@ def _best(time_of_k, candidates) -> tuple[Fraction, int]:
     if best is None:
         raise OptccError("segments", f"no closed form for any k in {list(candidates)}")
     return best
+
+
+def rails_cluster(p: int, g: int, ells) -> Cluster:
+    """Servers 0..m−1 slowed (all g GPUs of server i at ells[i]: a lost NIC with PXN)."""
+    slow = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
+    return Cluster.build(p, g, slow, bandwidth=settings.NIC_BANDWIDTH, nvlink_bandwidth=settings.NVLINK_BANDWIDTH)
+
+
+def optcc_rails_messages_on_critical_path(p: int, g: int, m: int, k: int) -> int:
+    """Overheads o on optcc_rails' critical path with m uniform straggler servers (2 ≤ m < p/g):
+    the rail's optcc_multi count on q = p/g nodes plus 4 for the NVLink lead and tail
+    (optcc.model_time.overhead_count; tested ≥ the event model's slope in tests/test_paper_checks.py)."""
+    return overhead_count("optcc", Cluster.build(p, g, stragglers={i * g + j: 2 for i in range(m) for j in range(g)}), k)
+
+
+@cache
+def _rails_slot(p: int, g: int, ells: tuple, k: int) -> Fraction:
+    return optcc_rails_slot_time(rails_cluster(p, g, ells), k)
+
+
+def optcc_rails_time(p: int, g: int, ells, k: int, au=Fraction(0)) -> Fraction:
+    """m ≥ 2 straggler servers (g > 1), units n/B: optcc_rails.slot_time + α per message."""
+    ells = tuple(Fraction(e) for e in ells)
+    return _rails_slot(p, g, ells, k) + optcc_rails_messages_on_critical_path(p, g, len(ells), k) * au
+
+
+def optcc_rails_best_time(p: int, g: int, ells, au=Fraction(0), candidates=RAILS_K_CANDIDATES) -> tuple[Fraction, int]:
+    """Best over RAILS_K_CANDIDATES (fewer than K_CANDIDATES: each k builds the rails' schedules)."""
+    return _best(lambda k: optcc_rails_time(p, g, ells, k, au), candidates)
 
 
 def optcc_best_time(p: int, ell, au=Fraction(0), candidates=K_CANDIDATES) -> tuple[Fraction, int]:

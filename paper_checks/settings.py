@@ -48,6 +48,10 @@ P_FIGURE9 = P_FIGURE8
 # Figure 21 (a) (paper, Appendix, caption: "m=2 ... ℓ1=1.5, ℓ2=2, N=8 GiB", OptCC vs NCCLNoFailure).
 FIGURE21_ELLS = (Fraction(2), Fraction(3, 2))
 P_FIGURE21 = P_FIGURE8                                    # its p range is not legible in our copy
+# Figure 21 with g = 8 as the paper (Figures 20–22 use g = 8): the two stragglers are two servers
+# (all 8 GPUs of each, PXN); p from 32 (q = 4) to 128, as far as optcc_rails builds its rails quickly.
+G_FIGURE21 = 8
+P_FIGURE21_G8 = (32, 64, 128)
 # Figure 22 (a) (paper, Appendix, caption: "g=8 ... ℓ=2, N=8 GiB"): p range not in our copy;
 # multiples of 8 from 16 (two servers) to 1024 (our choice).
 G_FIGURE22 = 8

@@ -47,7 +47,8 @@ def test_loading_a_bad_file_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, flag", [
-    (["schedule", "--algo", "optcc", "--p", "8", "--g", "2", "--straggler", "0:2", "-o", "x.json"], "--straggler"),
+    (["schedule", "--algo", "optcc", "--p", "8", "--g", "2", "--straggler", "0:2", "--straggler", "0:3", "-o", "x.json"],
+     "--straggler"),   # rank given twice (a mixed-ℓ server itself is optcc_rails' since issue 17)
     (["schedule", "--algo", "optcc", "--p", "8", "-k", "0", "-o", "x.json"], "--segments"),
     (["compare", "--p", "4", "--solver", "cplex"], "--solver"),
     (["compare", "--p", "4", "--ilp", "--ilp-pieces", "9", "--no-prove"], "--ilp-pieces"),

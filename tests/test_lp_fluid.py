@@ -122,9 +122,16 @@ def test_server_level_nvlink_row_binds_when_nvlink_is_slow():
     assert _rel(res.objective, 2 * 7 / 8) < 1e-9
 
 
-def test_server_level_refuses_mixed_servers():
-    with pytest.raises(OptccError, match="server 0 mixes"):
-        solve_fluid_lp(Cluster.build(8, 4, {0: 2}), "shared")
+def test_server_level_pools_mixed_servers():
+    """A server whose GPUs have different ℓ pools its NICs (derived, lp_models.fluid.pooled_ell):
+    the same LP as all its GPUs at the harmonic mean ℓ_eff = g/Σ 1/ℓ_i."""
+    mixed = Cluster.build(16, 4, {0: 2, 1: F(4, 3)})
+    ell_eff = F(4) / (F(1, 2) + F(3, 4) + 2)
+    uniform = Cluster.build(16, 4, {r: ell_eff for r in range(4)})
+    for capacity in ("shared", "exclusive"):
+        assert _rel(solve_fluid_lp(mixed, capacity).objective, solve_fluid_lp(uniform, capacity).objective) < 1e-9
+    assert _rel(solve_fluid_lp(mixed, "exclusive").objective,
+                float(exclusive_single_straggler_optimum(4, ell_eff) / 4)) < 1e-9
 
 
 @pytest.mark.parametrize("solver", ["highs", "pdlp", "clp"])

@@ -16,11 +16,15 @@ SHAPES = [
     (Cluster.build(6, 1, {0: F(2), 3: F(3, 2)}), "optcc_multi"),
     (Cluster.build(8, 2, {0: F(2), 1: F(2)}), "optcc_servers"),
     (Cluster.build(8, 4), "optcc_servers"),
+    (Cluster.build(12, 2, {0: F(2), 1: F(2), 4: F(3, 2), 5: F(3, 2)}), "optcc_rails"),   # two slow servers
+    (Cluster.build(8, 2, {0: F(2)}), "optcc_rails"),                                     # mixed ℓ in a server
+    (Cluster.build(5, 1, {i: F(3, 2) + i for i in range(5)}), "all_slow"),               # no healthy GPU
 ]
 
 
 def test_the_table_order_and_names():
-    assert [c.name for c in CONSTRUCTIONS] == ["optcc_servers", "optcc_multi", "optcc_single"]
+    assert [c.name for c in CONSTRUCTIONS] == ["optcc_servers", "optcc_rails", "all_slow", "optcc_multi",
+                                               "optcc_single"]
 
 
 @pytest.mark.parametrize("cluster,name", SHAPES)
@@ -36,7 +40,9 @@ def test_choose_and_build_agree(cluster, name):
 def test_accepts_gives_a_reason_when_not():
     c = Cluster.build(6, 1, {0: F(2), 3: F(3, 2)})
     answers = {x.name: x.accepts(c) for x in CONSTRUCTIONS}
-    assert answers == {"optcc_servers": (False, "covers g > 1 GPUs per server"), "optcc_multi": (True, ""),
+    assert answers == {"optcc_servers": (False, "covers g > 1 GPUs per server"),
+                       "optcc_rails": (False, "optcc_rails is for g > 1 GPUs per server"),
+                       "all_slow": (False, "some GPU is healthy"), "optcc_multi": (True, ""),
                        "optcc_single": (False, "covers at most one straggler")}
     assert construction("optcc_multi").accepts(Cluster.build(6, 1, {0: 2})) == (False, "needs m ≥ 2 stragglers")
 
@@ -45,3 +51,12 @@ def test_unknown_construction_names_the_field():
     with pytest.raises(OptccError) as e:
         construction("optcc_quantum")
     assert e.value.field == "algo" and "optcc_single" in e.value.message
+
+
+def test_servers_refusal_sends_the_cluster_to_rails_with_its_reason():
+    """Two straggler servers: optcc_servers says why not (straggler_server's refusal), optcc_rails serves."""
+    c = Cluster.build(12, 2, {0: F(2), 1: F(2), 4: F(3, 2), 5: F(3, 2)})
+    ok, why = construction("optcc_servers").accepts(c)
+    assert not ok and why
+    assert construction("optcc_rails").accepts(c)[0]
+    assert construction("all_slow").accepts(c) == (False, "covers one GPU per server (g = 1; optcc_rails scales its own rails)")

@@ -54,6 +54,11 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   remains is about one period: raws travel one period ahead of F, so the stragglers' receive
   ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
+- Latency (issue 13): the offsets above put a job's consecutive ring hops in consecutive slots,
+  so under pipelined latency (Li + L > 0) a delay runs diagonally across the links, ≈ (H−1)/2
+  latencies per period. With Li + L > 0 the pattern uses hop spread 3 (`Pattern.spread`:
+  consecutive hops 3 slots apart, 2 slots of slack each; F and the all-gather one period later;
+  no coincide rotation): O(p + k) latencies for one period more (docs/optcc_multi.md "Latency").
 """
 from __future__ import annotations
 
@@ -84,10 +89,17 @@ def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
     return sorted(st.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _slot(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
+def hop_spread(cluster: Cluster) -> int:
+    """Slots between consecutive ring hops of a job: 3 (latency-robust, every hop 2 slots of
+    slack) when the cluster's latency model delays flows without holding ports (Li + L > 0),
+    else 1 (the issue-8 pattern, one period shorter). Derived: docs/optcc_multi.md "Latency"."""
+    return 3 if cluster.issue_delay + cluster.latency > 0 else 1
+
+
+def _slot(H: int, k: int, ells: list[Fraction], spread: int = 1) -> tuple[Fraction, Fraction]:
     """(δ, λ): shard size and slot length, fill included."""
-    c0, c1 = fill_coefs(H, k, ells)
-    plan = _chain_fill_plan(H, k, ells)
+    c0, c1 = fill_coefs(H, k, ells, spread)
+    plan = _chain_fill_plan(H, k, ells, spread)
     extra = plan.pieces * sum(plan.sizes) if plan else 0
     d = 1 / (k * H + (k - 1) * (c0 + c1) + extra)
     return d, max(d, ells[0] * d / 2)
@@ -107,13 +119,14 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     m, k = len(stragglers), segments
     H = cluster.p - m
     ells = [e for _, e in stragglers]
-    d, lam = _slot(H, k, ells)
-    c0, c1 = fill_coefs(H, k, ells)
-    L = Pattern(H, m).L
-    ends = [nofill_end(H, k, ells) * d]
+    spread = hop_spread(cluster)
+    d, lam = _slot(H, k, ells, spread)
+    c0, c1 = fill_coefs(H, k, ells, spread)
+    L = Pattern(H, m, spread).L
+    ends = [nofill_end(H, k, ells, spread) * d]
     if c1 > 0:
-        last_base = L * k + 2 * (H - 1)
-        ends.append((last_base + 2) * lam + 2 * lam)
+        f_last = Pattern(H, m, spread).f_slot(k - 1, H - 1, 1)   # L·k + 2H (spread 3: a period later)
+        ends.append(f_last * lam + 2 * lam)
         ends.append((L * k + 2 * H) * lam + ells[1] * d + ells[0] * c1 * d)
     return max(ends)
 
@@ -125,10 +138,11 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     m = len(stragglers)
     healthy = cluster.healthy
     H = len(healthy)
-    d, lam = _slot(H, k, [e for _, e in stragglers])
-    pat = Pattern(H, m)
+    spread = hop_spread(cluster)
+    d, lam = _slot(H, k, [e for _, e in stragglers], spread)
+    pat = Pattern(H, m, spread)
     L = pat.L
-    c0, c1 = fill_coefs(H, k, [e for _, e in stragglers])
+    c0, c1 = fill_coefs(H, k, [e for _, e in stragglers], spread)
     at = tick_clock(lam)
     flows: list[Flow] = []
     app = flows.append
@@ -156,7 +170,7 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
                 app(Flow(healthy[b], healthy[(b + 1) % H], piece, "copy", at(pat.ag_slot(sigma, a, j))))
     if c0 > 0 or c1 > 0:
         flows += relay_fill_flows(healthy, stragglers, k, SlotGrid(L, d, at), (c0 * d, c1 * d), k * H)
-    plan = _chain_fill_plan(H, k, [e for _, e in stragglers])
+    plan = _chain_fill_plan(H, k, [e for _, e in stragglers], spread)
     chain_pieces = []
     if plan:
         xs = plan.sizes
@@ -169,11 +183,13 @@ def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             chain_pieces += [xs[r] * d for r in roots]
     # Drain: segment k−1's all-gather in the free ring slots of the last periods (derived,
     # optcc_multi_drain).
-    for (sigma, a, j), slot in _drain_slots(H, m, k).items():
+    for (sigma, a, j), slot in _drain_slots(H, m, k, spread).items():
         b = (a + j) % H
         app(Flow(healthy[b], healthy[(b + 1) % H], sigma * H + a, "copy", at(slot)))
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive",
             "stragglers": [s for s, _ in stragglers],
             "construction": "multi-straggler periodic ring + straggler leaves (derived), see optcc_multi"}
+    if spread != 1:
+        meta["hop_spread"] = spread       # latency-robust pattern (Li + L > 0)
     fills = ([c0 * d] * (k - 1) if c0 > 0 else []) + ([c1 * d] * (k - 1) if c1 > 0 else [])
     return Schedule(cluster, [d] * (k * H) + fills + chain_pieces, flows, meta=meta)

@@ -20,26 +20,34 @@ class DrainJob:
     ready: int
 
 
-def drain_last_slot(H: int, m: int, k: int) -> int:
+def drain_last_slot(H: int, m: int, k: int, spread: int = 1) -> int:
     """Start slot of the drain's last hop: L(k+1) − 2, or L(k+1) − 1 with the coincide rotation
     and k ≥ 2 (its moved segment k−2 tail joins the drain). What `drain_slots` gives for every
-    m ≤ 4, H ≤ 40, k ≤ 8 tried; the tests assert it for H = 2..11, 17, 30, k ∈ {1, 2, 5}; not proved."""
-    pat = Pattern(H, m)
+    m ≤ 4, H ≤ 40, k ≤ 8 tried; the tests assert it for H = 2..11, 17, 30, k ∈ {1, 2, 5}; not proved.
+    Hop spread 3: L(k+2) + H − 4 for H ≥ 4 (H = 2, 3: L(k+2) − 2 for k ≥ 2), the same kind of
+    identity (m ≤ 4, H ≤ 41, k ≤ 8 tried; tests/test_optcc_multi_latency.py)."""
+    pat = Pattern(H, m, spread)
+    if spread != 1:
+        if H >= 4:
+            return pat.L * (k + 2) + H - 4
+        if k >= 2:
+            return pat.L * (k + 2) - 2
+        return pat.L * (k + 1) if H == 2 else pat.L * (k + 2) - 4
     return pat.L * (k + 1) - (1 if pat.coincide and k >= 2 else 2)
 
 
-def nofill_end(H: int, k: int, ells: list[Fraction]) -> Fraction:
+def nofill_end(H: int, k: int, ells: list[Fraction], spread: int = 1) -> Fraction:
     """Slot time in units of δ without fill (derived; see `optcc_multi_slot_time`)."""
     m = len(ells)
     mu = max(Fraction(1), ells[0] / 2)
-    pat = Pattern(H, m)
+    pat = Pattern(H, m, spread)
     ends = [max(pat.f_slot(k - 1, a, i) for a in range(H)) * mu + ell for i, ell in enumerate(ells)]
     if H >= 2:
-        ends.append(drain_last_slot(H, m, k) * mu + 1)
+        ends.append(drain_last_slot(H, m, k, spread) * mu + 1)
     return max(ends)
 
 
-def drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int, int], int]:
+def drain_slots(H: int, m: int, k: int, spread: int = 1) -> dict[tuple[int, int, int], int]:
     """Slot of each drained all-gather hop, keyed (σ, a, j): hop j of job (σ, a) on link a+j,
     σ = k−1 (and, coincide rotation, segment k−2's moved tail) (derived).
 
@@ -54,17 +62,18 @@ def drain_slots(H: int, m: int, k: int) -> dict[tuple[int, int, int], int]:
     """
     if H < 2:
         return {}
-    pat = Pattern(H, m)
+    pat = Pattern(H, m, spread)
     L = pat.L
     busy: list[set[int]] = [set() for _ in range(H)]
     w = pat.windows
     lo = L * max(0, k - 2)
-    for sigma in range(max(0, k - 2), k):                       # reduce-scatter hops
+    back = 2 if spread == 1 else 4    # segments whose hops may still be on the links (spread 3: 3 periods a job)
+    for sigma in range(max(0, k - back), k):                    # reduce-scatter hops
         for a in range(H):
             for j in range(1, H):
                 busy[(a + j) % H].add(pat.rs_slot(sigma, a, j))
     tail = pat.moved_tail()
-    for sigma in range(max(0, k - 4), k - 1):                   # all-gather hops
+    for sigma in range(max(0, k - 2 - back), k - 1):            # all-gather hops
         for a in range(H):
             for j in range(H - 1):
                 if not (sigma == k - 2 and a in tail and j >= tail[a]):

@@ -58,21 +58,21 @@ class SlotGrid:
     at: Callable[[int], Fraction]
 
 
-def fill_coefs(H: int, k: int, ells: list[Fraction]) -> tuple[Fraction, Fraction]:
+def fill_coefs(H: int, k: int, ells: list[Fraction], spread: int = 1) -> tuple[Fraction, Fraction]:
     """(c0, c1): sizes of the straggler-rooted relay-fill pieces per period, in shards δ (m = 2 only).
 
     Derived (docs/optcc_multi.md): c0 = (2μ − ℓ1)/ℓ1 fills straggler 0's window remainder;
     straggler 1's piece is relayed through straggler 0 in window H, hence the ℓ1 in
     c1 = min(2μ − ℓ2, ℓ2)/ℓ1; μ = max(1, ℓ1/2) = λ/δ.
     """
-    if len(ells) != 2 or H < 2 or k < 2 or Pattern(H, 2).coincide:
+    if len(ells) != 2 or H < 2 or k < 2 or Pattern(H, 2, spread).coincide:
         return Fraction(0), Fraction(0)
     l0, l1 = ells
     mu = max(Fraction(1), l0 / 2)
     return (2 * mu - l0) / l0, min(2 * mu - l1, l1) / l0
 
 
-def chain_fill_plan(H: int, k: int, ells: list[Fraction]) -> ChainFill | None:
+def chain_fill_plan(H: int, k: int, ells: list[Fraction], spread: int = 1) -> ChainFill | None:
     """Fill for m ≥ 3 and the m = 2 coincide rotation (derived, docs/optcc_multi.md "Fill").
 
     Piece P_r(π) is rooted at straggler r. Healthy a sends its input to S_r in the remainder of
@@ -85,7 +85,7 @@ def chain_fill_plan(H: int, k: int, ells: list[Fraction]) -> ChainFill | None:
     form keeps its ends and only δ changes.
     """
     m = len(ells)
-    pat = Pattern(H, m)
+    pat = Pattern(H, m, spread)
     if not (m >= 3 or pat.coincide) or H < 1:
         return None
     mu = max(Fraction(1), ells[0] / 2)
@@ -136,7 +136,7 @@ def chain_fill_plan(H: int, k: int, ells: list[Fraction]) -> ChainFill | None:
             A = occ(i, A + 1)
             ev.append(FillEvent(r, S[i + 1], S[i], "copy", A, off(i, r), ells[i] * xs[r]))
     last = max(2 * mu * e.window + e.offset + e.duration for e in ev)
-    end = nofill_end(H, k, ells)
+    end = nofill_end(H, k, ells, spread)
     n = 0
     while n < k and 2 * mu * W * n + last <= end:
         n += 1

@@ -4,6 +4,13 @@ straggler's raw upload and each full-sum download of job (σ, a) starts, in slot
 Derived (docs/optcc_multi.md; the formulas and why they keep one flow per port are in the
 docstring of optcc.algorithms.optcc_multi). H healthy GPUs, m stragglers sorted ℓ1 ≥ … ≥ ℓm,
 W = H + m − 1 windows of 2 slots per period of L = 2W slots.
+
+Hop spread s (derived, docs/optcc_multi.md "Latency"): s = 1 is the pattern of issue 8 (consecutive
+ring hops of a job in consecutive slots: zero slack, so under pipelined latency a delay wave runs
+across the links, about (H−1)/2 latencies per period). s = 3 ("latency-robust") puts consecutive
+hops 3 slots apart (on link b, hop j of job b−j sits at relative offset j + c instead of c − j),
+so every ring hop has 2 slots of slack; the full sum reaches the stragglers one period later
+(F in period σ + 2) and the m = 2 coincide rotation is not used.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ COINCIDE_MIN_H = 3
 class Pattern:
     H: int      # healthy GPUs (ring nodes)
     m: int      # stragglers
+    spread: int = 1   # slots between consecutive ring hops of a job: 1 (issue 8) or 3 (latency-robust)
 
     @property
     def W(self) -> int:
@@ -31,7 +39,7 @@ class Pattern:
     @property
     def coincide(self) -> bool:
         """m = 2 rotation with one idle window shared by both stragglers (derived)."""
-        return self.m == 2 and self.H >= COINCIDE_MIN_H
+        return self.m == 2 and self.H >= COINCIDE_MIN_H and self.spread == 1
 
     @cached_property
     def windows(self) -> list[list[int]]:
@@ -59,6 +67,8 @@ class Pattern:
     def rs_slot(self, sigma: int, a: int, j: int) -> int:
         """Reduce-scatter hop j (link a+j) of job (σ, a)."""
         H, m = self.H, self.m
+        if self.spread == 3:   # relative offset 2m + H − 2 + j on link a + j: the block [2m + H − 1, L)
+            return self.L * sigma + 2 * a + 2 * m + H - 2 + 3 * j + (2 * m - 2) * (a + j >= H)
         return self.L * sigma + 2 * a + j + (2 * m - 2) * (a + j >= H)
 
     def ag_slot(self, sigma: int, a: int, j: int) -> int:
@@ -67,6 +77,8 @@ class Pattern:
         2's last hop follows one period later): found by a CP-SAT search that kept every other
         offset, checked by the port test for every H the tests try (derived, not proved in general)."""
         H, m, L = self.H, self.m, self.L
+        if self.spread == 3:   # relative offset 2m + j: the block [2m, 2m + H − 1), two periods on
+            return L * (sigma + 2) + 2 * a + 2 * m + 3 * j + (2 * m - 2) * (a + j >= H)
         t = L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + (2 * m - 2) * (a + j >= H)
         if self.coincide:
             if (a == 1 and j == H - 2) or (a == 2 and j == H - 3):
@@ -79,6 +91,8 @@ class Pattern:
         """F of job (σ, a) to straggler i: its window of period σ+1, or σ+2 if that window comes
         before the job's own (coincide rotation, link H−1)."""
         w = self.windows
+        if self.spread == 3:   # the reduce-scatter ends by L(σ+2) + 2a − 2
+            return self.L * (sigma + 2) + 2 * w[i][a]
         return self.L * (sigma + 1) + 2 * w[i][a] + self.L * (w[i][a] < a)
 
     def raw_slot(self, sigma: int, a: int, i: int) -> int:

@@ -1,9 +1,11 @@
 """The OptCC constructions, one table: which one serves a cluster, how to build it, its time.
 
 `CONSTRUCTIONS` lists them in the order they are tried; the first whose `accepts(cluster)`
-says yes serves the cluster (`choose`). `accepts` tests the cluster's shape only (g, number
-of stragglers); a construction may still refuse finer cases when it builds (an OptccError
-naming the field), and that refusal is the user's answer. `build(cluster, k)` returns the
+says yes serves the cluster (`choose`). `accepts` tests the cluster's shape (g, number and
+placement of stragglers: optcc_servers takes one straggler server at one ℓ, optcc_rails every
+other g > 1 cluster, all_slow g = 1 clusters without a healthy GPU, wrapping the construction
+`choose` picks for the time-scaled cluster); a construction may still refuse finer cases when
+it builds (an OptccError naming the field), and that refusal is the user's answer. `build(cluster, k)` returns the
 Schedule with k pipeline segments; `slot_time(cluster, k)` its closed-form slot time in n/B
 (derived from the construction, tested equal to the generated schedule's slot time).
 
@@ -20,8 +22,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from collections.abc import Callable
 
+from optcc.algorithms import all_slow, optcc_rails
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
-from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
+from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
 from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -37,7 +40,29 @@ class Construction:
 
 
 def _servers(cluster: Cluster) -> tuple[bool, str]:
-    return (True, "") if cluster.g > 1 else (False, "covers g > 1 GPUs per server")
+    if cluster.g < 2:
+        return False, "covers g > 1 GPUs per server"
+    try:
+        straggler_server(cluster)
+    except OptccError as e:             # several slow servers or mixed ℓ in one: optcc_rails
+        return False, e.message
+    return True, ""
+
+
+def _all_slow(cluster: Cluster) -> tuple[bool, str]:
+    if cluster.g > 1:
+        return False, "covers one GPU per server (g = 1; optcc_rails scales its own rails)"
+    if not all_slow.applies(cluster):
+        return False, "some GPU is healthy"
+    return True, ""
+
+
+def _all_slow_build(cluster: Cluster, k: int) -> Schedule:
+    return all_slow.build(cluster, k, lambda red, kk: choose(red).build(red, kk))
+
+
+def _all_slow_slot_time(cluster: Cluster, k: int) -> Fraction:
+    return all_slow.slot_time(cluster, k, optcc_closed_form)
 
 
 def _multi(cluster: Cluster) -> tuple[bool, str]:
@@ -58,6 +83,8 @@ def _single(cluster: Cluster) -> tuple[bool, str]:
 
 CONSTRUCTIONS: tuple[Construction, ...] = (
     Construction("optcc_servers", optcc_server_allreduce, optcc_server_slot_time, _servers),
+    Construction(optcc_rails.NAME, optcc_rails.build, optcc_rails.slot_time, optcc_rails.accepts),
+    Construction("all_slow", _all_slow_build, _all_slow_slot_time, _all_slow),
     Construction("optcc_multi", optcc_multi_allreduce, optcc_multi_slot_time, _multi),
     Construction("optcc_single", optcc_allreduce, optcc_slot_time, _single),
 )

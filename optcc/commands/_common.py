@@ -5,6 +5,7 @@ import math
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
 from optcc.errors import OptccError
+from optcc.failures import parse_failed_nics
 from optcc.exact import parse_fraction
 from optcc.files import read_json
 from compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
@@ -22,6 +23,10 @@ def add_cluster_args(parser, p_required: bool = True) -> None:
     parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
     parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
                         help="slowed GPU and its slowdown ℓ ≥ 1, e.g. 0:2 or 0:8/7 (repeatable)")
+    parser.add_argument("--failed-nics", action="append", default=[], metavar="SERVER:COUNT",
+                        help="server SERVER lost COUNT of its g NICs (repeatable); ℓ per docs/failures.md")
+    parser.add_argument("--no-pxn", action="store_true",
+                        help="lost NICs are not pooled over NVLink (docs/failures.md); default: PXN pools them")
     parser.add_argument("--bandwidth", default=str(DEFAULT_BANDWIDTH),
                         help="healthy NIC bandwidth B in bytes/s (default 50e9 = 400 Gb/s)")
     parser.add_argument("--nvlink-bandwidth", default=str(DEFAULT_NVLINK_BANDWIDTH),
@@ -84,13 +89,15 @@ def cluster_from_args(args) -> Cluster:
     if args.p is None:
         raise OptccError("--p", "give --p (or --cluster FILE)")
     stragglers = [parse_straggler(s) for s in args.straggler]   # Cluster.build refuses duplicates
+    failed = [parse_failed_nics(s) for s in getattr(args, "failed_nics", [])]
     bandwidth = parse_fraction(args.bandwidth, "--bandwidth")
     nvlink_bandwidth = parse_fraction(args.nvlink_bandwidth, "--nvlink-bandwidth")
     overhead, overhead_flag = _overhead_arg(args)
     try:
         return Cluster.build(args.p, args.g, stragglers, bandwidth, nvlink_bandwidth,
                              overhead=overhead, issue_delay=args.issue_delay, latency=args.latency,
-                             latency_model=args.latency_model)
+                             latency_model=args.latency_model,
+                             failed_nics=failed, pxn=not getattr(args, "no_pxn", False))
     except OptccError as e:
         raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
 

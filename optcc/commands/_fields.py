@@ -7,6 +7,8 @@ FIELD_FLAGS = {
     "g": "--g",
     "stragglers": "--straggler",
     "straggler": "--straggler",
+    "failed_nics": "--failed-nics",
+    "pxn": "--no-pxn",
     "bandwidth": "--bandwidth",
     "nvlink_bandwidth": "--nvlink-bandwidth",
     "alpha": "--alpha",
@@ -34,4 +36,6 @@ def flag_for(field: str) -> str:
     inside a JSON file such as "cluster.p" or "flows[3].src", flags already) pass unchanged."""
     if field.startswith("stragglers["):
         return "--straggler"
+    if field.startswith("failed_nics["):
+        return "--failed-nics"
     return FIELD_FLAGS.get(field, field)

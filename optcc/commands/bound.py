@@ -46,4 +46,8 @@ def run(args) -> int:
     ratio = "-" if out["ratio_to_t0"] is None else f"{out['ratio_to_t0']:.4f}"
     print(f"bound / T0 = {ratio}; binding term: {out['binding']}")
     print(f"formula: T >= {out['formula']} · n/B")
+    if out["pooling_limited_by_nvlink"]:
+        print(f"limited by NVLink: the in-server reduce-scatter/all-gather that pools each server's NICs "
+              f"needs {out['pooling_nvlink']:.4f} n/B on the busiest GPU's NVLink, above the NIC bound "
+              "(derived, docs/failures.md)")
     return 0

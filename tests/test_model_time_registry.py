@@ -1,0 +1,51 @@
+"""optcc.model_time for the registry's issue-17 entries (optcc_rails, all_slow): it names the
+construction build_schedule runs, its slot is the schedule's, and its overhead count A bounds
+the event model's time over o (derived in optcc/model_time.py; tested here, not proved)."""
+from fractions import Fraction as F
+
+import pytest
+
+from optcc.algorithms import build_schedule
+from optcc.algorithms.registry import choose
+from optcc.cluster import Cluster
+from optcc.model_time import construction, knee, model_time, overhead_count, slot
+from optcc.timing import IntegerTimes, event_time, slot_time
+
+N = 2**30
+RAILS = [Cluster.build(8, 2, {0: F(2)}),                                   # mixed ℓ in one server
+         Cluster.build(12, 2, {0: F(2), 1: F(2), 4: F(3, 2), 5: F(3, 2)}),  # two straggler servers
+         Cluster.build(16, 4, failed_nics=[(1, 1)], pxn=False)]             # a lost NIC without PXN
+ALL_SLOW = [Cluster.build(5, 1, {i: F(3, 2) + i for i in range(5)}),
+            Cluster.build(6, 1, {0: 3, 1: 2, 2: 2, 3: F(5, 2), 4: 2, 5: 4})]
+
+
+@pytest.mark.parametrize("cluster,kind", [(c, "rails") for c in RAILS] + [(c, "all_slow") for c in ALL_SLOW])
+def test_kind_slot_and_overhead_count(cluster, kind):
+    assert construction("optcc", cluster) == kind
+    assert choose(cluster).name == {"rails": "optcc_rails", "all_slow": "all_slow"}[kind]
+    for k in (1, 3):
+        s = build_schedule("optcc", cluster, k)
+        grid = IntegerTimes(s)
+        assert slot("optcc", cluster, k) == slot_time(s, grid)
+        a = overhead_count("optcc", cluster, k)
+        for o in (F(1, 10**5), F(1, 100)):
+            assert event_time(s, o, grid) <= slot_time(s, grid) + a * o
+
+
+def test_rails_latency_is_not_modelled_but_overhead_is():
+    c = RAILS[1]
+    assert knee("optcc", c, 4) == 0
+    assert model_time("optcc", c, 4, N).valid                        # Li = L = 0
+    lat = c.with_latency(F(0), F(0), F(1, 10**6))
+    mt = model_time("optcc", lat, 4, N)
+    assert not mt.valid and mt.slot == slot("optcc", c, 4)
+
+
+def test_all_slow_counts_are_the_reduced_clusters():
+    from optcc.algorithms.all_slow import reduced
+    c = ALL_SLOW[1].with_latency(F(0), F(1, 10**6), F(1, 10**6))
+    red, scale = reduced(c)
+    assert scale == 2 and red.issue_delay == c.issue_delay and red.latency == c.latency
+    mt, mr = model_time("optcc", c, 4, N), model_time("optcc", red, 4, N)
+    assert (mt.overheads, mt.latencies, mt.valid) == (mr.overheads, mr.latencies, mr.valid)
+    assert mt.slot == 2 * mr.slot
