@@ -28,7 +28,11 @@ Construction (derived; docs/failures.md "Construction"):
   before the first all-gather and after the last reduce-scatter the flows run at 1/(g−1). A fast GPU's rail carries more, so its
   streams need 2(g−1)·w_l/s_nv each (2(g−1)/(g·s_nv) at equal shares, the LP's NVLink row):
   `nvlink_limited` reports when that exceeds the NIC part, i.e. NVLink, not the NICs, limits
-  the pooling.
+  the pooling. With unequal shares a second rule is also planned (`_rates`, derived): rates
+  ∝ w_l, r_l = w_l/(1 + (g−2)·w_max) with both kinds, w_l/max((g−1)·w_max, 1 − w_min) with one,
+  so every stream takes the LP's pooling row (1 + (g−2)·w_max)/s_nv; its lead is bisected
+  (`_smallest_lead`) counting the one-kind rate of early reduce-scatters. The faster plan is
+  kept (ties: the equal rule, so equal-share schedules are unchanged).
 Slot time: computed exactly from the rail schedules and the NVLink plan without building the
 g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equals it (tested).
 """
