@@ -22,7 +22,8 @@ CASES = [Cluster.build(16, 4, {0: 2}),                                        # 
          Cluster.build(12, 2, failed_nics=[(0, 1), (3, 1), (5, 1)], pxn=False),
          Cluster.build(8, 2, {0: 2, 1: 3, 2: 2, 3: 3, 4: 2, 5: 3, 6: 2, 7: 3}),   # no healthy GPU
          Cluster.build(8, 4, {0: 2, 5: 3}),                                   # two servers, mixed
-         Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False)]               # NVLink-limited
+         Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False),               # NVLink-limited
+         Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)]       # ring rails
 
 
 @pytest.mark.parametrize("cluster", CASES, ids=lambda c: c.describe())
@@ -173,3 +174,18 @@ def test_proportional_rates_close_the_nvlink_limited_gap():
     for other in (Cluster.build(16, 4, failed_nics=[(1, 1)], pxn=False), Cluster.build(16, 4, {0: 2})):
         rails = optcc_rails._rails(other, 16)
         assert optcc_rails.slot_time(other, 16) <= optcc_rails._Plan(other, 16, materialize=False, rails=rails).end
+
+
+def test_tiny_rails_take_the_ring_where_it_is_faster():
+    """Rail [1, 2, 2, 1]: the ring's max ℓ·2(q−1)/q = 3 beats optcc_multi's 3.047 at k = 64;
+    rail [1, 4/3, 2, 1] keeps optcc_multi (2.617 < 3)."""
+    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    two = Cluster.build(4, 1, {1: 2, 2: 2})
+    assert optcc_multi_slot_time(two, 64) > 3
+    ring = optcc_rails.rail_schedule(two, 64)
+    assert ring.meta["algorithm"] == "ring" and slot_time(ring) == 3
+    mixed = Cluster.build(4, 1, {1: F(4, 3), 2: 2})
+    kept = optcc_rails.rail_schedule(mixed, 64)
+    assert kept.meta["algorithm"] != "ring" and slot_time(kept) == optcc_multi_slot_time(mixed, 64) < 3
+    c = Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)
+    assert optcc_rails.slot_time(c, 64) < F(61198, 100000)            # 0.61198 with optcc_multi rails

@@ -5,7 +5,9 @@ Construction (derived; docs/failures.md "Construction"):
 - Rails. Local index l of every server forms rail l: the q = p/g GPUs {s·g + l}. Rail l runs
   the g = 1 OptCC of its own q-node cluster (slowdowns ℓ_{s·g+l}, s = 0..q−1): optcc_single
   for ≤ 1 slow node, optcc_multi for several, the segmented swap of optcc_servers for q = 2,
-  optcc.algorithms.all_slow's time scaling when every node of the rail is slow. Rails use disjoint NIC ports.
+  optcc.algorithms.all_slow's time scaling when every node of the rail is slow; a rail of
+  q ≤ RING_MAX_Q nodes with ≥ 2 slow ones takes NCCL's ring instead where its
+  max ℓ·2(q−1)/q is smaller (derived). Rails use disjoint NIC ports.
 - Shares. Rail l carries the fraction w_l = (1/T_l)/Σ_m(1/T_m) of the data, T_l its slot time
   on the whole data, so every rail's NIC part ends at T_NIC = 1/Σ_l(1/T_l). This is how the
   server balances its NIC traffic over its NICs: the NVLink reduce-scatter hands each GPU the
@@ -47,6 +49,7 @@ from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.timing import durations
 
 NAME = "optcc_rails"
+RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
 
 
 def accepts(cluster: Cluster) -> tuple[bool, str]:
@@ -70,7 +73,15 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
-    return build_schedule("optcc", inst, k)
+    sched = build_schedule("optcc", inst, k)
+    if q <= RING_MAX_Q and len(inst.stragglers) >= 2:
+        # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats the
+        # several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]: 3 vs
+        # 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
+        ring = build_schedule("ring", inst, k)
+        if max(inst.slowdown) * Fraction(2 * (q - 1), q) < max(f.start + d for f, d in zip(sched.flows, durations(sched))):
+            return ring
+    return sched
 
 
 class _Plan:
