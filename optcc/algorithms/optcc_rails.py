@@ -230,7 +230,10 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
     equal shares they are the same rule, so only "equal" is computed."""
     rails = _rails(cluster, k)
     best = _Plan(cluster, k, materialize=False, rails=rails)
-    if len(set(best.shares)) > 1:
+    # the second plan is a second NVLink pass: above p = 64 only tried when the equal plan's
+    # lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
+    worth = cluster.p <= 64 or 50 * (best.end - best.nic_time) > best.nic_time
+    if len(set(best.shares)) > 1 and worth:
         other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
         if other.end < best.end:
             best = other
