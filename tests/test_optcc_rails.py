@@ -21,7 +21,9 @@ CASES = [Cluster.build(16, 4, {0: 2}),                                        # 
          Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)]),                  # two degraded servers
          Cluster.build(12, 2, failed_nics=[(0, 1), (3, 1), (5, 1)], pxn=False),
          Cluster.build(8, 2, {0: 2, 1: 3, 2: 2, 3: 3, 4: 2, 5: 3, 6: 2, 7: 3}),   # no healthy GPU
-         Cluster.build(8, 4, {0: 2, 5: 3})]                                   # two servers, mixed
+         Cluster.build(8, 4, {0: 2, 5: 3}),                                   # two servers, mixed
+         Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False),               # NVLink-limited
+         Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)]       # ring rails
 
 
 @pytest.mark.parametrize("cluster", CASES, ids=lambda c: c.describe())
@@ -46,7 +48,8 @@ def test_shares_balance_the_servers_nics():
 @pytest.mark.parametrize("cluster", [Cluster.build(16, 4, {0: 2}),
                                      Cluster.build(16, 4, failed_nics=[(1, 1)], pxn=False),
                                      Cluster.build(16, 4, failed_nics=[(1, 2)], pxn=False),
-                                     Cluster.build(64, 4, failed_nics=[(1, 1), (2, 2)])],
+                                     Cluster.build(64, 4, failed_nics=[(1, 1), (2, 2)]),
+                                     Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False)],
                          ids=lambda c: c.describe())
 def test_within_3_percent_of_the_exclusive_lp_at_k64(cluster):
     t = optcc_rails.slot_time(cluster, 64)
@@ -137,3 +140,52 @@ def test_every_gpu_slow_is_time_scaled():
     assert scale == 2 and min(red.slowdown) == 1
     assert slot_time(s) == 2 * slot_time(build_schedule("optcc", red, 2)) == optcc_closed_form(c, 2)
     assert not all_slow.applies(Cluster.build(4, 1, {0: 2}))
+
+
+def test_nvlink_rate_rules_fit_every_port():
+    """Both rules (docs/failures.md "NVLink rates"): with both kinds active a port of GPU l
+    carries R + (g−2)·r_l ≤ 1, with one kind max((g−1)·r_l, R − r_l) ≤ 1; the one-kind rate is
+    never below the two-kind rate; equal shares make the rules identical."""
+    rng = random.Random(17)
+    for _ in range(50):
+        g = rng.randint(2, 8)
+        raw = [F(rng.randint(1, 9)) for _ in range(g)]
+        shares = [x / sum(raw) for x in raw]
+        for rule in ("equal", "proportional"):
+            half, full = optcc_rails._rates(shares, g, rule)
+            assert sum(half) + (g - 2) * max(half) <= 1
+            assert all(max((g - 1) * r, sum(full) - r) <= 1 for r in full)
+            assert all(h <= f for h, f in zip(half, full))
+        assert optcc_rails._rates([F(1, g)] * g, g, "proportional") == optcc_rails._rates([F(1, g)] * g, g, "equal")
+
+
+def test_proportional_rates_close_the_nvlink_limited_gap():
+    """p = 16, g = 8, one NIC lost without PXN: the rails' streams at rates ∝ w_l take the LP's
+    pooling row (1 + (g−2)·w_max)/s_nv, not 2(g−1)·w_max/s_nv, and the lead is bisected; the
+    plan picked is never slower than the equal-rate plan."""
+    c = Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False)
+    rails = optcc_rails._rails(c, 64)
+    equal = optcc_rails._Plan(c, 64, materialize=False, rails=rails)
+    prop = optcc_rails._Plan(c, 64, materialize=False, rates="proportional", rails=rails)
+    assert equal.nvlink_work == F(2, 9) and prop.nvlink_work == F(13, 63)
+    assert prop.end < equal.end and prop.lead < equal.lead
+    assert optcc_rails.slot_time(c, 64) == prop.end
+    assert build_schedule("optcc", c, 2).meta["nvlink_rates"] == "proportional"
+    for other in (Cluster.build(16, 4, failed_nics=[(1, 1)], pxn=False), Cluster.build(16, 4, {0: 2})):
+        rails = optcc_rails._rails(other, 16)
+        assert optcc_rails.slot_time(other, 16) <= optcc_rails._Plan(other, 16, materialize=False, rails=rails).end
+
+
+def test_tiny_rails_take_the_ring_where_it_is_faster():
+    """Rail [1, 2, 2, 1]: the ring's max ℓ·2(q−1)/q = 3 beats optcc_multi's 3.047 at k = 64;
+    rail [1, 4/3, 2, 1] keeps optcc_multi (2.617 < 3)."""
+    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    two = Cluster.build(4, 1, {1: 2, 2: 2})
+    assert optcc_multi_slot_time(two, 64) > 3
+    ring = optcc_rails.rail_schedule(two, 64)
+    assert ring.meta["algorithm"] == "ring" and slot_time(ring) == 3
+    mixed = Cluster.build(4, 1, {1: F(4, 3), 2: 2})
+    kept = optcc_rails.rail_schedule(mixed, 64)
+    assert kept.meta["algorithm"] != "ring" and slot_time(kept) == optcc_multi_slot_time(mixed, 64) < 3
+    c = Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)
+    assert optcc_rails.slot_time(c, 64) < F(61198, 100000)            # 0.61198 with optcc_multi rails

@@ -5,7 +5,9 @@ Construction (derived; docs/failures.md "Construction"):
 - Rails. Local index l of every server forms rail l: the q = p/g GPUs {s·g + l}. Rail l runs
   the g = 1 OptCC of its own q-node cluster (slowdowns ℓ_{s·g+l}, s = 0..q−1): optcc_single
   for ≤ 1 slow node, optcc_multi for several, the segmented swap of optcc_servers for q = 2,
-  optcc.algorithms.all_slow's time scaling when every node of the rail is slow. Rails use disjoint NIC ports.
+  optcc.algorithms.all_slow's time scaling when every node of the rail is slow; a rail of
+  q ≤ RING_MAX_Q nodes with ≥ 2 slow ones takes NCCL's ring instead where its
+  max ℓ·2(q−1)/q is smaller (derived). Rails use disjoint NIC ports.
 - Shares. Rail l carries the fraction w_l = (1/T_l)/Σ_m(1/T_m) of the data, T_l its slot time
   on the whole data, so every rail's NIC part ends at T_NIC = 1/Σ_l(1/T_l). This is how the
   server balances its NIC traffic over its NICs: the NVLink reduce-scatter hands each GPU the
@@ -28,7 +30,11 @@ Construction (derived; docs/failures.md "Construction"):
   before the first all-gather and after the last reduce-scatter the flows run at 1/(g−1). A fast GPU's rail carries more, so its
   streams need 2(g−1)·w_l/s_nv each (2(g−1)/(g·s_nv) at equal shares, the LP's NVLink row):
   `nvlink_limited` reports when that exceeds the NIC part, i.e. NVLink, not the NICs, limits
-  the pooling.
+  the pooling. With unequal shares a second rule is also planned (`_rates`, derived): rates
+  ∝ w_l, r_l = w_l/(1 + (g−2)·w_max) with both kinds, w_l/max((g−1)·w_max, 1 − w_min) with one,
+  so every stream takes the LP's pooling row (1 + (g−2)·w_max)/s_nv; its lead is bisected
+  (`_smallest_lead`) counting the one-kind rate of early reduce-scatters. The faster plan is
+  kept (ties: the equal rule, so equal-share schedules are unchanged).
 Slot time: computed exactly from the rail schedules and the NVLink plan without building the
 g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equals it (tested).
 """
@@ -43,6 +49,7 @@ from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.timing import durations
 
 NAME = "optcc_rails"
+RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
 
 
 def accepts(cluster: Cluster) -> tuple[bool, str]:
@@ -66,27 +73,26 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
-    return build_schedule("optcc", inst, k)
+    sched = build_schedule("optcc", inst, k)
+    if q <= RING_MAX_Q and len(inst.stragglers) >= 2:
+        # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats the
+        # several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]: 3 vs
+        # 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
+        ring = build_schedule("ring", inst, k)
+        if max(inst.slowdown) * Fraction(2 * (q - 1), q) < max(f.start + d for f, d in zip(sched.flows, durations(sched))):
+            return ring
+    return sched
 
 
 class _Plan:
     """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
     `materialize=False` computes the times only (slot_time)."""
 
-    def __init__(self, cluster: Cluster, k: int, materialize: bool = True):
+    def __init__(self, cluster: Cluster, k: int, materialize: bool = True, rates: str = "equal",
+                 rails=None):
         g, q = cluster.g, cluster.servers
-        self.cluster, self.k = cluster, k
-        cache: dict = {}
-        self.rails = []
-        touches = []
-        for l in range(g):
-            inst = rail_cluster(cluster, l)
-            if inst.slowdown not in cache:
-                sched = rail_schedule(inst, k)
-                ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
-                cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, q))
-            self.rails.append(cache[inst.slowdown][0])
-            touches.append(cache[inst.slowdown][1])
+        self.cluster, self.k, self.rates = cluster, k, rates
+        self.rails, touches = rails or _rails(cluster, k)
         inv = [1 / t for _, _, t in self.rails]
         self.shares = [x / sum(inv) for x in inv]                    # w_l
         self.nic_time = 1 / sum(inv)                                 # T_NIC = w_l·T_l for every l
@@ -110,18 +116,23 @@ class _Plan:
         # flows that end before the server's first all-gather, and all-gather flows that start
         # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
         # of each kind, so none exceeds capacity whatever the streams' timing (derived).
-        half, full = Fraction(1, 2 * (g - 1)), Fraction(1, g - 1)
+        half, full = _rates(self.shares, g, rates)       # per rail: both kinds / one kind active
         # (float, exact) keys: the exact order, with cheap float comparisons first
         order = [sorted(ft[s], key=lambda kk: (float(ft[s][kk]), ft[s][kk], kk)) for s in range(q)]
-        # a task's duration at the full rate, (g−1)·w_l·|π|/s_nv; twice that at the half rate
-        dur = [[(g - 1) * w * x / s_nv for x in sched.pieces] for w, (sched, _, _) in zip(self.shares, self.rails)]
+        # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
+        durf = [[w * x / (s_nv * full[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
+                enumerate(zip(self.shares, self.rails))]
+        durh = [[w * x / (s_nv * half[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
+                enumerate(zip(self.shares, self.rails))]
 
         D = Fraction(0)                       # lead, from all reduce-scatters at the half rate
         for s in range(q):
             free = [Fraction(0)] * g
             for key in order[s]:
-                free[key[0]] += 2 * dur[key[0]][key[1]]
+                free[key[0]] += durh[key[0]][key[1]]
                 D = max(D, free[key[0]] - ft[s][key])
+        if rates != "equal" and 50 * D > self.nic_time:
+            D = _smallest_lead(D, order, ft, lw, durf, durh, g)
         self.lead = D
         self.end = D + self.nic_time
         self.nvlink: list[Flow] = []
@@ -131,8 +142,8 @@ class _Plan:
             for key in order[s]:              # the same order, no later than at the half rate
                 l, pi = key
                 st = free[l]
-                d = dur[l][pi]
-                rate, free[l] = (full, st + d) if st + d <= first_ag else (half, st + 2 * d)
+                d = durf[l][pi]
+                rate, free[l] = (full[l], st + d) if st + d <= first_ag else (half[l], st + durh[l][pi])
                 if materialize:
                     self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st, "nvlink", rate)
                                     for j in range(g) if j != l]
@@ -142,8 +153,7 @@ class _Plan:
             for rel, key in releases:
                 l, pi = key
                 st = max(rel, free[l])
-                d = dur[l][pi]
-                rate, free[l] = (full, st + d) if st >= last_rs else (half, st + 2 * d)
+                rate, free[l] = (full[l], st + durf[l][pi]) if st >= last_rs else (half[l], st + durh[l][pi])
                 if materialize:
                     self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st, "nvlink", rate)
                                     for j in range(g) if j != l]
@@ -151,8 +161,85 @@ class _Plan:
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
         # NICs, sets the time.
-        self.nvlink_work = max(self.shares) / (s_nv * half)
+        self.nvlink_work = max(w / (s_nv * h) for w, h in zip(self.shares, half))
         self.nvlink_limited = self.nvlink_work > self.nic_time
+
+
+def _smallest_lead(hi: Fraction, order, ft, lw, durf, durh, g: int, steps: int = 16) -> Fraction:
+    """A smaller lead than `hi` (all reduce-scatters at the half rate) that still meets every
+    first touch when reduce-scatter flows that end before the server's first all-gather run at
+    the one-kind rate, exactly as `_Plan` lays them out. need(D), the latest finish − first touch
+    under that rule, does not grow with D (a later first all-gather only lets more flows run at
+    the faster rate), so bisection keeps need(hi) ≤ hi: `steps` halvings of [0, hi] (derived)."""
+    def need(D: Fraction) -> Fraction:
+        worst = Fraction(0)
+        for s, keys in enumerate(order):
+            first_ag = D + min(lw[s].values())
+            free = [Fraction(0)] * g
+            for key in keys:
+                l, pi = key
+                d = durf[l][pi]
+                free[l] += d if free[l] + d <= first_ag else durh[l][pi]
+                worst = max(worst, free[l] - ft[s][key])
+        return worst
+    lo = Fraction(0)
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if need(mid) <= mid:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _rails(cluster: Cluster, k: int):
+    """Per rail l: (its g = 1 schedule, flow ends, slot time) and its per-node touches."""
+    cache: dict = {}
+    rails, touches = [], []
+    for l in range(cluster.g):
+        inst = rail_cluster(cluster, l)
+        if inst.slowdown not in cache:
+            sched = rail_schedule(inst, k)
+            ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
+            cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, cluster.servers))
+        rails.append(cache[inst.slowdown][0])
+        touches.append(cache[inst.slowdown][1])
+    return rails, touches
+
+
+def _rates(shares, g: int, rates: str):
+    """Per-rail NVLink flow rates (half: while a server may have both kinds active; full: one
+    kind only). A port of GPU l carries at once at most its own stream's g − 1 flows and one flow
+    of each other GPU's stream of the other kind: with per-rail rate r_l for both kinds that is
+    (g−1)·r_l + Σ_{m≠l} r_m = R + (g−2)·r_l ≤ 1 (R = Σ r_m), and with one kind only
+    max((g−1)·r_l, R − r_l) ≤ 1 (derived, docs/failures.md "NVLink rates").
+    "equal": r_l = 1/(2(g−1)) and 1/(g−1), the same for every rail (R + (g−2)r = 1, (g−1)r = 1).
+    "proportional": r_l ∝ w_l, r_l = w_l/(1 + (g−2)·w_max) and w_l/max((g−1)·w_max, 1 − w_min),
+    so every stream takes the same (1 + (g−2)·w_max)/s_nv, the LP's pooling row
+    (bounds.closed_form.pooling_nvlink_time), instead of 2(g−1)·w_max/s_nv; equal shares give
+    the "equal" rates exactly."""
+    if rates == "equal":
+        return [Fraction(1, 2 * (g - 1))] * g, [Fraction(1, g - 1)] * g
+    wmax, wmin = max(shares), min(shares)
+    ch, cf = 1 / (1 + (g - 2) * wmax), 1 / max((g - 1) * wmax, 1 - wmin)
+    return [ch * w for w in shares], [cf * w for w in shares]
+
+
+def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
+    """The plan with the smaller slot time of the two NVLink rate rules (ties: "equal"); with
+    equal shares they are the same rule, so only "equal" is computed."""
+    rails = _rails(cluster, k)
+    best = _Plan(cluster, k, materialize=False, rails=rails)
+    # the second plan is a second NVLink pass: above p = 64 only tried when the equal plan's
+    # lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
+    worth = cluster.p <= 64 or 50 * (best.end - best.nic_time) > best.nic_time
+    if len(set(best.shares)) > 1 and worth:
+        other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
+        if other.end < best.end:
+            best = other
+    if materialize:
+        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=rails)
+    return best
 
 
 def slot_time(cluster: Cluster, k: int) -> Fraction:
@@ -161,7 +248,7 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     _check(cluster)
     if cluster.servers == 1:
         return Fraction(2 * (cluster.g - 1), cluster.g) / cluster.nvlink_speedup
-    return _Plan(cluster, k, materialize=False).end
+    return _best_plan(cluster, k, materialize=False).end
 
 
 def _touches(sched: Schedule, ends, q: int):
@@ -186,7 +273,7 @@ def nvlink_limited(cluster: Cluster, k: int) -> bool:
     _check(cluster)
     if cluster.servers == 1:
         return True
-    return _Plan(cluster, check_segments(k), materialize=False).nvlink_limited
+    return _best_plan(cluster, check_segments(k), materialize=False).nvlink_limited
 
 
 def build(cluster: Cluster, k: int) -> Schedule:
@@ -200,7 +287,7 @@ def build(cluster: Cluster, k: int) -> Schedule:
     if cluster.servers == 1:
         from optcc.algorithms.optcc_servers import _one_server
         return _one_server(cluster, meta)
-    plan = _Plan(cluster, k)
+    plan = _best_plan(cluster, k, materialize=True)
     pieces: list[Fraction] = []
     flows: list[Flow] = []
     local_ops: list[LocalOp] = []
@@ -216,6 +303,8 @@ def build(cluster: Cluster, k: int) -> Schedule:
     flows += plan.nvlink
     meta["shares"] = [str(w) for w in plan.shares]
     meta["lead"] = str(D)
+    if plan.rates != "equal":
+        meta["nvlink_rates"] = plan.rates
     meta["nvlink_limited"] = plan.nvlink_limited
     return Schedule(cluster, pieces, flows, local_ops, meta=meta)
 
