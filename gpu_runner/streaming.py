@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import atexit
 import heapq
+import json
+import os
 import queue
 import threading
 import time
@@ -33,6 +35,7 @@ from verifier.streaming import DEFAULT_WINDOW, prove_streaming
 
 POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
 EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end
+TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
 class StreamingRefused(RunnerError):
@@ -174,6 +177,8 @@ class StreamingExecutor:
         if run.error is not None:
             self._failed = True
             raise run.error
+        if run.trace is not None:
+            _write_trace(self, run)
         return tensor
 
 
@@ -191,6 +196,8 @@ class _Run:
         self.in_flight: dict[int, int] = {}
         self.completed = self.started = 0
         self.error: Exception | None = None
+        self.t0 = time.perf_counter()
+        self.trace = {} if os.environ.get(TRACE_ENV) else None   # op -> [post_s, complete_s]
 
     def _fire(self, deps) -> None:
         remaining, ready = self.remaining, self.ready
@@ -209,6 +216,8 @@ class _Run:
                 self.started += 1
                 kind = ops[k].kind
                 a = args[k]
+                if self.trace is not None:
+                    self.trace[k] = [time.perf_counter() - self.t0, None]
                 if kind == "recv":
                     self.in_flight[k] = 1
                     ex._waiter(ops[k].peer).put((k, dist.irecv(a[0], a[1], ex.group), self))
@@ -247,6 +256,8 @@ class _Run:
                 self._fail(RunnerError(f"peer failure while waiting for {self._what(k)}: {first}"))
                 return
             del self.in_flight[k]
+            if self.trace is not None:
+                self.trace[k][1] = time.perf_counter() - self.t0
             self.completed += 1
             self._fire(self.ex._after[1][k])
             self.pump()
@@ -267,6 +278,21 @@ class _Run:
     def describe(self) -> str:
         in_flight = dict(self.in_flight)
         return self._what(min(in_flight)) if in_flight else "the streaming run to finish"
+
+
+def _write_trace(ex: StreamingExecutor, run: _Run) -> None:
+    """Append one JSON line per run: per op its kind, flow, peer, schedule start (slot units),
+    measured start/complete seconds since the run began, and its deps (gpu_runner.stream_trace
+    reads it; docs/gpu_runner.md, "Where the time goes")."""
+    flows = ex.schedule.flows
+    rows = []
+    for k, (post, done) in sorted(run.trace.items()):
+        op = run.ops[k]
+        start = None if op.flow is None else float(flows[op.flow].start)
+        rows.append([k, op.kind, op.flow, op.peer, start, post, done, [list(d) for d in op.deps]])
+    path = os.path.join(os.environ[TRACE_ENV], f"rank{ex.rank}.jsonl")
+    with open(path, "a") as f:
+        f.write(json.dumps({"rank": ex.rank, "total_s": time.perf_counter() - run.t0, "ops": rows}) + "\n")
 
 
 def _wait_loop(todo: queue.Queue, nccl: bool) -> None:

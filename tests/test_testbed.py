@@ -212,12 +212,14 @@ def test_probe_on_testbed_recovers_each_shaped_ell(tmp_path):
     assert _namespaces() == before_ns and not _forwarders()
 
 
-def test_probe_on_testbed_dead_rank_is_a_clear_error_and_everything_goes():
+def test_probe_on_testbed_dead_rank_is_a_clear_error_and_everything_goes(tmp_path):
     before_ns, before_links = _namespaces(), _links()
+    out = tmp_path / "cluster.json"
     res = subprocess.run([sys.executable, "-m", "optcc", "probe", "--testbed", "--p", "3", "--rate", "16",
                           "--delay-ms", "1", "--size", "65536", "--repeats", "1", "--timeout", "5",
-                          "--inject-fault", "die:1", "-o", "/dev/null"], capture_output=True, text=True, timeout=120)
+                          "--inject-fault", "die:1", "-o", str(out)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2, res.stderr
+    assert not out.exists()                    # nothing half-written
     assert res.stderr.startswith("optcc: error: probe: the probe failed: "), res.stderr
     assert "rank 1: exited with code 17" in res.stderr
     assert _namespaces() == before_ns and _links() == before_links and not _forwarders()

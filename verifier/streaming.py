@@ -29,7 +29,7 @@ Then every execution computes what the schedule's sequential semantics computes.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from optcc.schedule import posting_order
@@ -37,6 +37,7 @@ from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 
 DEFAULT_WINDOW = 4          # derived: messages in flight per peer (docs/gpu_runner.md, "streaming")
+SLOT_SPARE = 1              # derived: one scratch slot beyond the schedule's need (measured, docs/gpu_runner.md)
 KINDS = ("recv", "send", "snap", "land", "scale")
 
 
@@ -108,18 +109,21 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
     return StreamingProgram(window, ranks)
 
 
-def _color(users):
-    """Interval colouring by start time (a slot freed at t is reusable at t): flow -> slot id."""
+def _color(users, spare: int = SLOT_SPARE):
+    """Interval colouring by start time, flow -> slot id. A freed slot joins the back of a FIFO
+    and is handed out again only while more than `spare` slots are free, so a rank can post its
+    next receive while the current one is still arriving: gloo's sends wait for the receiver's
+    ready notice, and a receive posted only when its slot's previous user has landed costs a
+    round trip of idle link per message (docs/gpu_runner.md, "Where the time goes")."""
     events = sorted([(e, 0, i) for s, e, i in users] + [(s, 1, i) for s, e, i in users])
-    free: list[int] = []
+    free: deque = deque()
     slot_of: dict[int, int] = {}
     n = 0
     for _, kind, i in events:
         if kind == 0:
             free.append(slot_of[i])
-            free.sort(reverse=True)
-        elif free:
-            slot_of[i] = free.pop()
+        elif len(free) > spare:
+            slot_of[i] = free.popleft()
         else:
             slot_of[i], n = n, n + 1
     return slot_of, n
