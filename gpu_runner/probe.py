@@ -35,7 +35,7 @@ import time
 from datetime import timedelta
 from fractions import Fraction
 
-from gpu_runner.watchdog import EXIT_ERROR, Watchdog
+from gpu_runner.watchdog import Watchdog, run_rank
 
 
 def host_name() -> str:
@@ -145,16 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        return _main(args, rank)
-    except SystemExit:
-        raise
-    except BaseException as e:  # noqa: BLE001 - every failure is one clear line and an exit
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"optcc-probe rank {rank}: error: {type(e).__name__}: {msg}", file=sys.stderr, flush=True)
-        os._exit(EXIT_ERROR)
+    return run_rank("optcc-probe", _main, build_parser().parse_args(argv))
 
 
 def _main(args, rank: int) -> int:

@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 
 EXIT_TIMEOUT = 124
 EXIT_ERROR = 3
@@ -56,3 +57,22 @@ class Watchdog:
                       f"(timeout {self.timeout_s:g} s) waiting for {what}; a peer rank is dead or hung",
                       file=sys.stderr, flush=True)
                 os._exit(EXIT_TIMEOUT)
+
+
+def run_rank(name: str, body, args) -> int:
+    """Run `body(args, rank)` in a rank process: any failure becomes one line
+    `NAME rank R: error: TYPE: message` and exit EXIT_ERROR at once (os._exit: no hang in
+    process-group teardown after a peer failed). OPTCC_RUNNER_TRACEBACK=1 adds the traceback."""
+    rank = int(os.environ.get("RANK", "0"))
+    try:
+        return body(args, rank)
+    except SystemExit:
+        raise
+    except BaseException as e:  # noqa: BLE001 - every failure becomes one clear line and an exit
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        print(f"{name} rank {rank}: error: {type(e).__name__}: {msg}", file=sys.stderr, flush=True)
+        if os.environ.get("OPTCC_RUNNER_TRACEBACK"):
+            traceback.print_exc()
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(EXIT_ERROR)

@@ -12,10 +12,9 @@ import argparse
 import os
 import sys
 import time
-import traceback
 from datetime import timedelta
 
-from gpu_runner.watchdog import EXIT_ERROR, EXIT_WRONG, Watchdog
+from gpu_runner.watchdog import EXIT_WRONG, Watchdog, run_rank
 from optcc.jsonout import dumps
 
 DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
@@ -57,20 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    rank = int(os.environ.get("RANK", "0"))
-    try:
-        return _main(args, rank)
-    except SystemExit:
-        raise
-    except BaseException as e:  # noqa: BLE001 - every failure becomes one clear line and an exit
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"optcc-runner rank {rank}: error: {type(e).__name__}: {msg}", file=sys.stderr, flush=True)
-        if os.environ.get("OPTCC_RUNNER_TRACEBACK"):
-            traceback.print_exc()
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(EXIT_ERROR)   # do not hang in process-group teardown after a peer failure
+    return run_rank("optcc-runner", _main, build_parser().parse_args(argv))
 
 
 def _load_schedule(args):
