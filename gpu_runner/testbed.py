@@ -293,8 +293,9 @@ def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
 
 def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: int, segments: int,
                 iters: int = 2, warmup: int = 1, timeout_s: float = 120.0, plot: str | None = None,
-                with_ring: bool = True, log=None, delay_ms: float | None = None) -> dict:
-    """Measure torch all_reduce (fault-free, straggler), OptCC (straggler), optionally our ring."""
+                with_ring: bool = True, log=None, delay_ms: float | None = None, runner: str = "streaming") -> dict:
+    """Measure torch all_reduce (fault-free, straggler), OptCC (straggler), optionally our ring;
+    OptCC and our ring run on the executor `runner` ('streaming' or 'step')."""
     from bounds.closed_form import fault_free_optimum, lower_bound
     from gpu_runner.launch import prepare_schedule, worker_certificate
     from optcc.algorithms import build_schedule
@@ -329,10 +330,11 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
             plan = [("torch fault-free", healthy_rates, ["--algo", "torch"]),
                     ("torch straggler", straggler_rates, ["--algo", "torch"]),
                     ("optcc straggler", straggler_rates,
-                     ["--schedule", schedules["optcc"][0], "--certificate", schedules["optcc"][2]])]
+                     ["--schedule", schedules["optcc"][0], "--certificate", schedules["optcc"][2], "--runner", runner])]
             if with_ring:
                 plan.append(("ring (ours) straggler", straggler_rates,
-                             ["--schedule", schedules["ring"][0], "--certificate", schedules["ring"][2]]))
+                             ["--schedule", schedules["ring"][0], "--certificate", schedules["ring"][2],
+                              "--runner", runner]))
             for name, rates, args in plan:
                 tb.shape(rates)
                 log(f"measuring {name} ...")
@@ -352,7 +354,7 @@ def run_testbed(p: int, straggler: int, ell: Fraction, rate_mbit: float, size: i
     result = {
         "p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit, "delay_ms": delay_ms,
         "straggler_rate_mbit": straggler_rates[straggler], "size": size, "segments": segments,
-        "iters": iters, "lower_bound_seconds": lb_s, "t0_seconds": t0_s,
+        "iters": iters, "runner": runner, "lower_bound_seconds": lb_s, "t0_seconds": t0_s,
         "optcc_schedule_seconds": units_to_seconds(cluster, slot_time(schedules["optcc"][1]), size),
         "rows": rows,
         "speedup_optcc_vs_torch": torch_s / optcc_s,

@@ -39,7 +39,9 @@ def test_smoke_p3_measures_and_cleans_up(tmp_path):
     from gpu_runner.testbed import run_testbed
     before_ns, before_links = _namespaces(), _links()
     png = str(tmp_path / "tb.png")
-    res = run_testbed(3, 0, Fraction(2), 40, 1 << 20, 2, iters=1, warmup=0, with_ring=False, plot=png)
+    res = run_testbed(3, 0, Fraction(2), 40, 1 << 20, 2, iters=1, warmup=0, with_ring=False, plot=png,
+                      runner="step")               # the CLI tests below run the default, streaming
+    assert res["runner"] == "step"
     names = [r["name"] for r in res["rows"]]
     assert names == ["torch fault-free", "torch straggler", "optcc straggler"]
     assert all(r["correct"] and r["seconds"] > 0 for r in res["rows"])

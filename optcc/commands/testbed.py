@@ -21,6 +21,8 @@ def register(sub) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
     parser.add_argument("--no-ring", action="store_true", help="skip the extra bar: our ring executor")
+    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
+                        help="executor for OptCC and our ring (default streaming; --sizes measures both)")
     parser.add_argument("--delay-ms", type=float, default=None, metavar="D",
                         help="one-way delay D ms on every link (TAP devices + a user-space forwarder; no netem)")
     parser.add_argument("--sizes", metavar="LIST",
@@ -54,7 +56,8 @@ def run(args) -> int:
     if args.sizes is not None:
         return _run_sizes(args, rank, ell, log)
     res = run_testbed(args.p, rank, ell, args.rate, args.size, args.segments, args.iters, args.warmup,
-                      args.timeout, args.plot, with_ring=not args.no_ring, log=log, delay_ms=args.delay_ms)
+                      args.timeout, args.plot, with_ring=not args.no_ring, log=log, delay_ms=args.delay_ms,
+                      runner=args.runner)
     if args.json:
         print_json(res)
     else:
