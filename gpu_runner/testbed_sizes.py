@@ -2,10 +2,9 @@
 
 One launch per measured column sweeps every size (the worker's bench mode), on the same shaped
 network (with the forwarder's delay when `delay_ms` is set): torch all_reduce on the healthy
-network and with the straggler, OptCC with the step runner and, where this branch has one, the
-streaming runner. Per size the rows also carry the schedule's bandwidth-only time (slot model,
-α = 0) and the latency model's prediction where that model exists (both hooks below are single
-functions, so a branch that adds the streaming runner or the model lights the columns up).
+network and with the straggler, OptCC with the step runner and with the streaming runner. Per
+size the rows also carry the schedule's bandwidth-only time (slot model, α = 0) and the latency
+model's prediction (event model with the measured delay as wire latency).
 """
 from __future__ import annotations
 
@@ -19,25 +18,13 @@ COLUMNS = ("size", "torch_fault_free_s", "torch_straggler_s", "optcc_step_s", "o
            "predicted_s", "segments")
 
 
-def runner_args(kind: str) -> list[str] | None:
-    """Worker flags selecting the executor `kind` ('step' or 'streaming'); None if the worker has
-    no such runner ('step' is then the only executor and needs no flag)."""
-    from gpu_runner.worker import build_parser
-    action = build_parser()._option_string_actions.get("--runner")
-    if action is None:
-        return [] if kind == "step" else None
-    return ["--runner", kind] if kind in (action.choices or ()) else None
-
-
 def predicted_seconds(cluster, schedule, size: int, delay_s: float | None, overhead_s: float | None):
     """The latency model's time for `schedule` at `size` bytes: the event model of the latency
     issue (optcc.timing.event_time) with wire latency L = the testbed's measured one-way delay,
     overhead o = `overhead_s` (0 when not measured) and issue delay Li = 0. None without a
-    measured delay or where this branch's event_time takes no latency (issue 13 adds it)."""
-    import inspect
-
+    measured delay."""
     from optcc import timing
-    if delay_s is None or "latency_units" not in inspect.signature(timing.event_time).parameters:
+    if delay_s is None:
         return None
 
     def units(seconds: float) -> Fraction:      # seconds -> units of n/B (derived: t·B/n)
@@ -91,8 +78,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
         plan = [("torch_fault_free_s", healthy, ["--algo", "torch"]),
                 ("torch_straggler_s", slow, ["--algo", "torch"])]
         for kind in ("step", "streaming"):
-            extra = runner_args(kind)
-            plan.append((f"optcc_{kind}_s", slow, None if extra is None else sched + extra))
+            plan.append((f"optcc_{kind}_s", slow, sched + ["--runner", kind]))
         with Testbed(p, delay_ms=delay_ms) as tb:
             if delay_ms is not None:
                 tb.shape(healthy)
@@ -100,10 +86,6 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
                 log(f"link check: RTT {link['rtt_median_s'] * 1e3:.2f} ms, "
                     f"{link['throughput_bytes_per_s'] * 8e-6:.1f} Mbit/s")
             for key, rates, args in plan:
-                if args is None:
-                    measured[key] = None
-                    log(f"{key}: no such runner in this branch (null)")
-                    continue
                 tb.shape(rates)
                 log(f"measuring {key} over {len(sizes)} sizes ...")
                 measured[key] = measure(tb, args + common, timeout_s)["rows"]
@@ -114,20 +96,17 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
         size = base["size"]
         row = {"size": size}
         for key in ("torch_fault_free_s", "torch_straggler_s", "optcc_step_s", "optcc_streaming_s"):
-            row[key] = None if measured[key] is None else measured[key][i]["seconds"]
+            row[key] = measured[key][i]["seconds"]
         row["predicted_s"] = predicted_seconds(cluster, schedule, size, delay_s, None)
         row["segments"] = segments
         row["schedule_s"] = units_to_seconds(cluster, slot_time(schedule), size)
         row["lower_bound_s"] = units_to_seconds(cluster, lower_bound(cluster), size)
-        row["correct"] = all(m[i]["correct"] for m in measured.values() if m is not None)
+        row["correct"] = all(m[i]["correct"] for m in measured.values())
         rows.append(row)
-    optcc_key = "optcc_streaming_s" if measured["optcc_streaming_s"] is not None else "optcc_step_s"
+    optcc_key = "optcc_streaming_s"
     notes = []
-    if measured["optcc_streaming_s"] is None:
-        notes.append("optcc_streaming_s is null: this branch's worker has no streaming runner (issue 14 item 1)")
     if all(r["predicted_s"] is None for r in rows):
-        notes.append("predicted_s is null: no measured delay, or this branch's optcc.timing.event_time "
-                     "takes no latency (issue 13)")
+        notes.append("predicted_s is null: no measured delay (run with --delay-ms)")
     else:
         notes.append("predicted_s: event model with L = measured one-way delay, o = 0, Li = 0")
     result = {"p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,

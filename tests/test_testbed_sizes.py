@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from gpu_runner.testbed_sizes import crossover_size, runner_args
+from gpu_runner.testbed_sizes import crossover_size
 
 
 def _row(size, torch, optcc):
@@ -18,31 +18,12 @@ def test_crossover_is_the_smallest_size_from_which_optcc_always_wins():
     assert crossover_size(rows, "optcc_step_s") is None
 
 
-def test_step_runner_always_available():
-    assert runner_args("step") is not None
-    assert runner_args("no-such-runner") is None
-
-
 def test_bad_sizes_and_delay_are_input_errors():
     for extra, field in ((["--sizes", "1M,x"], "--sizes"), (["--delay-ms", "-1", "--sizes", "1M"], "--delay-ms")):
         res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
                               "--rate", "40", *extra], capture_output=True, text=True, timeout=60)
         assert res.returncode == 2, res.stderr
         assert res.stderr.strip().startswith(f"optcc: error: {field}:"), res.stderr
-
-
-def test_streaming_column_lights_up_when_the_worker_has_the_runner(monkeypatch):
-    import argparse
-
-    from gpu_runner import worker
-
-    def parser_with_runner():
-        ap = argparse.ArgumentParser()
-        ap.add_argument("--runner", choices=("streaming", "step"), default="streaming")
-        return ap
-    monkeypatch.setattr(worker, "build_parser", parser_with_runner)
-    assert runner_args("streaming") == ["--runner", "streaming"]
-    assert runner_args("step") == ["--runner", "step"]
 
 
 def test_prediction_uses_the_event_model_once_it_takes_a_latency(monkeypatch):
@@ -54,11 +35,8 @@ def test_prediction_uses_the_event_model_once_it_takes_a_latency(monkeypatch):
     from optcc.cluster import Cluster
     cluster = Cluster.build(4, stragglers={0: 2}, bandwidth=5 * 10**6)
     schedule = build_schedule("optcc", cluster, 2)
-    if "latency_units" in __import__("inspect").signature(timing.event_time).parameters:
-        got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, None)
-        assert got > timing.units_to_seconds(cluster, timing.slot_time(schedule), 1 << 20)
-        return
-    assert predicted_seconds(cluster, schedule, 1 << 20, 0.002, None) is None      # no model here
+    got = predicted_seconds(cluster, schedule, 1 << 20, 0.002, None)
+    assert got > timing.units_to_seconds(cluster, timing.slot_time(schedule), 1 << 20)
     seen = {}
 
     def fake_event_time(schedule, alpha_units=Fraction(0), grid=None, issue_units=Fraction(0),
