@@ -84,3 +84,55 @@ def test_a_spare_slot_lets_each_receive_post_before_the_previous_one_landed():
         users = sorted((starts[op.flow], op.flow, op.slot) for op in rp.ops if op.kind in ("recv", "snap"))
         assert len(users) >= 2 and rp.n_slots >= 2
         assert all(a[2] != b[2] for a, b in zip(users, users[1:]))
+
+
+def _port_unordered(schedule, program):
+    """Pairs of unit-rate sends of one rank to different peers on one link that the schedule runs in turn
+    (the first ends by the time the second starts) but whose start the program does not order
+    after the first one's completion (no path of deps from C(first) to S(second))."""
+    from optcc.timing import IntegerTimes
+    grid = IntegerTimes(schedule)
+    bad = []
+    for rp in program.ranks:
+        pred = {}                              # event (op, "S"|"C") -> events it waits for
+        for n, op in enumerate(rp.ops):
+            pred[(n, "S")] = list(op.deps)
+            if op.kind in ("send", "recv"):
+                pred[(n, "C")] = [(n, "S")]
+        for seq in rp.peer_seq.values():
+            for a, b in zip(seq, seq[1:]):
+                pred[(b, "C")].append((a, "C"))
+        sends = [n for n, op in enumerate(rp.ops) if op.kind == "send"]
+        for b in sends:
+            seen, todo = set(), [(b, "S")]
+            while todo:
+                e = todo.pop()
+                for d in pred.get(e, ()):
+                    if d not in seen:
+                        seen.add(d)
+                        todo.append(d)
+            fb = rp.ops[b].flow
+            for a in sends:
+                fa = rp.ops[a].flow
+                if rp.ops[a].peer != rp.ops[b].peer and grid.ends[fa] <= grid.starts[fb] and (a, "C") not in seen \
+                        and schedule.flows[fa].link == schedule.flows[fb].link \
+                        and schedule.flows[fa].rate == schedule.flows[fb].rate == 1:
+                    bad.append((rp.rank, fa, fb))
+    return bad
+
+
+def test_sends_to_different_peers_keep_the_schedules_port_order():
+    """PORT_ORDER: a rank's send waits for the completion of every unit-rate send to another peer
+    that the schedule finishes on that port before it starts, so the port carries the schedule's flows in turn instead of
+    sharing its bandwidth between peers (docs/gpu_runner.md); without it such pairs are unordered."""
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    from verifier.streaming import PORT_ORDER, prove_streaming, streaming_program
+    assert PORT_ORDER
+    for cluster, k in ((Cluster.build(8, stragglers={0: 2}), 4), (Cluster.build(6, stragglers={1: 2, 4: 1.5}), 3),
+                       (Cluster.build(8, g=2, stragglers={0: 2, 1: 2}), 2)):
+        schedule = build_schedule("optcc", cluster, k)
+        program, cx = prove_streaming(schedule)
+        assert cx is None, cx
+        assert _port_unordered(schedule, program) == []
+        assert _port_unordered(schedule, streaming_program(schedule, port_order=False)) != []

@@ -38,6 +38,7 @@ from optcc.timing import IntegerTimes
 
 DEFAULT_WINDOW = 4          # derived: messages in flight per peer (docs/gpu_runner.md, "streaming")
 SLOT_SPARE = 1              # derived: one scratch slot beyond the schedule's need (measured, docs/gpu_runner.md)
+PORT_ORDER = True           # derived: a rank's sends wait for the sends the schedule finishes before them (docs/gpu_runner.md)
 KINDS = ("recv", "send", "snap", "land", "scale")
 
 
@@ -71,7 +72,8 @@ def _snapshotted(schedule, grid, rank, i, writes) -> bool:
     return any(grid.starts[i] < t < grid.ends[i] for t in writes.get((rank, schedule.flows[i].piece), ()))
 
 
-def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None) -> StreamingProgram:
+def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None,
+                      port_order: bool = PORT_ORDER) -> StreamingProgram:
     """Every rank's streaming program (numel-independent: pieces and slots are abstract buffers)."""
     if window < 1:
         raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
@@ -105,7 +107,7 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
         items.sort(key=lambda kv: kv[0])
         ops = [op for _, op in items]
         slot_of, n_slots = _color(slot_users)
-        ranks.append(_link(r, ops, slot_of, n_slots, window))
+        ranks.append(_link(r, ops, slot_of, n_slots, window, (starts, ends, [f.link for f in flows]) if port_order else None))
     return StreamingProgram(window, ranks)
 
 
@@ -129,9 +131,16 @@ def _color(users, spare: int = SLOT_SPARE):
     return slot_of, n
 
 
-def _link(rank, ops, slot_of, n_slots, window) -> RankProgram:
-    """Fill in slots and deps, walking the ops in schedule order."""
+def _link(rank, ops, slot_of, n_slots, window, times=None) -> RankProgram:
+    """Fill in slots and deps, walking the ops in schedule order. With `times` (the grid's flow
+    starts, ends and links), a send to another peer than the rank's previous send on the same link
+    also waits for that send's completion when the schedule ends it by this one's start. On a
+    port whose flows run one at a time (unit rates) this orders every send after the completion of
+    every earlier one to another peer (by induction, with the per-peer FIFO), so the port carries
+    the schedule's flows in turn instead of sharing its bandwidth between peers; flows the
+    schedule runs concurrently stay unordered."""
     last_write: dict[int, int] = {}
+    last_send: dict = {}                            # link -> the rank's latest send on it so far
     reads: dict[int, list] = defaultdict(list)
     slot_done: dict[int, tuple] = {}                # slot -> (op, event) that frees it
     peer_seq: dict[int, list] = defaultdict(list)
@@ -149,6 +158,12 @@ def _link(rank, ops, slot_of, n_slots, window) -> RankProgram:
                 deps.append((last_write[op.piece], "S"))
         if op.kind == "send" and op.slot is not None:
             deps.append((_find(ops, n, "snap", op.flow), "S"))
+        if op.kind == "send" and times is not None:
+            starts, ends, links = times
+            prev = last_send.get(links[op.flow])
+            if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[op.flow]:
+                deps.append((prev, "C"))               # one peer needs none: its messages are FIFO
+            last_send[links[op.flow]] = n
         if op.kind in ("send", "recv"):
             seq = peer_seq[op.peer]
             if seq:
