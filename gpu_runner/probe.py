@@ -49,16 +49,25 @@ def flow_rates(t_small, t_full, size: int) -> list:
     t_small − (t_full − t_small)·(size//4)/(size − size//4) (derived: T(x) = c + x / rate). One c
     for all flows, so a flow's noise does not enter its own rate twice; kept within
     [0, min t_full / 2] so that noise cannot make it absurd. The diagonal stays 0."""
+    p = len(t_full[0])
+    flows = [(k, s, d) for k in range(len(t_full)) for s in range(p) for d in range(p) if s != d]
+    c = fixed_cost(t_small, t_full, size)
+    rates = [[[0.0] * p for _ in range(p)] for _ in t_full]
+    for k, s, d in flows:
+        rates[k][s][d] = size / (t_full[k][s][d] - c)
+    return rates
+
+
+def fixed_cost(t_small, t_full, size: int) -> float:
+    """c of flow_rates: the median intercept over all timed flows, within [0, min t_full / 2]. On
+    the testbed it is one rendezvous round trip (gloo sends only after the receiver's "ready"
+    notice, and both ends post at once here) plus the stack's own per-message time."""
     small = size // 4
     p = len(t_full[0])
     flows = [(k, s, d) for k in range(len(t_full)) for s in range(p) for d in range(p) if s != d]
     c = statistics.median(t_small[k][s][d] - (t_full[k][s][d] - t_small[k][s][d]) * small / (size - small)
                           for k, s, d in flows)
-    c = min(max(c, 0.0), min(t_full[k][s][d] for k, s, d in flows) / 2)
-    rates = [[[0.0] * p for _ in range(p)] for _ in t_full]
-    for k, s, d in flows:
-        rates[k][s][d] = size / (t_full[k][s][d] - c)
-    return rates
+    return min(max(c, 0.0), min(t_full[k][s][d] for k, s, d in flows) / 2)
 
 
 def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwidth: float | None = None,
@@ -196,6 +205,7 @@ def _main(args, rank: int) -> int:
     if rank == 0:
         t_small, t_full = times.tolist()
         res = estimate(flow_rates(t_small, t_full, args.size), args.size, hosts, args.bandwidth, args.min_ell)
+        res["fixed_cost_s"] = fixed_cost(t_small, t_full, args.size)
         _write(args, res)
     watchdog.phase("shutdown")
     dist.barrier()

@@ -44,15 +44,37 @@ def crossover_size(rows: list[dict], optcc_key: str) -> int | None:
     return best
 
 
-def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: list[int], segments: int,
+PROBE_BYTES = 1 << 20      # policy: the probe's stream size when it measures the per-message overhead
+PROBE_REPEATS = 2
+
+
+def overhead_from_probe(fixed_cost_s: float, rtt_s: float) -> float:
+    """The per-message overhead o the model gets (derived, docs/gpu_runner.md): the probe's fixed
+    per-flow cost (both ends post at once, so it holds gloo's rendezvous round trip) less that
+    round trip; what remains is the stack's own time per message, plus the probe's barrier skew
+    (so an upper estimate). Never below 0."""
+    return max(0.0, fixed_cost_s - rtt_s)
+
+
+def segments_for(cluster, sizes: list[int], segments) -> dict[int, int]:
+    """size -> k: the integer given, or `--segments auto`'s choice (optcc.segments) on `cluster`,
+    whose latency fields hold the testbed's measured delay and overhead."""
+    from optcc.segments import resolve_segments
+    return {size: resolve_segments(segments, "optcc", cluster, size) for size in sizes}
+
+
+def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: list[int], segments,
               iters: int = 1, warmup: int = 1, timeout_s: float = 120.0, delay_ms: float | None = None,
               dtype: str = "int32", plot: str | None = None, log=None) -> dict:
+    """`segments`: an integer k or "auto" (per size, from the measured delay and overhead)."""
     from bounds.closed_form import lower_bound
     from gpu_runner.launch import prepare_schedule, worker_certificate
     from gpu_runner.netcheck import measure_link
+    from gpu_runner.probe import worker_args as probe_args
     from gpu_runner.testbed import Testbed, measure, require_root
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
+    from optcc.segments import parse_segments
     from optcc.timing import slot_time, units_to_seconds
 
     require_root()
@@ -60,60 +82,82 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
         raise OptccError("straggler", f"rank {straggler} is out of range 0..{p - 1}")
     if not sizes or any(s <= 0 for s in sizes):
         raise OptccError("sizes", "expected positive sizes in bytes")
+    segments = parse_segments(segments)
     log = log or (lambda msg: None)
     bandwidth = Fraction(str(rate_mbit)) * 10**6 / 8
     cluster = Cluster.build(p, stragglers={straggler: ell}, bandwidth=bandwidth)
     healthy = [rate_mbit] * p
     slow = list(healthy)
     slow[straggler] = rate_mbit / float(ell)
-    common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", dtype,
-              "--iters", str(iters), "--warmup", str(warmup), "--backend", "gloo"]
-    measured: dict[str, list[dict] | None] = {}
-    link = None
-    with tempfile.TemporaryDirectory(prefix="optcc-testbed-") as tmp:
-        path = os.path.join(tmp, "optcc.json")
-        build_schedule("optcc", cluster, segments).save(path)
-        schedule, _ = prepare_schedule(path, p)
-        sched = ["--schedule", path, "--certificate", worker_certificate(schedule, tmp)]   # workers re-check it
-        plan = [("torch_fault_free_s", healthy, ["--algo", "torch"]),
-                ("torch_straggler_s", slow, ["--algo", "torch"])]
+    common = ["--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup), "--backend", "gloo", "--mode", "bench"]
+    measured: dict[str, dict[int, dict]] = {}
+    link = overhead = fixed_cost = None
+    with tempfile.TemporaryDirectory(prefix="optcc-testbed-") as tmp, Testbed(p, delay_ms=delay_ms) as tb:
+        if delay_ms is not None:
+            tb.shape(healthy)
+            link = measure_link(tb, 1 % p, 2 % p, seconds=1.0, count=10)
+            log(f"link check: RTT {link['rtt_median_s'] * 1e3:.2f} ms, "
+                f"{link['throughput_bytes_per_s'] * 8e-6:.1f} Mbit/s")
+            fixed_cost = measure(tb, ["probe", *probe_args(PROBE_BYTES, PROBE_REPEATS, None, 1.1)],
+                                 timeout_s)["fixed_cost_s"]
+            overhead = overhead_from_probe(fixed_cost, min(link["rtt_s"]))
+            log(f"per-message cost: {fixed_cost * 1e3:.2f} ms fixed per flow (probe), "
+                f"overhead o = {overhead * 1e3:.2f} ms beyond the round trip")
+        elif segments == "auto":
+            raise OptccError("segments", "'auto' needs a measured delay: run with --delay-ms")
+        delay_s = min(link["rtt_s"]) / 2 if link else None      # the emulated delay: the best ping
+        model = cluster if link is None else Cluster.build(
+            p, stragglers={straggler: ell}, bandwidth=bandwidth, latency=Fraction(str(round(delay_s, 9))),
+            overhead=Fraction(str(round(overhead, 9))))
+        ks = segments_for(model, sizes, segments)
+        if segments == "auto":
+            log("segments auto: " + ", ".join(f"{size}: k = {k}" for size, k in ks.items()))
+        schedules = {}
+        for k in sorted(set(ks.values())):
+            folder = os.path.join(tmp, f"k{k}")           # worker_certificate writes one file per folder
+            os.mkdir(folder)
+            path = os.path.join(folder, "optcc.json")
+            build_schedule("optcc", cluster, k).save(path)
+            schedule, _ = prepare_schedule(path, p)
+            schedules[k] = (schedule, ["--schedule", path, "--certificate", worker_certificate(schedule, folder)])
+        plan = [("torch_fault_free_s", healthy, {None: ["--algo", "torch"]}),
+                ("torch_straggler_s", slow, {None: ["--algo", "torch"]})]
         for kind in ("step", "streaming"):
-            plan.append((f"optcc_{kind}_s", slow, sched + ["--runner", kind]))
-        with Testbed(p, delay_ms=delay_ms) as tb:
-            if delay_ms is not None:
-                tb.shape(healthy)
-                link = measure_link(tb, 1 % p, 2 % p, seconds=1.0, count=10)
-                log(f"link check: RTT {link['rtt_median_s'] * 1e3:.2f} ms, "
-                    f"{link['throughput_bytes_per_s'] * 8e-6:.1f} Mbit/s")
-            for key, rates, args in plan:
-                tb.shape(rates)
-                log(f"measuring {key} over {len(sizes)} sizes ...")
-                measured[key] = measure(tb, args + common, timeout_s)["rows"]
-                log("  " + ", ".join(f"{r['size']}: {r['seconds']:.3f} s" for r in measured[key]))
-    delay_s = min(link["rtt_s"]) / 2 if link else None      # the emulated delay: the best ping
+            plan.append((f"optcc_{kind}_s", slow, {k: args + ["--runner", kind] for k, (_, args) in schedules.items()}))
+        for key, rates, by_k in plan:
+            tb.shape(rates)
+            measured[key] = {}
+            for k, args in by_k.items():
+                group = [s for s in sizes if k is None or ks[s] == k]
+                log(f"measuring {key}" + ("" if k is None else f" (k = {k})") + f" over {len(group)} sizes ...")
+                rows = measure(tb, args + common + ["--sizes", ",".join(map(str, group))], timeout_s)["rows"]
+                measured[key].update({r["size"]: r for r in rows})
+                log("  " + ", ".join(f"{r['size']}: {r['seconds']:.3f} s" for r in rows))
     rows = []
-    for i, base in enumerate(measured["torch_fault_free_s"]):
-        size = base["size"]
+    for size in sizes:
+        schedule = schedules[ks[size]][0]
         row = {"size": size}
         for key in ("torch_fault_free_s", "torch_straggler_s", "optcc_step_s", "optcc_streaming_s"):
-            row[key] = measured[key][i]["seconds"]
-        row["predicted_s"] = predicted_seconds(cluster, schedule, size, delay_s, None)
-        row["segments"] = segments
+            row[key] = measured[key][size]["seconds"]
+        row["predicted_s"] = predicted_seconds(cluster, schedule, size, delay_s, overhead)
+        row["segments"] = ks[size]
         row["schedule_s"] = units_to_seconds(cluster, slot_time(schedule), size)
         row["lower_bound_s"] = units_to_seconds(cluster, lower_bound(cluster), size)
-        row["correct"] = all(m[i]["correct"] for m in measured.values())
+        row["correct"] = all(m[size]["correct"] for m in measured.values())
         rows.append(row)
     optcc_key = "optcc_streaming_s"
     notes = []
     if all(r["predicted_s"] is None for r in rows):
         notes.append("predicted_s is null: no measured delay (run with --delay-ms)")
     else:
-        notes.append("predicted_s: event model with L = measured one-way delay, o = 0, Li = 0")
+        notes.append("predicted_s: event model with L = measured one-way delay (best ping / 2), o = measured "
+                     "per-message overhead (probe's fixed cost − best RTT), Li = 0")
     result = {"p": p, "straggler": straggler, "ell": float(ell), "rate_mbit": rate_mbit,
               "straggler_rate_mbit": slow[straggler], "delay_ms": delay_ms, "dtype": dtype, "iters": iters,
-              "warmup": warmup, "measured_rtt_s": None if link is None else link["rtt_median_s"],
+              "warmup": warmup, "segments": segments, "measured_rtt_s": None if link is None else link["rtt_median_s"],
               "measured_rtt_min_s": None if link is None else min(link["rtt_s"]),
               "measured_rate_mbit": None if link is None else link["throughput_bytes_per_s"] * 8e-6,
+              "measured_fixed_cost_s": fixed_cost, "measured_overhead_s": overhead,
               "rows": rows, "optcc_column": optcc_key,
               "ring_wins_below": crossover_size(rows, optcc_key), "notes": notes}
     if plot:

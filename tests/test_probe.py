@@ -128,3 +128,14 @@ def test_probe_under_torchrun(tmp_path):
     got = json.loads(res.stdout.strip().splitlines()[-1])
     assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
     assert Cluster.from_json(json.loads(out.read_text())).p == 3
+
+
+def test_fixed_cost_is_the_common_intercept():
+    """Flows timed at S/4 and S with T(x) = c + x/rate: fixed_cost gives c back (the testbed's
+    per-message overhead is computed from it)."""
+    from gpu_runner.probe import fixed_cost
+    size, c = 1 << 20, 0.0065
+    rate = [[0, 5e6, 4e6], [5e6, 0, 5e6], [2.5e6, 2.5e6, 0]]
+    t_small = [[[c + size / 4 / rate[s][d] if s != d else 0 for d in range(3)] for s in range(3)]]
+    t_full = [[[c + size / rate[s][d] if s != d else 0 for d in range(3)] for s in range(3)]]
+    assert abs(fixed_cost(t_small, t_full, size) - c) < 1e-12

@@ -166,21 +166,31 @@ def test_remove_stale_clears_a_killed_runs_namespaces():
 
 
 def test_sizes_sweep_with_delay_cli_json(tmp_path):
-    """`optcc testbed --delay-ms --sizes --json`: one row per size, all correct, shaping visible."""
+    """`optcc testbed --delay-ms --sizes --segments auto --json`: one row per size, all correct,
+    shaping visible; k per size is optcc.segments' choice for the measured delay and overhead."""
     import json
 
     from gpu_runner.testbed_sizes import COLUMNS
     before_ns = _namespaces()
     png = tmp_path / "sizes.png"
     res = subprocess.run([sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2",
-                          "--rate", "40", "--delay-ms", "2", "--sizes", "64K,512K", "--segments", "2",
+                          "--rate", "40", "--delay-ms", "2", "--sizes", "64K,512K", "--segments", "auto",
                           "--iters", "1", "--warmup", "1", "--plot", str(png), "--json"],
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     rows = out["rows"]
     assert [r["size"] for r in rows] == [64 << 10, 512 << 10]
-    assert all(set(COLUMNS) <= set(r) and r["correct"] and r["segments"] == 2 for r in rows)
+    assert all(set(COLUMNS) <= set(r) and r["correct"] for r in rows)
+    from fractions import Fraction
+
+    from optcc.cluster import Cluster
+    from optcc.segments import resolve_segments
+    assert out["measured_fixed_cost_s"] >= out["measured_overhead_s"] >= 0
+    model = Cluster.build(3, stragglers={0: 2}, bandwidth=5 * 10**6,
+                          latency=Fraction(str(round(out["measured_rtt_min_s"] / 2, 9))),
+                          overhead=Fraction(str(round(out["measured_overhead_s"], 9))))
+    assert [r["segments"] for r in rows] == [resolve_segments("auto", "optcc", model, r["size"]) for r in rows]
     assert all(r["torch_fault_free_s"] > 0 and r["optcc_step_s"] > 0 for r in rows)
     # 512 KiB through a 20 Mbit/s straggler link: the ring is clearly slower than fault-free
     assert rows[1]["torch_straggler_s"] > 1.3 * rows[1]["torch_fault_free_s"], rows

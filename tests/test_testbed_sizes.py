@@ -49,3 +49,40 @@ def test_prediction_uses_the_event_model_once_it_takes_a_latency(monkeypatch):
     assert seen == {"alpha": Fraction(5, 10000) * 5 * 10**6 / 2**20, "latency": Fraction(2, 1000) * 5 * 10**6 / 2**20}
     assert got == 3 * 2**20 / 5e6
     assert predicted_seconds(cluster, schedule, 1 << 20, None, None) is None   # no measured delay
+
+
+def test_overhead_is_the_probes_fixed_cost_beyond_the_round_trip():
+    from gpu_runner.testbed_sizes import overhead_from_probe
+    assert abs(overhead_from_probe(0.0065, 0.0043) - 0.0022) < 1e-12
+    assert overhead_from_probe(0.003, 0.0043) == 0.0          # noise below the round trip: no overhead
+
+
+def test_auto_segments_follow_the_measured_latency():
+    """More data per message pays for the delay: auto's k grows with the size and shrinks as the
+    measured per-message overhead grows; each k is optcc.segments' choice on the model cluster."""
+    from fractions import Fraction
+
+    from gpu_runner.testbed_sizes import segments_for
+    from optcc.cluster import Cluster
+    from optcc.segments import auto_segments
+    sizes = [1 << 20, 16 << 20, 64 << 20]
+
+    def model(o):
+        return Cluster.build(8, stragglers={0: 2}, bandwidth=5 * 10**6, latency=Fraction("0.00215"),
+                             overhead=Fraction(o))
+    low, high = segments_for(model("0"), sizes, "auto"), segments_for(model("0.003"), sizes, "auto")
+    assert [low[s] for s in sizes] == sorted(low[s] for s in sizes) and low[sizes[0]] < low[sizes[-1]]
+    assert all(high[s] < low[s] for s in sizes), (low, high)
+    assert all(high[s] == auto_segments("optcc", model("0.003"), s)[0] for s in sizes)
+    assert segments_for(model("0"), sizes, 16) == {s: 16 for s in sizes}
+
+
+def test_segments_and_size_input_errors():
+    base = [sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2", "--rate", "40"]
+    for extra, field in ((["--segments", "auto"], "--segments"),                    # auto needs --sizes
+                         (["--segments", "auto", "--sizes", "1M"], "--segments"),   # ... and --delay-ms
+                         (["--segments", "0"], "--segments"), (["--size", "4X"], "--size"),
+                         (["--iters", "0"], "--iters")):
+        res = subprocess.run(base + extra, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, (extra, res.stderr)
+        assert res.stderr.strip().startswith(f"optcc: error: {field}:"), (extra, res.stderr)

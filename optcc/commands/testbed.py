@@ -15,8 +15,10 @@ def register(sub) -> None:
     parser.add_argument("--straggler", required=True, metavar="RANK:ELL", help="slowed rank and ℓ, e.g. 0:2")
     parser.add_argument("--rate", type=float, required=True, metavar="MBIT",
                         help="healthy link rate in Mbit/s (straggler gets rate/ℓ), each direction")
-    parser.add_argument("--size", type=int, default=4 << 20, help="bytes per rank (default 4 MiB)")
-    parser.add_argument("--segments", type=int, default=32, help="OptCC pipeline segments k (default 32)")
+    parser.add_argument("--size", default=str(4 << 20), help="bytes per rank, e.g. 4M (K/M/G binary; default 4 MiB)")
+    parser.add_argument("--segments", default="32", metavar="K|auto",
+                        help="OptCC pipeline segments k (default 32); with --sizes and --delay-ms, 'auto' picks k "
+                             "per size from the measured delay and per-message overhead (optcc.segments)")
     parser.add_argument("--iters", type=int, default=2, help="timed runs per measurement (default 2)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
@@ -48,8 +50,19 @@ def run(args) -> int:
     positive_seconds(args.timeout, "--timeout")
     if not (math.isfinite(args.rate) and args.rate > 0):
         raise OptccError("--rate", f"expected a positive rate in Mbit/s, got {args.rate}")
-    if args.size <= 0 or args.segments < 1 or args.iters < 1:
-        raise OptccError("--size", "expected positive --size, --segments and --iters")
+    from optcc.segments import parse_segments
+    try:
+        segments = parse_segments(args.segments)
+    except OptccError as e:
+        raise OptccError("--segments", e.message) from None
+    if segments == "auto" and (args.sizes is None or args.delay_ms is None):
+        raise OptccError("--segments", "'auto' needs --sizes and --delay-ms (k comes from the measured delay)")
+    from gpu_runner.bench import parse_bytes
+    args.size, args.segments = parse_bytes(args.size, "--size"), segments
+    if args.size <= 0:
+        raise OptccError("--size", f"expected a positive size in bytes, got {args.size}")
+    if args.iters < 1:
+        raise OptccError("--iters", f"expected at least 1 timed run, got {args.iters}")
     if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
         raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
     log = (lambda m: None) if args.json else (lambda m: print("# " + m, file=sys.stderr, flush=True))
@@ -90,7 +103,7 @@ def _run_sizes(args, rank, ell, log) -> int:
     else:
         delay = "no delay" if res["delay_ms"] is None else (
             f"{res['delay_ms']:g} ms one-way delay (measured RTT {res['measured_rtt_s'] * 1e3:.2f} ms, "
-            f"{res['measured_rate_mbit']:.1f} Mbit/s)")
+            f"{res['measured_rate_mbit']:.1f} Mbit/s, per-message overhead {res['measured_overhead_s'] * 1e3:.2f} ms)")
         print(f"# p = {res['p']}, straggler {res['straggler']} at ℓ = {res['ell']:g}: links {res['rate_mbit']:g} "
               f"Mbit/s, straggler {res['straggler_rate_mbit']:g} Mbit/s, {delay}; {res['dtype']}, "
               f"{res['iters']} timed runs per size")
