@@ -72,15 +72,22 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
     if q == 2:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
-    from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
+    from optcc.algorithms import build_schedule, direct     # no healthy node: time-scaled (all_slow)
     sched = build_schedule("optcc", inst, k)
-    if q <= RING_MAX_Q and len(inst.stragglers) >= 2:
-        # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats the
-        # several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]: 3 vs
-        # 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
-        ring = build_schedule("ring", inst, k)
-        if max(inst.slowdown) * Fraction(2 * (q - 1), q) < max(f.start + d for f, d in zip(sched.flows, durations(sched))):
-            return ring
+    if q <= RING_MAX_Q:
+        best = max(f.start + d for f, d in zip(sched.flows, durations(sched)))
+        if len(inst.stragglers) >= 2:
+            # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats
+            # the several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]:
+            # 3 vs 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
+            ring = max(inst.slowdown) * Fraction(2 * (q - 1), q)
+            if ring < best:
+                sched, best = build_schedule("ring", inst, k), ring
+        # the direct AllReduce with LP shard sizes (direct.py, derived) reaches the q-node
+        # exclusive LP up to a factor 1 + 1/k on the rails above ([1, 2, 2, 1]: 8/3·(1 + 1/k)),
+        # on healthy rails (2(q−1)/q exactly) and on one straggler at ℓ ≤ 3/2; strictly faster only
+        if direct.slot_time(inst, k) < best:
+            sched = direct.build(inst, k)
     return sched
 
 
