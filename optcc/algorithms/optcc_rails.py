@@ -66,13 +66,15 @@ def rail_cluster(cluster: Cluster, l: int) -> Cluster:
     return Cluster.build(cluster.servers, 1, slow or None)
 
 
-def rail_schedule(inst: Cluster, k: int) -> Schedule:
-    """The g = 1 schedule rail `inst` runs (module docstring)."""
+def rail_schedule(inst: Cluster, k: int, direct: bool = True) -> Schedule:
+    """The g = 1 schedule rail `inst` runs (module docstring); `direct=False` leaves the direct
+    AllReduce out (`_best_plan` compares the whole cluster with and without it)."""
     q = inst.p
     if q == 2:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
-    from optcc.algorithms import build_schedule, direct     # no healthy node: time-scaled (all_slow)
+    from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
+    from optcc.algorithms import direct as direct_ar
     sched = build_schedule("optcc", inst, k)
     if q <= RING_MAX_Q:
         best = max(f.start + d for f, d in zip(sched.flows, durations(sched)))
@@ -86,8 +88,8 @@ def rail_schedule(inst: Cluster, k: int) -> Schedule:
         # the direct AllReduce with LP shard sizes (direct.py, derived) reaches the q-node
         # exclusive LP up to a factor 1 + 1/k on the rails above ([1, 2, 2, 1]: 8/3·(1 + 1/k)),
         # on healthy rails (2(q−1)/q exactly) and on one straggler at ℓ ≤ 3/2; strictly faster only
-        if direct.slot_time(inst, k) < best:
-            sched = direct.build(inst, k)
+        if direct and direct_ar.slot_time(inst, k) < best:
+            sched = direct_ar.build(inst, k)
     return sched
 
 
@@ -199,14 +201,14 @@ def _smallest_lead(hi: Fraction, order, ft, lw, durf, durh, g: int, steps: int =
     return hi
 
 
-def _rails(cluster: Cluster, k: int):
+def _rails(cluster: Cluster, k: int, direct: bool = True):
     """Per rail l: (its g = 1 schedule, flow ends, slot time) and its per-node touches."""
     cache: dict = {}
     rails, touches = [], []
     for l in range(cluster.g):
         inst = rail_cluster(cluster, l)
         if inst.slowdown not in cache:
-            sched = rail_schedule(inst, k)
+            sched = rail_schedule(inst, k, direct)
             ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
             cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, cluster.servers))
         rails.append(cache[inst.slowdown][0])
@@ -232,20 +234,33 @@ def _rates(shares, g: int, rates: str):
     return [ch * w for w in shares], [cf * w for w in shares]
 
 
+def _uses_direct(rails) -> bool:
+    return any(sched.meta.get("algorithm") == "direct" for sched, _, _ in rails[0])
+
+
 def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
-    """The plan with the smaller slot time of the two NVLink rate rules (ties: "equal"); with
-    equal shares they are the same rule, so only "equal" is computed."""
-    rails = _rails(cluster, k)
-    best = _Plan(cluster, k, materialize=False, rails=rails)
-    # the second plan is a second NVLink pass: above p = 64 only tried when the equal plan's
-    # lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
-    worth = cluster.p <= 64 or 50 * (best.end - best.nic_time) > best.nic_time
-    if len(set(best.shares)) > 1 and worth:
-        other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
-        if other.end < best.end:
-            best = other
+    """The plan with the smallest slot time over the rails without and with the direct
+    AllReduce (direct front-loads every shard of its first chunk, so its NVLink lead can cost
+    more than its rails save) and the two NVLink rate rules; ties keep the earlier (no direct,
+    "equal"), so schedules where direct does not win are unchanged. With equal shares the two
+    rate rules are the same rule, so only "equal" is computed."""
+    best = None
+    for use_direct in (False, True):
+        rails = _rails(cluster, k, use_direct)
+        if use_direct and not _uses_direct(rails):
+            break                                   # no rail takes direct: the same plan again
+        plan = _Plan(cluster, k, materialize=False, rails=rails)
+        # the second rate plan is a second NVLink pass: above p = 64 only tried when the equal
+        # plan's lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
+        worth = cluster.p <= 64 or 50 * (plan.end - plan.nic_time) > plan.nic_time
+        if len(set(plan.shares)) > 1 and worth:
+            other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
+            if other.end < plan.end:
+                plan = other
+        if best is None or plan.end < best.end:
+            best, best_rails = plan, rails
     if materialize:
-        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=rails)
+        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=best_rails)
     return best
 
 
