@@ -7,7 +7,11 @@ Construction (derived; docs/failures.md "Construction"):
   for ≤ 1 slow node, optcc_multi for several, the segmented swap of optcc_servers for q = 2,
   optcc.algorithms.all_slow's time scaling when every node of the rail is slow; a rail of
   q ≤ RING_MAX_Q nodes with ≥ 2 slow ones takes NCCL's ring instead where its
-  max ℓ·2(q−1)/q is smaller (derived). Rails use disjoint NIC ports.
+  max ℓ·2(q−1)/q is smaller, and any rail of q ≤ RING_MAX_Q nodes the direct AllReduce with LP
+  shard sizes (optcc.algorithms.direct) where that is strictly faster still (derived). Since
+  direct's first chunk touches every shard at once (a longer NVLink lead), the whole plan is
+  computed with and without direct rails and the faster kept (`_best_plan`; ties: without).
+  Rails use disjoint NIC ports.
 - Shares. Rail l carries the fraction w_l = (1/T_l)/Σ_m(1/T_m) of the data, T_l its slot time
   on the whole data, so every rail's NIC part ends at T_NIC = 1/Σ_l(1/T_l). This is how the
   server balances its NIC traffic over its NICs: the NVLink reduce-scatter hands each GPU the
