@@ -80,6 +80,7 @@ def test_proved_and_slot_time_is_the_schedules(ells, k):
     assert s.meta["algorithm"] == "direct"
     proof = prove_allreduce(s)
     assert proof.proved, proof.counterexample
+    assert proof.reported["deterministic"] and proof.reported["numerics"], proof.reported_counterexamples
     assert check_capacity(s) is None and simulate(s).correct
     t = slot_time(s)
     assert t == direct.slot_time(c, k)
