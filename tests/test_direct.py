@@ -149,3 +149,16 @@ def test_verifier_refutes_a_direct_schedule_missing_one_add():
     s.flows.pop(drop)
     proof = prove_allreduce(s)
     assert not proof.proved and not proof.properties["sum"]
+
+
+@pytest.mark.parametrize("cluster,k", [(Cluster.build(64, 8, failed_nics=[(1, 1), (2, 4)]), 64),   # direct loses
+                                       (Cluster.build(32, 8, {i: F(2) for i in range(8)}), 16),
+                                       (Cluster.build(16, 4, {0: 2}), 3)], ids=str)
+def test_rails_never_slower_than_without_direct(cluster, k):
+    """_best_plan keeps the rails without direct where direct's NVLink lead costs more than its
+    rails save (p = 64, g = 8, two servers), and is never slower than them."""
+    without = optcc_rails._Plan(cluster, k, materialize=False, rails=optcc_rails._rails(cluster, k, False))
+    best = optcc_rails._best_plan(cluster, k, materialize=False)
+    assert best.end <= without.end
+    if cluster.p == 64:
+        assert best.end == without.end and all(s.meta["algorithm"] != "direct" for s, _, _ in best.rails)
