@@ -176,16 +176,23 @@ def test_proportional_rates_close_the_nvlink_limited_gap():
         assert optcc_rails.slot_time(other, 16) <= optcc_rails._Plan(other, 16, materialize=False, rails=rails).end
 
 
-def test_tiny_rails_take_the_ring_where_it_is_faster():
-    """Rail [1, 2, 2, 1]: the ring's max ℓ·2(q−1)/q = 3 beats optcc_multi's 3.047 at k = 64;
-    rail [1, 4/3, 2, 1] keeps optcc_multi (2.617 < 3)."""
+def test_tiny_rails_take_the_fastest_of_multi_ring_direct():
+    """Rail [1, 2, 2, 1] at k = 1: the ring's max ℓ·2(q−1)/q = 3 beats optcc_multi (6) and the
+    direct AllReduce (10/3); at k = 64 direct's 8/3·(1 + 1/256) beats the ring's 3 and
+    optcc_multi's 3.047. Rail [1, 4/3, 2, 1] at k = 64 takes direct (2.290) over optcc_multi (2.617);
+    at k = 2 direct ties the ring (3) and the ring is kept (ties keep the earlier candidate)."""
+    from optcc.algorithms import direct
     from optcc.algorithms.optcc_multi import optcc_multi_slot_time
     two = Cluster.build(4, 1, {1: 2, 2: 2})
-    assert optcc_multi_slot_time(two, 64) > 3
-    ring = optcc_rails.rail_schedule(two, 64)
+    assert optcc_multi_slot_time(two, 1) > 3 and direct.slot_time(two, 1) > 3
+    ring = optcc_rails.rail_schedule(two, 1)
     assert ring.meta["algorithm"] == "ring" and slot_time(ring) == 3
+    assert optcc_multi_slot_time(two, 64) > 3
+    fast = optcc_rails.rail_schedule(two, 64)
+    assert fast.meta["algorithm"] == "direct" and slot_time(fast) == direct.slot_time(two, 64) == F(8, 3) * F(257, 256)
     mixed = Cluster.build(4, 1, {1: F(4, 3), 2: 2})
     kept = optcc_rails.rail_schedule(mixed, 64)
-    assert kept.meta["algorithm"] != "ring" and slot_time(kept) == optcc_multi_slot_time(mixed, 64) < 3
+    assert kept.meta["algorithm"] == "direct" and slot_time(kept) == direct.slot_time(mixed, 64) < optcc_multi_slot_time(mixed, 64)
+    assert direct.slot_time(mixed, 2) == 3 and optcc_rails.rail_schedule(mixed, 2).meta["algorithm"] == "ring"
     c = Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)
     assert optcc_rails.slot_time(c, 64) < F(61198, 100000)            # 0.61198 with optcc_multi rails

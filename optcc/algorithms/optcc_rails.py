@@ -7,7 +7,11 @@ Construction (derived; docs/failures.md "Construction"):
   for ≤ 1 slow node, optcc_multi for several, the segmented swap of optcc_servers for q = 2,
   optcc.algorithms.all_slow's time scaling when every node of the rail is slow; a rail of
   q ≤ RING_MAX_Q nodes with ≥ 2 slow ones takes NCCL's ring instead where its
-  max ℓ·2(q−1)/q is smaller (derived). Rails use disjoint NIC ports.
+  max ℓ·2(q−1)/q is smaller, and any rail of q ≤ RING_MAX_Q nodes the direct AllReduce with LP
+  shard sizes (optcc.algorithms.direct) where that is strictly faster still (derived). Since
+  direct's first chunk touches every shard at once (a longer NVLink lead), the whole plan is
+  computed with and without direct rails and the faster kept (`_best_plan`; ties: without).
+  Rails use disjoint NIC ports.
 - Shares. Rail l carries the fraction w_l = (1/T_l)/Σ_m(1/T_m) of the data, T_l its slot time
   on the whole data, so every rail's NIC part ends at T_NIC = 1/Σ_l(1/T_l). This is how the
   server balances its NIC traffic over its NICs: the NVLink reduce-scatter hands each GPU the
@@ -66,21 +70,30 @@ def rail_cluster(cluster: Cluster, l: int) -> Cluster:
     return Cluster.build(cluster.servers, 1, slow or None)
 
 
-def rail_schedule(inst: Cluster, k: int) -> Schedule:
-    """The g = 1 schedule rail `inst` runs (module docstring)."""
+def rail_schedule(inst: Cluster, k: int, direct: bool = True) -> Schedule:
+    """The g = 1 schedule rail `inst` runs (module docstring); `direct=False` leaves the direct
+    AllReduce out (`_best_plan` compares the whole cluster with and without it)."""
     q = inst.p
     if q == 2:
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k)
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
+    from optcc.algorithms import direct as direct_ar
     sched = build_schedule("optcc", inst, k)
-    if q <= RING_MAX_Q and len(inst.stragglers) >= 2:
-        # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats the
-        # several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]: 3 vs
-        # 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
-        ring = build_schedule("ring", inst, k)
-        if max(inst.slowdown) * Fraction(2 * (q - 1), q) < max(f.start + d for f, d in zip(sched.flows, durations(sched))):
-            return ring
+    if q <= RING_MAX_Q:
+        best = max(f.start + d for f, d in zip(sched.flows, durations(sched)))
+        if len(inst.stragglers) >= 2:
+            # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats
+            # the several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]:
+            # 3 vs 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
+            ring = max(inst.slowdown) * Fraction(2 * (q - 1), q)
+            if ring < best:
+                sched, best = build_schedule("ring", inst, k), ring
+        # the direct AllReduce with LP shard sizes (direct.py, derived) reaches the q-node
+        # exclusive LP up to a factor 1 + 1/k on the rails above ([1, 2, 2, 1]: 8/3·(1 + 1/k)),
+        # on healthy rails (2(q−1)/q exactly) and on one straggler at ℓ ≤ 3/2; strictly faster only
+        if direct and direct_ar.slot_time(inst, k) < best:
+            sched = direct_ar.build(inst, k)
     return sched
 
 
@@ -192,14 +205,14 @@ def _smallest_lead(hi: Fraction, order, ft, lw, durf, durh, g: int, steps: int =
     return hi
 
 
-def _rails(cluster: Cluster, k: int):
+def _rails(cluster: Cluster, k: int, direct: bool = True):
     """Per rail l: (its g = 1 schedule, flow ends, slot time) and its per-node touches."""
     cache: dict = {}
     rails, touches = [], []
     for l in range(cluster.g):
         inst = rail_cluster(cluster, l)
         if inst.slowdown not in cache:
-            sched = rail_schedule(inst, k)
+            sched = rail_schedule(inst, k, direct)
             ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
             cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, cluster.servers))
         rails.append(cache[inst.slowdown][0])
@@ -225,20 +238,33 @@ def _rates(shares, g: int, rates: str):
     return [ch * w for w in shares], [cf * w for w in shares]
 
 
+def _uses_direct(rails) -> bool:
+    return any(sched.meta.get("algorithm") == "direct" for sched, _, _ in rails[0])
+
+
 def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
-    """The plan with the smaller slot time of the two NVLink rate rules (ties: "equal"); with
-    equal shares they are the same rule, so only "equal" is computed."""
-    rails = _rails(cluster, k)
-    best = _Plan(cluster, k, materialize=False, rails=rails)
-    # the second plan is a second NVLink pass: above p = 64 only tried when the equal plan's
-    # lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
-    worth = cluster.p <= 64 or 50 * (best.end - best.nic_time) > best.nic_time
-    if len(set(best.shares)) > 1 and worth:
-        other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
-        if other.end < best.end:
-            best = other
+    """The plan with the smallest slot time over the rails without and with the direct
+    AllReduce (direct front-loads every shard of its first chunk, so its NVLink lead can cost
+    more than its rails save) and the two NVLink rate rules; ties keep the earlier (no direct,
+    "equal"), so schedules where direct does not win are unchanged. With equal shares the two
+    rate rules are the same rule, so only "equal" is computed."""
+    best = None
+    for use_direct in (False, True):
+        rails = _rails(cluster, k, use_direct)
+        if use_direct and not _uses_direct(rails):
+            break                                   # no rail takes direct: the same plan again
+        plan = _Plan(cluster, k, materialize=False, rails=rails)
+        # the second rate plan is a second NVLink pass: above p = 64 only tried when the equal
+        # plan's lead + tail exceed 2% of the NIC part (where it can matter; a cost rule, not a bound)
+        worth = cluster.p <= 64 or 50 * (plan.end - plan.nic_time) > plan.nic_time
+        if len(set(plan.shares)) > 1 and worth:
+            other = _Plan(cluster, k, materialize=False, rates="proportional", rails=rails)
+            if other.end < plan.end:
+                plan = other
+        if best is None or plan.end < best.end:
+            best, best_rails = plan, rails
     if materialize:
-        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=rails)
+        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=best_rails)
     return best
 
 
