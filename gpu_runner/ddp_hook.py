@@ -32,6 +32,7 @@ import torch.distributed as dist
 
 from gpu_runner import streaming   # imported first: its atexit handler must run after ours
 from gpu_runner.executor import Executor, RunnerError
+from gpu_runner.worker import RUNNERS
 from gpu_runner.proof import require_proof
 from optcc.errors import OptccError
 
@@ -43,8 +44,8 @@ class OptccHookState:
 
     def __init__(self, schedule, process_group=None, certificate: str | None = None, watchdog=None,
                  runner: str = "streaming", asynchronous: bool = True):
-        if runner not in ("streaming", "step"):
-            raise OptccError("runner", f"expected 'streaming' or 'step', got {runner!r}")
+        if runner not in RUNNERS:
+            raise OptccError("runner", f"expected one of {', '.join(RUNNERS)}, got {runner!r}")
         self.proof = require_proof(schedule, certificate)
         self.schedule = schedule
         self.process_group = process_group
@@ -52,9 +53,9 @@ class OptccHookState:
         self.runner = runner
         self.asynchronous = asynchronous
         self._program = None
-        if runner == "streaming":
+        if runner != "step":
             try:
-                self._program = streaming.require_streaming(schedule)
+                self._program = streaming.require_streaming(schedule, recv_order=runner == "streaming-ordered")
             except streaming.StreamingRefused as e:
                 raise OptccError("runner", str(e)) from None
         self._executor = None

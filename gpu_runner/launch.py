@@ -165,10 +165,11 @@ def check_runner(schedule: Schedule, runner: str) -> str:
         return "step runner"
     from gpu_runner.streaming import StreamingRefused, require_streaming
     try:
-        program = require_streaming(schedule)
+        program = require_streaming(schedule, recv_order=runner == "streaming-ordered")
     except StreamingRefused as e:
         raise OptccError("runner", str(e)) from None
-    return f"streaming runner (proved safe, window {program.window})"
+    order = ", receives in port order" if program.recv_order else ""
+    return f"streaming runner (proved safe, window {program.window}{order})"
 
 
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,

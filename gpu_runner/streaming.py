@@ -42,9 +42,9 @@ class StreamingRefused(RunnerError):
     """The verifier did not prove streaming execution of this schedule safe."""
 
 
-def require_streaming(schedule, window: int = DEFAULT_WINDOW):
+def require_streaming(schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
     """The proved program, or StreamingRefused with the counterexample's message."""
-    program, cx = prove_streaming(schedule, window)
+    program, cx = prove_streaming(schedule, window, recv_order)
     if cx is not None:
         raise StreamingRefused(f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
                                f"{cx['message']}; run it with --runner step")
@@ -80,13 +80,13 @@ class StreamingExecutor:
     """Runs one Schedule on this rank, streaming; same interface as executor.Executor."""
 
     def __init__(self, schedule, rank: int, group=None, group_ranks=None, watchdog=None,
-                 window: int = DEFAULT_WINDOW, program=None):
+                 window: int = DEFAULT_WINDOW, program=None, recv_order: bool = False):
         self.schedule = schedule
         self.rank = rank
         self.group = group
         self.group_ranks = group_ranks
         self.watchdog = watchdog
-        program = program or require_streaming(schedule, window)
+        program = program or require_streaming(schedule, window, recv_order)
         self.program = program
         self.rp = rp = program.ranks[rank]
         n = len(rp.ops)

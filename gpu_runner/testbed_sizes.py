@@ -44,6 +44,7 @@ def crossover_size(rows: list[dict], optcc_key: str) -> int | None:
     return best
 
 
+ORDERED_RTTS = 8          # derived from measurement (docs/gpu_runner.md): receives in port order pay off from here
 PROBE_BYTES = 1 << 20      # policy: the probe's stream size when it measures the per-message overhead
 PROBE_REPEATS = 2
 
@@ -54,6 +55,21 @@ def overhead_from_probe(fixed_cost_s: float, rtt_s: float) -> float:
     round trip; what remains is the stack's own time per message, plus the probe's barrier skew
     (so an upper estimate). Never below 0."""
     return max(0.0, fixed_cost_s - rtt_s)
+
+
+def message_seconds(cluster, schedule, size: int) -> float:
+    """The median NIC flow's wire time (slot model) in seconds at `size` bytes."""
+    from optcc.timing import IntegerTimes, units_to_seconds
+    grid = IntegerTimes(schedule)
+    durs = sorted(grid.durs[i] for i, f in enumerate(schedule.flows) if f.link == "nic")
+    return units_to_seconds(cluster, grid.to_fraction(durs[len(durs) // 2]), size)
+
+
+def streaming_runner_for(message_s: float, rtt_s: float | None) -> str:
+    """'streaming-ordered' (receives in the schedule's order per port: one rendezvous round trip per
+    change of sender, no bandwidth shared between two senders) once a message lasts ORDERED_RTTS
+    round trips; 'streaming' (receives posted early) below that or without a measured RTT."""
+    return "streaming-ordered" if rtt_s is not None and message_s >= ORDERED_RTTS * rtt_s else "streaming"
 
 
 def segments_for(cluster, sizes: list[int], segments) -> dict[int, int]:
@@ -120,16 +136,22 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
             build_schedule("optcc", cluster, k).save(path)
             schedule, _ = prepare_schedule(path, p)
             schedules[k] = (schedule, ["--schedule", path, "--certificate", worker_certificate(schedule, folder)])
+        rtt = min(link["rtt_s"]) if link else None
+        runner = {size: streaming_runner_for(message_seconds(cluster, schedules[ks[size]][0], size), rtt)
+                  for size in sizes}
         plan = [("torch_fault_free_s", healthy, {None: ["--algo", "torch"]}),
-                ("torch_straggler_s", slow, {None: ["--algo", "torch"]})]
-        for kind in ("step", "streaming"):
-            plan.append((f"optcc_{kind}_s", slow, {k: args + ["--runner", kind] for k, (_, args) in schedules.items()}))
+                ("torch_straggler_s", slow, {None: ["--algo", "torch"]}),
+                ("optcc_step_s", slow, {(k, "step"): args + ["--runner", "step"] for k, (_, args) in schedules.items()}),
+                ("optcc_streaming_s", slow, {(ks[size], runner[size]): schedules[ks[size]][1] + ["--runner", runner[size]]
+                                             for size in sizes})]
         for key, rates, by_k in plan:
             tb.shape(rates)
             measured[key] = {}
             for k, args in by_k.items():
-                group = [s for s in sizes if k is None or ks[s] == k]
-                log(f"measuring {key}" + ("" if k is None else f" (k = {k})") + f" over {len(group)} sizes ...")
+                group = [s for s in sizes if k is None or (ks[s] == k[0] and k[1] in ("step", runner[s]))]
+                if not group:
+                    continue
+                log(f"measuring {key}" + ("" if k is None else f" (k = {k[0]}, {k[1]})") + f" over {len(group)} sizes ...")
                 rows = measure(tb, args + common + ["--sizes", ",".join(map(str, group))], timeout_s)["rows"]
                 measured[key].update({r["size"]: r for r in rows})
                 log("  " + ", ".join(f"{r['size']}: {r['seconds']:.3f} s" for r in rows))
@@ -141,6 +163,7 @@ def run_sizes(p: int, straggler: int, ell: Fraction, rate_mbit: float, sizes: li
             row[key] = measured[key][size]["seconds"]
         row["predicted_s"] = predicted_seconds(cluster, schedule, size, delay_s, overhead)
         row["segments"] = ks[size]
+        row["streaming_runner"] = runner[size]
         row["schedule_s"] = units_to_seconds(cluster, slot_time(schedule), size)
         row["lower_bound_s"] = units_to_seconds(cluster, lower_bound(cluster), size)
         row["correct"] = all(m[size]["correct"] for m in measured.values())

@@ -22,7 +22,8 @@ DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "int64": 8}
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
-RUNNERS = ("streaming", "step")   # gpu_runner.streaming / gpu_runner.executor
+# gpu_runner.streaming (receives posted early / in the schedule's order per port) / gpu_runner.executor
+RUNNERS = ("streaming", "streaming-ordered", "step")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -109,7 +110,8 @@ def _main(args, rank: int) -> int:
             executor = Executor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
         else:
             from gpu_runner.streaming import StreamingExecutor
-            executor = StreamingExecutor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
+            executor = StreamingExecutor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog,
+                                         recv_order=args.runner == "streaming-ordered")
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")

@@ -20,12 +20,13 @@ FAMILIES = [("ring", Cluster.build(8), 1), ("optcc", Cluster.build(4, stragglers
             ("optcc", Cluster.build(8, 2, {2: 2, 3: 2}), 2), ("ring", Cluster.build(8, 2, {2: 2, 3: 2}), 1)]
 
 
+@pytest.mark.parametrize("recv_order", [False, True])
 @pytest.mark.parametrize("window", [1, 4])
 @pytest.mark.parametrize("algo,cluster,k", FAMILIES)
-def test_generated_schedules_are_proved_for_streaming(algo, cluster, k, window):
-    program, cx = prove_streaming(build_schedule(algo, cluster, k), window)
+def test_generated_schedules_are_proved_for_streaming(algo, cluster, k, window, recv_order):
+    program, cx = prove_streaming(build_schedule(algo, cluster, k), window, recv_order)
     assert cx is None, cx
-    assert program.window == window
+    assert program.window == window and program.recv_order == recv_order
     assert all(rp.peer_seq for rp in program.ranks)
 
 
@@ -108,7 +109,7 @@ def test_random_interleavings_compute_the_allreduce(seed):
     from gpu_runner.plan import piece_ranges
     rng = random.Random(seed)
     schedule = signed_schedule() if seed == 0 else random_schedule(rng, max_p=4)
-    program, cx = prove_streaming(schedule, rng.choice([1, 2, 4]))
+    program, cx = prove_streaming(schedule, rng.choice([1, 2, 4]), recv_order=seed % 2 == 1)
     assert cx is None, cx
     numel = rng.choice([5, 37, 64])
     p = schedule.cluster.p
@@ -161,3 +162,22 @@ def test_streaming_is_bitwise_equal_to_the_step_runner_on_floats():
     streamed = simulate(schedule, program, [x.clone() for x in xs], random.Random(5), piece_ranges(schedule.pieces, 301))
     assert all(torch.equal(a, b) for a, b in zip(step, streamed))
     assert not all(torch.equal(step[0], x) for x in xs)
+
+
+def test_recv_order_posts_each_receive_after_the_previous_senders_message():
+    """streaming-ordered: a receive from another peer than the previous receive on its link (which
+    the schedule ends first) waits for that receive's completion; the plain program does not."""
+    schedule = build_schedule("optcc", Cluster.build(8, stragglers={0: 2}), 4)
+
+    def ordered_pairs(program):
+        n_ordered = n_pairs = 0
+        for rp in program.ranks:
+            recvs = [n for n, op in enumerate(rp.ops) if op.kind == "recv"]
+            for a, b in zip(recvs, recvs[1:]):
+                if rp.ops[a].peer != rp.ops[b].peer:
+                    n_pairs += 1
+                    n_ordered += (a, "C") in rp.ops[b].deps
+        return n_ordered, n_pairs
+    ordered, pairs = ordered_pairs(prove_streaming(schedule, recv_order=True)[0])
+    assert pairs > 0 and ordered == pairs
+    assert ordered_pairs(prove_streaming(schedule)[0])[0] < pairs

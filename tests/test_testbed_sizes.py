@@ -86,3 +86,22 @@ def test_segments_and_size_input_errors():
         res = subprocess.run(base + extra, capture_output=True, text=True, timeout=60)
         assert res.returncode == 2, (extra, res.stderr)
         assert res.stderr.strip().startswith(f"optcc: error: {field}:"), (extra, res.stderr)
+
+
+def test_streaming_runner_is_ordered_once_a_message_lasts_many_round_trips():
+    """The sweep's rule: receives in port order (one round trip per change of sender) only where a
+    median NIC message lasts ORDERED_RTTS round trips; the message time is the slot model's."""
+    from gpu_runner.testbed_sizes import ORDERED_RTTS, message_seconds, streaming_runner_for
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    from optcc.timing import IntegerTimes
+    cluster = Cluster.build(8, stragglers={0: 2}, bandwidth=5 * 10**6)
+    schedule = build_schedule("optcc", cluster, 16)
+    grid = IntegerTimes(schedule)
+    got = message_seconds(cluster, schedule, 32 << 20)
+    short = min(grid.to_fraction(d) for d in grid.durs)      # healthy flows, the majority here
+    assert abs(got - float(short) * (32 << 20) / 5e6) < 1e-9
+    rtt = 0.0043
+    assert streaming_runner_for(ORDERED_RTTS * rtt, rtt) == "streaming-ordered"
+    assert streaming_runner_for(ORDERED_RTTS * rtt * 0.99, rtt) == "streaming"
+    assert streaming_runner_for(10.0, None) == "streaming"

@@ -65,6 +65,7 @@ class RankProgram:
 class StreamingProgram:
     window: int
     ranks: list
+    recv_order: bool = False       # receives wait for the previous receive on their link
 
 
 def _snapshotted(schedule, grid, rank, i, writes) -> bool:
@@ -73,7 +74,7 @@ def _snapshotted(schedule, grid, rank, i, writes) -> bool:
 
 
 def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None,
-                      port_order: bool = PORT_ORDER) -> StreamingProgram:
+                      port_order: bool = PORT_ORDER, recv_order: bool = False) -> StreamingProgram:
     """Every rank's streaming program (numel-independent: pieces and slots are abstract buffers)."""
     if window < 1:
         raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
@@ -81,6 +82,7 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
     flows, starts, ends = schedule.flows, grid.starts, grid.ends
     order = posting_order(schedule, starts)
     pos = {i: n for n, i in enumerate(order)}
+    links = [f.link for f in flows]
     writes: dict = defaultdict(list)
     for i, f in enumerate(flows):
         writes[(f.dst, f.piece)].append(ends[i])
@@ -107,8 +109,9 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
         items.sort(key=lambda kv: kv[0])
         ops = [op for _, op in items]
         slot_of, n_slots = _color(slot_users)
-        ranks.append(_link(r, ops, slot_of, n_slots, window, (starts, ends, [f.link for f in flows]) if port_order else None))
-    return StreamingProgram(window, ranks)
+        times = (starts, ends, links) if port_order or recv_order else None
+        ranks.append(_link(r, ops, slot_of, n_slots, window, times, recv_order, port_order))
+    return StreamingProgram(window, ranks, recv_order)
 
 
 def _color(users, spare: int = SLOT_SPARE):
@@ -131,16 +134,22 @@ def _color(users, spare: int = SLOT_SPARE):
     return slot_of, n
 
 
-def _link(rank, ops, slot_of, n_slots, window, times=None) -> RankProgram:
+def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = False,
+          port_order: bool = True) -> RankProgram:
     """Fill in slots and deps, walking the ops in schedule order. With `times` (the grid's flow
     starts, ends and links), a send to another peer than the rank's previous send on the same link
     also waits for that send's completion when the schedule ends it by this one's start. On a
     port whose flows run one at a time (unit rates) this orders every send after the completion of
     every earlier one to another peer (by induction, with the per-peer FIFO), so the port carries
     the schedule's flows in turn instead of sharing its bandwidth between peers; flows the
-    schedule runs concurrently stay unordered."""
+    schedule runs concurrently stay unordered. With `recv_order` receives follow the same rule
+    (a receive from another peer is posted only once the previous one on the link completed), so
+    no sender starts before the schedule's previous sender into this port has finished: one
+    rendezvous round trip per change of sender, against bandwidth shared between two senders
+    (worth it once a message's wire time is several round trips; docs/gpu_runner.md)."""
     last_write: dict[int, int] = {}
     last_send: dict = {}                            # link -> the rank's latest send on it so far
+    last_recv: dict = {}                            # link -> its latest receive (recv_order)
     reads: dict[int, list] = defaultdict(list)
     slot_done: dict[int, tuple] = {}                # slot -> (op, event) that frees it
     peer_seq: dict[int, list] = defaultdict(list)
@@ -158,12 +167,18 @@ def _link(rank, ops, slot_of, n_slots, window, times=None) -> RankProgram:
                 deps.append((last_write[op.piece], "S"))
         if op.kind == "send" and op.slot is not None:
             deps.append((_find(ops, n, "snap", op.flow), "S"))
-        if op.kind == "send" and times is not None:
+        if op.kind == "send" and port_order and times is not None:
             starts, ends, links = times
             prev = last_send.get(links[op.flow])
             if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[op.flow]:
                 deps.append((prev, "C"))               # one peer needs none: its messages are FIFO
             last_send[links[op.flow]] = n
+        if op.kind == "recv" and recv_order and times is not None:
+            starts, ends, links = times
+            prev = last_recv.get(links[op.flow])
+            if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[op.flow]:
+                deps.append((prev, "C"))
+            last_recv[links[op.flow]] = n
         if op.kind in ("send", "recv"):
             seq = peer_seq[op.peer]
             if seq:
@@ -195,7 +210,7 @@ def _find(ops, before, kind, flow) -> int:
     return next(m for m in range(before - 1, -1, -1) if ops[m].kind == kind and ops[m].flow == flow)
 
 
-def prove_streaming(schedule, window: int = DEFAULT_WINDOW):
+def prove_streaming(schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
     """(program, counterexample or None): build the streaming program and check M, H, D on it."""
     from verifier.streaming_check import check_streaming
     if window < 1:
@@ -207,6 +222,6 @@ def prove_streaming(schedule, window: int = DEFAULT_WINDOW):
             f = schedule.flows[i]
             return None, {"property": "streaming", "kind": "zero duration", "rank": f.dst,
                           "message": f"flows[{i}] {f.src}->{f.dst} lands at its own start"}
-    program = streaming_program(schedule, window, grid)
+    program = streaming_program(schedule, window, grid, recv_order=recv_order)
     ok, cx = check_streaming(schedule, program, grid)
     return program, cx

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
 from optcc.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
                                     print_table, require_cuda_for_nccl, segments_from_args)
 from optcc.errors import OptccError, RunFailed
@@ -27,8 +27,9 @@ def register(sub) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
-    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
-                        help="streaming (default; refused unless proved safe for the schedule) or step")
+    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+                        help="streaming (default; refused unless proved safe for the schedule), streaming-ordered "
+                             "(receives in the schedule's order per port: for messages of many round trips) or step")
     parser.add_argument("--allow-worse-numerics", action="store_true",
                         help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -1,7 +1,7 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
-from gpu_runner.worker import DTYPES, ELEMENT_BYTES   # torch-free module
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
 from optcc.commands._common import positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
 
@@ -19,8 +19,9 @@ def register(sub) -> None:
                         help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
     parser.add_argument("--iters", type=int, default=1, help="timed runs (default 1)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
-    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
-                        help="streaming (default; refused unless proved safe for the schedule) or step")
+    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+                        help="streaming (default; refused unless proved safe for the schedule), streaming-ordered "
+                             "(receives in the schedule's order per port: for messages of many round trips) or step")
     parser.add_argument("--allow-worse-numerics", action="store_true",
                         help="run even when the schedule's rounding-error bound for --dtype is worse than "
                              "the ring's (or an integer intermediate can overflow)")

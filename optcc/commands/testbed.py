@@ -6,6 +6,7 @@ import sys
 
 from optcc.cluster import parse_straggler
 from optcc.commands._common import positive_seconds, print_json, print_table
+from gpu_runner.worker import RUNNERS   # torch-free module
 from optcc.errors import OptccError
 
 
@@ -23,8 +24,9 @@ def register(sub) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
     parser.add_argument("--no-ring", action="store_true", help="skip the extra bar: our ring executor")
-    parser.add_argument("--runner", choices=("streaming", "step"), default="streaming",
-                        help="executor for OptCC and our ring (default streaming; --sizes measures both)")
+    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+                        help="executor for OptCC and our ring (default streaming; --sizes measures step and "
+                             "streaming, ordered or not by message size)")
     parser.add_argument("--delay-ms", type=float, default=None, metavar="D",
                         help="one-way delay D ms on every link (TAP devices + a user-space forwarder; no netem)")
     parser.add_argument("--sizes", metavar="LIST",
@@ -107,7 +109,7 @@ def _run_sizes(args, rank, ell, log) -> int:
         print(f"# p = {res['p']}, straggler {res['straggler']} at ℓ = {res['ell']:g}: links {res['rate_mbit']:g} "
               f"Mbit/s, straggler {res['straggler_rate_mbit']:g} Mbit/s, {delay}; {res['dtype']}, "
               f"{res['iters']} timed runs per size")
-        cols = list(COLUMNS) + ["schedule_s", "lower_bound_s", "correct"]
+        cols = list(COLUMNS) + ["streaming_runner", "schedule_s", "lower_bound_s", "correct"]
         print_table(cols, [[_cell(r[c]) for c in cols] for r in res["rows"]])
         below = res["ring_wins_below"]
         print(f"{res['optcc_column']} beats torch with the straggler from "
