@@ -128,12 +128,16 @@ def _main(args, rank: int) -> int:
         watchdog.waiting("torch's reference all_reduce")
         dist.all_reduce(ref)
         absref = exact = None         # Σ|x_i| and the float64 sum: only the float checks need them
+        watchdog.beat()               # each reference all_reduce gets its own --timeout window
         if args.dtype in EPS:
             absref = inp.double().abs()
+            watchdog.waiting("torch's reference all_reduce of |x| (float64)")
             dist.all_reduce(absref)
+            watchdog.beat()
             exact = inp.double()      # float64 sum: finite wherever the exact sum is
+            watchdog.waiting("torch's reference all_reduce (float64)")
             dist.all_reduce(exact)
-        watchdog.beat()
+            watchdog.beat()
         work = inp.clone()
         if executor is not None:
             executor.prepare(work)
