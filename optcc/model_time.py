@@ -24,10 +24,13 @@ Where the counts come from (all derived; docs/latency.md has the arguments):
 - OptCC, straggler server (optcc_servers): A as paper_checks had it (max of the NIC instance's
   and the NVLink chain's count plus 4(g−1)), B = 2(q−1) + 4k + 2g.
 - optcc_rails (g > 1, several straggler servers or mixed ℓ): A = the largest of its rails'
-  counts (each rail a g = 1 construction on q = p/g nodes, built at o = Li = L = 0) + 4 for the
-  NVLink lead and tail (tested ≥ the event model's slope in tests/test_paper_checks.py);
-  B = the rails' largest B + 2g, by analogy with optcc_servers and NOT tested: its knee is 0, so
-  `model_time` reports valid = False whenever Li + L > 0.
+  OptCC counts (each rail a g = 1 construction on q = p/g nodes, built at o = Li = L = 0) + 4
+  for the NVLink lead and tail, + the most pieces of a rail under the proportional NVLink rates
+  (their lead has no slack); tested ≥ the event model's slope in tests/test_paper_checks.py
+  and tests/test_model_time_rails.py; B = the largest B of the schedules its rails run (swap 1,
+  direct k + 1, ring 2(q−1)k, OptCC its own) + 2 for the NVLink reduce-scatter → rail and
+  rail → all-gather edges, below the knee min_l g·w_l·KNEE_rail,l (w_l the rail's share):
+  optcc.model_time_rails, tested against the event model in tests/test_model_time_rails.py.
 - all_slow (g = 1, no healthy GPU): time scaled by ℓ_min (optcc.algorithms.all_slow), so a
   chain has the same flows: A, B and the knee are those of the reduced cluster's construction.
 B is an upper bound on the event model's slope only below the pipeline's knee: it is tested
@@ -51,7 +54,7 @@ from optcc.latency import units as latency_units
 
 # B is tested for Li + L ≤ KNEE/(k·p) (n/B), per construction (docs/latency.md, "The knee")
 KNEE = {"single": Fraction(3, 4), "servers": Fraction(3, 4), "multi": Fraction(1), "multi_spread1": Fraction(1, 2),
-        "rails": Fraction(0)}   # rails: B not tested against the event model, valid only at Li + L = 0
+        "rails": Fraction(1)}   # rails: an upper cap; its k-dependent knee is model_time_rails.counts(…).knee ≤ 1
 
 
 _KIND = {"optcc_single": "single", "optcc_multi": "multi", "optcc_servers": "servers",
@@ -87,14 +90,11 @@ def _slot(algo: str, cluster: Cluster, k: int) -> Fraction:
     if kind in ("ring", "flat_ring"):
         from optcc.algorithms.baselines import flat_ring_slot_time
         return flat_ring_slot_time(cluster)          # ℓ_max·2(p−1)/(p·g), for every k
+    if kind == "rails":                              # the same plan as its counts (one computation)
+        from optcc.model_time_rails import counts
+        return counts(cluster, k).slot
     from optcc.algorithms.registry import choose
     return choose(cluster).slot_time(cluster, k)    # the registry entry's closed form
-
-
-def _rails(cluster: Cluster) -> list[Cluster]:
-    """The distinct g = 1 rail clusters optcc_rails runs (built at Li = L = o = 0, as it does)."""
-    from optcc.algorithms.optcc_rails import rail_cluster
-    return list({c.slowdown: c for c in (rail_cluster(cluster, l) for l in range(cluster.g))}.values())
 
 
 def _reduced(cluster: Cluster) -> Cluster:
@@ -139,7 +139,8 @@ def overhead_count(algo: str, cluster: Cluster, k: int) -> int:
     if kind == "all_slow":
         return overhead_count(algo, _reduced(cluster), k)
     if kind == "rails":
-        return max(overhead_count("optcc", r, k) for r in _rails(cluster)) + 4
+        from optcc.model_time_rails import counts
+        return counts(cluster, k).overheads
     if kind == "single":
         return 2 * (p - 1) * (k + 1)
     if kind == "multi":
@@ -163,7 +164,8 @@ def latency_count(algo: str, cluster: Cluster, k: int) -> Fraction:
     if kind == "all_slow":
         return latency_count(algo, _reduced(cluster), k)
     if kind == "rails":
-        return max(latency_count("optcc", r, k) for r in _rails(cluster)) + 2 * cluster.g
+        from optcc.model_time_rails import counts
+        return counts(cluster, k).latencies
     if kind == "single":
         return Fraction(2 * (p - 1) + 4 * k)
     if kind == "multi":
@@ -176,7 +178,8 @@ def latency_count(algo: str, cluster: Cluster, k: int) -> Fraction:
 
 def knee_fraction(algo: str, cluster: Cluster) -> Fraction:
     """KNEE of the construction (the ring's bound holds for every latency: no knee). optcc_multi
-    without Li + L (hop spread 1) keeps issue 13's 1/2 for its old count."""
+    without Li + L (hop spread 1) keeps issue 13's 1/2 for its old count. optcc_rails: 1, a cap
+    on its k-dependent knee (`knee` reads the exact one from optcc.model_time_rails)."""
     kind = construction(algo, cluster)
     if kind == "all_slow":
         return knee_fraction(algo, _reduced(cluster))
@@ -187,7 +190,11 @@ def knee_fraction(algo: str, cluster: Cluster) -> Fraction:
 
 def knee(algo: str, cluster: Cluster, k: int, both: bool = False) -> Fraction:
     """Largest Li + L (n/B) where B holds: KNEE/(k·p), halved when o > 0 too (convexity)."""
-    limit = knee_fraction(algo, cluster) / (k * cluster.p)
+    if construction(algo, cluster) == "rails":      # its knee depends on k (which rails, shares)
+        from optcc.model_time_rails import counts
+        limit = counts(cluster, k).knee / (k * cluster.p)
+    else:
+        limit = knee_fraction(algo, cluster) / (k * cluster.p)
     return limit / 2 if both else limit
 
 

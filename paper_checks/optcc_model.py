@@ -29,6 +29,8 @@ optcc_multi_slot_time = construction("optcc_multi").slot_time
 optcc_server_slot_time = construction("optcc_servers").slot_time
 optcc_rails_slot_time = construction("optcc_rails").slot_time
 RAILS_K_CANDIDATES = (16, 64)                   # optcc_rails builds its rails for every k: fewer
+RAILS_K_MAX = 128     # per-model rows: auto k ≤ this for optcc_rails (each k builds its rails; a cost
+                      # rule: a cap can only make OptCC slower, never faster)
 
 
 # ---- α counts (derived; their home and derivations: optcc.model_time.overhead_count) -------

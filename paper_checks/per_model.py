@@ -17,7 +17,7 @@ from optcc.cluster import Cluster
 from optcc.latency import PRESET_NAMES
 from optcc.latency import units as latency_units
 from optcc.model_time import model_time
-from optcc.segments import auto_segments
+from optcc.segments import K_MAX, auto_segments
 from paper_checks import settings as S
 
 PASS, FAIL = "PASS", "FAIL"
@@ -25,8 +25,11 @@ VERDICT_MODEL = "simai"          # the paper's evaluation ran SimAI
 
 
 def cluster(p: int, g: int, ells, model: str) -> Cluster:
-    """ℓ (one straggler, or the straggler server's g GPUs) or a tuple (ℓ1, ℓ2, …) on ranks 0, 1, …."""
-    if isinstance(ells, tuple):
+    """ℓ (one straggler, or the straggler server's g GPUs) or a tuple (ℓ1, ℓ2, …) on ranks 0, 1, …
+    (g = 1) or on servers 0, 1, … (g > 1, all g GPUs of server i at ℓ_i: optcc_model.rails_cluster)."""
+    if isinstance(ells, tuple) and g > 1:
+        strag = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
+    elif isinstance(ells, tuple):
         strag = {i: Fraction(e) for i, e in enumerate(ells)}
     else:
         strag = {i: Fraction(ells) for i in range(g)}
@@ -39,9 +42,9 @@ def nccl_time(p: int, g: int, model: str, n: int) -> Fraction:
     return model_time("ring", c, 1, n).time
 
 
-def optcc_time(p: int, g: int, ells, model: str, n: int) -> tuple[Fraction, int, bool]:
-    """(model time n/B, auto k, valid) of OptCC at this point."""
-    k, t = auto_segments("optcc", cluster(p, g, ells, model), n)
+def optcc_time(p: int, g: int, ells, model: str, n: int, k_max: int = K_MAX) -> tuple[Fraction, int, bool]:
+    """(model time n/B, auto k ≤ k_max, valid) of OptCC at this point."""
+    k, t = auto_segments("optcc", cluster(p, g, ells, model), n, k_max)
     return t.time, k, t.valid
 
 
@@ -51,8 +54,10 @@ def bound_time(p: int, g: int, ells, model: str, n: int) -> Fraction:
     return lower_bound(c) + o + li + lat
 
 
-def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int) -> dict:
-    """Overheads over NCCLNoFailure at every point, the bound-limited points and the verdict."""
+def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int,
+               k_max: int = K_MAX) -> dict:
+    """Overheads over NCCLNoFailure at every point, the bound-limited points and the verdict
+    (auto k ≤ k_max)."""
     per, bound, limited, invalid = {}, {}, [], []
     tol = (limit_percent + rounding_pp) / 100
     for ells in ells_list:
@@ -60,7 +65,7 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
         for p in ps:
             key = f"{key_ell}@{p}"
             ring = nccl_time(p, g, model, n)
-            t, k, valid = optcc_time(p, g, ells, model, n)
+            t, k, valid = optcc_time(p, g, ells, model, n, k_max)
             per[key] = (float(t / ring - 1), k)
             bound[key] = float(bound_time(p, g, ells, model, n) / ring - 1)
             if bound[key] > tol:
@@ -75,8 +80,9 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
             "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict}
 
 
-def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int = S.MESSAGE_BYTES) -> dict:
-    return {m: grid_under(m, g, ps, ells_list, limit_percent, rounding_pp, n) for m in PRESET_NAMES}
+def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int = S.MESSAGE_BYTES,
+               k_max: int = K_MAX) -> dict:
+    return {m: grid_under(m, g, ps, ells_list, limit_percent, rounding_pp, n, k_max) for m in PRESET_NAMES}
 
 
 def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES) -> dict:
@@ -128,7 +134,7 @@ def attach(row, models: dict, value_of):
     return row
 
 
-def attach_grid(row, g: int, ps, ells, rounding_pp: float):
-    """`attach` for a "within 6% of NCCLNoFailure" row over its grid."""
-    models = all_models(g, ps, ells, 6.0, rounding_pp)
+def attach_grid(row, g: int, ps, ells, rounding_pp: float, k_max: int = K_MAX):
+    """`attach` for a "within 6% of NCCLNoFailure" row over its grid (auto k ≤ k_max)."""
+    models = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max)
     return attach(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"])

@@ -32,13 +32,16 @@ def test_kind_slot_and_overhead_count(cluster, kind):
             assert event_time(s, o, grid) <= slot_time(s, grid) + a * o
 
 
-def test_rails_latency_is_not_modelled_but_overhead_is():
+def test_rails_latency_is_modelled_below_its_knee():
+    """optcc_rails' B and knee (optcc.model_time_rails; tested in tests/test_model_time_rails.py)."""
     c = RAILS[1]
-    assert knee("optcc", c, 4) == 0
+    assert 0 < knee("optcc", c, 4) <= F(1, 4 * 12)
     assert model_time("optcc", c, 4, N).valid                        # Li = L = 0
     lat = c.with_latency(F(0), F(0), F(1, 10**6))
     mt = model_time("optcc", lat, 4, N)
-    assert not mt.valid and mt.slot == slot("optcc", c, 4)
+    assert mt.valid and mt.slot == slot("optcc", c, 4)
+    far = c.with_latency(F(0), F(0), F(1, 10**3))                    # λ ≈ 0.05 n/B: past the knee
+    assert not model_time("optcc", far, 4, N).valid
 
 
 def test_all_slow_counts_are_the_reduced_clusters():

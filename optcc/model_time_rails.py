@@ -1,0 +1,109 @@
+"""Counts A, B and knee of optcc_rails for optcc.model_time (derived; docs/latency.md "Rails").
+
+optcc_rails = NVLink reduce-scatter lead + g rails (rail l: a g = 1 schedule on q = p/g nodes,
+built at o = Li = L = 0, its times scaled by its data share w_l) + NVLink all-gather tail.
+Event model (optcc.timing.event_time; NVLink flows pay o, Li, L like NIC flows):
+- A rail's flows are its own schedule's flows with every time scaled by w_l, so its event
+  time at λ = Li + L is w_l·T_rail(λ/w_l) ≤ w_l·slot_rail + B_rail·λ whenever λ/w_l is below
+  the rail's knee KNEE_rail/(k·q): in the rails' units λ ≤ g·w_l·KNEE_rail/(k·p).
+- Entry: a rail's first flow on a piece reads the server's reduce-scatter of it, one NVLink
+  data edge (Li + L) more; the reduce-scatter flows themselves read original data (Li once,
+  port edges pay no latency). Exit: an all-gather flow reads the rail's last write, one more
+  data edge. So B = max_l B_rail,l + 2 and the knee fraction is min_l g·w_l·KNEE_rail,l.
+B_rail per the schedule the rail actually runs (optcc_rails.rail_schedule, the plan's choice
+with or without direct rails):
+- q = 2, the segmented swap (optcc_servers._two_server_instance): its flows read original data
+  and chain only through ports: B = 1 (Li before the first, L after the last).
+- direct (optcc.algorithms.direct): k + 1 rounds; a round's all-gather reads the previous
+  round's reduce-scatter landings, and a round's flows wait only for earlier rounds on their
+  ports, so stretching every round by Li + L keeps every dependency: B = k + 1 for every λ.
+- the ring (tiny rails, ring.py): 2(q−1)k synchronous steps, the same argument: B = 2(q−1)k.
+- OptCC (single, multi, all_slow on the rail's λ = 0 cluster): model_time.latency_count and
+  knee_fraction of that cluster (multi: hop spread 1 with its knee 1/2, since rails are built
+  at λ = 0).
+Rails without a knee of their own (swap, direct, ring) get KNEE_rail = 1: the NVLink lead and
+tail are tested only up to λ = g·w_l/(k·p). One server (q = 1): 2(g−1) NVLink rounds, the
+ring's argument, A = B = 2(g−1), no knee.
+A (overheads o): the largest OptCC count of the rails' λ = 0 clusters + 4 for the NVLink lead
+and tail (model_time.overhead_count's rails rule, kept), plus P_max (the most pieces of a rail)
+when the plan uses the proportional NVLink rates: their lead is bisected down to the smallest
+that meets every first touch (optcc_rails._smallest_lead), so a GPU's reduce-scatter stream,
+one flow per piece in turn on its port, has no slack and each of its o can reach the rail; the
+equal rule's lead counts every reduce-scatter at the half rate while the early ones run at the
+full rate, which leaves slack (measured: without P_max the mixed-ℓ clusters exceeded A by up to
+35% at o = 1/30 n/B, p = 32, g = 4, k = 16; equal-rate clusters stayed within A).
+All tested (not proved) against event_time in tests/test_model_time_rails.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from optcc.cluster import Cluster
+
+NO_KNEE = Fraction(10**9)          # model_time's "no knee" (the ring's)
+
+
+@dataclass(frozen=True)
+class RailsCounts:
+    slot: Fraction                 # optcc_rails.slot_time (n/B)
+    overheads: int                 # A
+    latencies: Fraction            # B
+    knee: Fraction                 # B holds for Li + L ≤ knee/(k·p)
+    rails: tuple                   # per rail: (kind, share w_l, B_rail, KNEE_rail)
+
+
+_CACHE: dict = {}
+
+
+def rail_latency(sched, k: int) -> tuple[str, Fraction, Fraction]:
+    """(kind, B_rail, KNEE_rail) of one rail schedule (module docstring)."""
+    from optcc.model_time import knee_fraction, latency_count
+    inst = sched.cluster
+    q = inst.p
+    if q == 2:
+        return "swap", Fraction(1), Fraction(1)
+    algo = sched.meta.get("algorithm")
+    if algo == "direct":
+        return "direct", Fraction(k + 1), Fraction(1)
+    if algo == "ring":
+        return "ring", Fraction(2 * (q - 1) * k), Fraction(1)
+    return "optcc", latency_count("optcc", inst, k), min(Fraction(1), knee_fraction("optcc", inst))
+
+
+def counts(cluster: Cluster, k: int) -> RailsCounts:
+    """B, knee and slot of optcc_rails on `cluster` with k segments (cached: slot and B share
+    one plan, the costly part)."""
+    key = (cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
+    value = _CACHE.get(key)
+    if value is None:
+        if len(_CACHE) > 20_000:
+            _CACHE.clear()
+        value = _CACHE[key] = _counts(cluster, k)
+    return value
+
+
+def _counts(cluster: Cluster, k: int) -> RailsCounts:
+    from optcc.algorithms import optcc_rails
+    g = cluster.g
+    if cluster.servers == 1:
+        return RailsCounts(optcc_rails.slot_time(cluster, k), 2 * (g - 1), Fraction(2 * (g - 1)), NO_KNEE, ())
+    plan = optcc_rails._best_plan(cluster, k, materialize=False)
+    rails = []
+    for (sched, _, _), w in zip(plan.rails, plan.shares):
+        kind, b_rail, knee_rail = rail_latency(sched, k)
+        rails.append((kind, w, b_rail, knee_rail))
+    b = max(r[2] for r in rails) + 2
+    knee = min(g * w * kf for _, w, _, kf in rails)
+    a = _overheads(cluster, k)
+    if plan.rates != "equal":
+        a += max(len(sched.pieces) for sched, _, _ in plan.rails)
+    return RailsCounts(plan.end, a, b, knee, tuple(rails))
+
+
+def _overheads(cluster: Cluster, k: int) -> int:
+    """The largest OptCC count of the distinct rail clusters (built at λ = 0) + 4."""
+    from optcc.algorithms.optcc_rails import rail_cluster
+    from optcc.model_time import overhead_count
+    rails = {c.slowdown: c for c in (rail_cluster(cluster, l) for l in range(cluster.g))}.values()
+    return max(overhead_count("optcc", r, k) for r in rails) + 4
