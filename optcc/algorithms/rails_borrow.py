@@ -1,6 +1,6 @@
-"""Borrowing sub-rails for servers with a GPU at ℓ > 2: the exact NIC share LP and the NIC part
-of a round layout that reaches it (derived; docs/failures.md "Borrowing sub-rails"). NVLink is
-not planned here, so this is a study of the NIC part, not a registered construction.
+"""Borrowing sub-rails for servers with a GPU at ℓ > 2: the exact NIC share LP, a round layout of
+the NICs that reaches it, and optcc_rails' NVLink plan around it (derived; docs/failures.md
+"Borrowing sub-rails"). optcc_rails builds it where it is strictly faster than the rails.
 
 Derivation (derived):
 - A sub-rail is one GPU per server (q nodes) running the direct AllReduce (optcc.algorithms.
@@ -20,10 +20,13 @@ Derivation (derived):
   reach t: a sub-rail's rate is set by its slowest node, so rail l's healthy NICs idle in the
   share it reserves, and the ρ-LP (`share_lp(..., layout="rates")`) equals the rails alone at
   every ℓ measured (docs/failures.md).
+- NVLink (`_Plan`): optcc_rails' reduce-scatter / all-gather streams with the "equal" rates,
+  the endpoint of a piece at server s being its sub-rail's GPU there.
 """
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from optcc.algorithms import check_segments
 from optcc.algorithms.direct import _simplex
@@ -69,6 +72,12 @@ def share_lp(cluster: Cluster, borrow: bool = True, layout: str = "sum"):
     "rates": sub-rail X takes z_X ≥ max_a T_{X,a}(y) of each of its NICs, Σ_{X ∋ v} z_X ≤ t."""
     if layout not in ("sum", "rates"):
         raise OptccError("layout", f"unknown layout {layout!r} (known: sum, rates)")
+    subs, ys, t = _share_lp(cluster, borrow, layout)
+    return list(subs), [list(y) for y in ys], t
+
+
+@lru_cache(maxsize=16)
+def _share_lp(cluster: Cluster, borrow: bool, layout: str):
     ell = [Fraction(v) for v in cluster.slowdown]
     subs = subrails(cluster, borrow)
     q, nx = cluster.servers, len(subs)
@@ -100,8 +109,8 @@ def share_lp(cluster: Cluster, borrow: bool = True, layout: str = "sum"):
     c = [Fraction(0)] * n
     c[t_col] = Fraction(1)
     z = _simplex(A, b, c)
-    ys = [z[x * q:(x + 1) * q] for x in range(nx)]
-    return subs, ys, z[t_col]
+    ys = tuple(tuple(z[x * q:(x + 1) * q]) for x in range(nx))
+    return tuple(subs), ys, z[t_col]
 
 
 def nic_loads(cluster: Cluster, subs, ys) -> dict[int, Fraction]:
@@ -167,3 +176,86 @@ def nic_schedule(cluster: Cluster, k: int) -> Schedule:
     meta = {"algorithm": "rails_borrow_nic", "segments": k, "capacity": "exclusive",
             "construction": "NIC part of the borrowing sub-rails' round layout, see rails_borrow (derived)"}
     return Schedule(cluster, pieces, flows, meta=meta)
+
+
+class _Plan:
+    """The round layout's NIC flows plus optcc_rails' NVLink plan with the "equal" rates, where
+    the endpoint of piece π at server s is the GPU of π's sub-rail there (not a fixed rail index):
+    per server, reduce-scatter tasks (g − 1 "add" flows into the endpoint) in first-touch order
+    on the endpoint's stream, the NICs after the smallest lead D meeting every first touch,
+    all-gather tasks ("copy" from the endpoint) in release order. Each GPU still runs one stream
+    of each kind, so the equal rates' port argument of optcc_rails holds unchanged (derived)."""
+
+    def __init__(self, cluster: Cluster, k: int, materialize: bool = True):
+        from optcc.timing import durations
+        g, q, s_nv = cluster.g, cluster.servers, cluster.nvlink_speedup
+        self.nic = nic_schedule(cluster, k)
+        ends = [f.start + d for f, d in zip(self.nic.flows, durations(self.nic))]
+        self.nic_time = max(ends)
+        ft = [dict() for _ in range(q)]
+        lw = [dict() for _ in range(q)]
+        ep = [dict() for _ in range(q)]
+        for f, end in zip(self.nic.flows, ends):
+            for node in (f.src, f.dst):
+                s = node // g
+                ep[s][f.piece] = node % g
+                cur = ft[s].get(f.piece)
+                if cur is None or f.start < cur:
+                    ft[s][f.piece] = f.start
+            s = f.dst // g
+            cur = lw[s].get(f.piece)
+            if cur is None or end > cur:
+                lw[s][f.piece] = end
+        half, full = Fraction(1, 2 * (g - 1)), Fraction(1, g - 1)
+        sizes = self.nic.pieces
+        order = [sorted(ft[s], key=lambda pi, s=s: (ft[s][pi], pi)) for s in range(q)]
+        D = Fraction(0)                               # lead, every reduce-scatter at the half rate
+        for s in range(q):
+            free = [Fraction(0)] * g
+            for pi in order[s]:
+                e = ep[s][pi]
+                free[e] += sizes[pi] / (s_nv * half)
+                D = max(D, free[e] - ft[s][pi])
+        self.lead = D
+        self.end = D + self.nic_time
+        self.nvlink: list[Flow] = []
+        for s in range(q):
+            first_ag = D + min(lw[s].values())
+            free = [Fraction(0)] * g
+            for pi in order[s]:                       # no later than at the half rate
+                e, st = ep[s][pi], free[ep[s][pi]]
+                d = sizes[pi] / (s_nv * full)
+                rate, free[e] = (full, st + d) if st + d <= first_ag else (half, st + sizes[pi] / (s_nv * half))
+                if materialize:
+                    self.nvlink += [Flow(s * g + j, s * g + e, pi, "add", st, "nvlink", rate)
+                                    for j in range(g) if j != e]
+            last_rs = max(free)
+            free = [Fraction(0)] * g
+            for rel, pi in sorted((D + lw[s][pi], pi) for pi in lw[s]):
+                e = ep[s][pi]
+                st = max(rel, free[e])
+                rate = full if st >= last_rs else half
+                free[e] = st + sizes[pi] / (s_nv * rate)
+                if materialize:
+                    self.nvlink += [Flow(s * g + e, s * g + j, pi, "copy", st, "nvlink", rate)
+                                    for j in range(g) if j != e]
+                self.end = max(self.end, free[e])
+
+
+def slot_time(cluster: Cluster, k: int) -> Fraction:
+    """Exact slot time of `build(cluster, k)` (n/B)."""
+    return _Plan(cluster, check_segments(k), materialize=False).end
+
+
+def build(cluster: Cluster, k: int) -> Schedule:
+    """NVLink reduce-scatter to each piece's endpoint GPU, the borrowing sub-rails' round
+    layout on the NICs after the lead, NVLink all-gather from the endpoint (exclusive ports)."""
+    plan = _Plan(cluster, check_segments(k))
+    D = plan.lead
+    flows = [Flow(f.src, f.dst, f.piece, f.op, D + f.start, f.link, f.rate, f.coef) for f in plan.nic.flows]
+    subs, ys, t = share_lp(cluster)
+    meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "g": cluster.g,
+            "construction": "NVLink RS + borrowing sub-rails (direct AllReduces sharing NICs by the "
+                            "share LP, one round layout) + NVLink AG, see rails_borrow (derived)",
+            "subrails": [list(x) for x in subs], "lead": str(D), "nic_lp": str(t)}
+    return Schedule(cluster, list(plan.nic.pieces), flows + plan.nvlink, meta=meta)
