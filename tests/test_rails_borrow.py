@@ -8,7 +8,6 @@ import pytest
 
 from bounds.closed_form import lower_bound, server_terms
 from lp_models.fluid import solve_fluid_lp
-
 from optcc.algorithms import optcc_rails, rails_borrow
 from optcc.cluster import Cluster
 from optcc.simulate import simulate
@@ -144,3 +143,12 @@ def test_small_k_and_ell_at_most_2_keep_the_rails():
     assert "subrails" not in optcc_rails.build(c, 1).meta
     assert optcc_rails._borrow_time(one_gpu(2), 64) is None
     assert optcc_rails._borrow_time(Cluster.build(16, 4, {i: F(3) for i in range(4)}), 64) is None
+
+
+def test_nvlink_limit_of_the_borrowing_plan():
+    """The borrowed GPUs' streams carry more: with NVLink at 2× a NIC they outlast the NICs."""
+    fast = one_gpu(4)
+    assert optcc_rails.nvlink_limited(fast, 64) is False
+    assert optcc_rails.build(fast, 16).meta["nvlink_limited"] is False
+    slow_nv = Cluster.build(16, 4, {0: F(4)}, nvlink_bandwidth=100 * 10**9)
+    assert rails_borrow._Plan(slow_nv, 64, materialize=False).nvlink_limited

@@ -319,7 +319,13 @@ def nvlink_limited(cluster: Cluster, k: int) -> bool:
     _check(cluster)
     if cluster.servers == 1:
         return True
-    return _best_plan(cluster, check_segments(k), materialize=False).nvlink_limited
+    k = check_segments(k)
+    plan = _best_plan(cluster, k, materialize=False)
+    borrow = _borrow_time(cluster, k)
+    if borrow is not None and borrow < plan.end:
+        from optcc.algorithms import rails_borrow
+        return rails_borrow._Plan(cluster, k, materialize=False).nvlink_limited
+    return plan.nvlink_limited
 
 
 def build(cluster: Cluster, k: int) -> Schedule:

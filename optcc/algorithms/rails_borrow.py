@@ -240,6 +240,13 @@ class _Plan:
                     self.nvlink += [Flow(s * g + e, s * g + j, pi, "copy", st, "nvlink", rate)
                                     for j in range(g) if j != e]
                 self.end = max(self.end, free[e])
+        # NVLink-limited as in optcc_rails: a GPU's stream (its endpoint pieces at the half rate)
+        # needs longer than the NIC part
+        work: dict = {}
+        for s in range(q):
+            for pi, e in ep[s].items():
+                work[(s, e)] = work.get((s, e), Fraction(0)) + sizes[pi] / (s_nv * half)
+        self.nvlink_limited = max(work.values()) > self.nic_time
 
 
 def slot_time(cluster: Cluster, k: int) -> Fraction:
@@ -257,5 +264,6 @@ def build(cluster: Cluster, k: int) -> Schedule:
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "g": cluster.g,
             "construction": "NVLink RS + borrowing sub-rails (direct AllReduces sharing NICs by the "
                             "share LP, one round layout) + NVLink AG, see rails_borrow (derived)",
-            "subrails": [list(x) for x in subs], "lead": str(D), "nic_lp": str(t)}
+            "subrails": [list(x) for x in subs], "lead": str(D), "nic_lp": str(t),
+            "nvlink_limited": plan.nvlink_limited}
     return Schedule(cluster, list(plan.nic.pieces), flows + plan.nvlink, meta=meta)
