@@ -39,6 +39,9 @@ Construction (derived; docs/failures.md "Construction"):
   so every stream takes the LP's pooling row (1 + (g−2)·w_max)/s_nv; its lead is bisected
   (`_smallest_lead`) counting the one-kind rate of early reduce-scatters. The faster plan is
   kept (ties: the equal rule, so equal-share schedules are unchanged).
+- Borrowing. Where a GPU at ℓ > 2 has a faster GPU on its server, the borrowing sub-rails of
+  optcc.algorithms.rails_borrow (rail l's traffic at that server also on the other NICs) are
+  built instead when strictly faster (`_borrow_time`; ties: the rails).
 Slot time: computed exactly from the rail schedules and the NVLink plan without building the
 g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equals it (tested).
 """
@@ -54,6 +57,7 @@ from optcc.timing import durations
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
+BORROW_MAX_COLUMNS = 64  # borrowing sub-rails tried up to q·(number of sub-rails) LP columns (cost rule)
 
 
 def accepts(cluster: Cluster) -> tuple[bool, str]:
@@ -268,13 +272,29 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
     return best
 
 
+def _borrow_time(cluster: Cluster, k: int):
+    """Slot time of the borrowing sub-rails (optcc.algorithms.rails_borrow) where a GPU at ℓ > 2
+    has a faster GPU on its server (its rail is cut-bound there; at ℓ ≤ 2 the rails already reach
+    the pooled LP, docs/failures.md) and the share LP has ≤ BORROW_MAX_COLUMNS columns; else None."""
+    from optcc.algorithms import rails_borrow
+    g, ell = cluster.g, cluster.slowdown
+    if not any(ell[i] > 2 and min(ell[i // g * g:(i // g + 1) * g]) < ell[i] for i in range(cluster.p)):
+        return None
+    if cluster.servers * len(rails_borrow.subrails(cluster)) > BORROW_MAX_COLUMNS:
+        return None
+    return rails_borrow.slot_time(cluster, k)
+
+
 def slot_time(cluster: Cluster, k: int) -> Fraction:
-    """Exact slot time (n/B) of `build(cluster, k)`, without building its g·q-GPU schedule."""
+    """Exact slot time (n/B) of `build(cluster, k)`, without building its g·q-GPU schedule.
+    The borrowing sub-rails replace the rails where strictly faster (ties: the rails)."""
     k = check_segments(k)
     _check(cluster)
     if cluster.servers == 1:
         return Fraction(2 * (cluster.g - 1), cluster.g) / cluster.nvlink_speedup
-    return _best_plan(cluster, k, materialize=False).end
+    end = _best_plan(cluster, k, materialize=False).end
+    borrow = _borrow_time(cluster, k)
+    return borrow if borrow is not None and borrow < end else end
 
 
 def _touches(sched: Schedule, ends, q: int):
@@ -299,7 +319,13 @@ def nvlink_limited(cluster: Cluster, k: int) -> bool:
     _check(cluster)
     if cluster.servers == 1:
         return True
-    return _best_plan(cluster, check_segments(k), materialize=False).nvlink_limited
+    k = check_segments(k)
+    plan = _best_plan(cluster, k, materialize=False)
+    borrow = _borrow_time(cluster, k)
+    if borrow is not None and borrow < plan.end:
+        from optcc.algorithms import rails_borrow
+        return rails_borrow._Plan(cluster, k, materialize=False).nvlink_limited
+    return plan.nvlink_limited
 
 
 def build(cluster: Cluster, k: int) -> Schedule:
@@ -313,6 +339,10 @@ def build(cluster: Cluster, k: int) -> Schedule:
     if cluster.servers == 1:
         from optcc.algorithms.optcc_servers import _one_server
         return _one_server(cluster, meta)
+    borrow = _borrow_time(cluster, k)
+    if borrow is not None and borrow < _best_plan(cluster, k, materialize=False).end:
+        from optcc.algorithms import rails_borrow
+        return rails_borrow.build(cluster, k)
     plan = _best_plan(cluster, k, materialize=True)
     pieces: list[Fraction] = []
     flows: list[Flow] = []
