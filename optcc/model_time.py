@@ -218,4 +218,7 @@ def model_time(algo: str, cluster: Cluster, k: int, n_bytes: int) -> ModelTime:
     base = slot(algo, cluster, k)
     exact_ring = construction(algo, cluster) in ("ring", "flat_ring")   # proved for all o, λ
     valid = exact_ring or lam <= knee(algo, cluster, k, both=o > 0)
+    if valid and (o > 0 or lam > 0) and construction(algo, cluster) == "rails":
+        from optcc.model_time_rails import counts
+        valid = not counts(cluster, k).latency_free_only
     return ModelTime(base + a * o + b * lam, base, a, b, valid)

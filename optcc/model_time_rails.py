@@ -32,7 +32,9 @@ one flow per piece in turn on its port, has no slack and each of its o can reach
 equal rule's lead counts every reduce-scatter at the half rate while the early ones run at the
 full rate, which leaves slack (measured: without P_max the mixed-ℓ clusters exceeded A by up to
 35% at o = 1/30 n/B, p = 32, g = 4, k = 16; equal-rate clusters stayed within A).
-All tested (not proved) against event_time in tests/test_model_time_rails.py.
+All tested (not proved) against event_time in tests/test_model_time_rails.py. Where optcc_rails
+builds the borrowing sub-rails instead (optcc.algorithms.rails_borrow: a GPU at ℓ > 2 with a
+faster GPU on its server), A and B are not derived: the model is valid only at o = Li = L = 0.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ class RailsCounts:
     latencies: Fraction            # B
     knee: Fraction                 # B holds for Li + L ≤ knee/(k·p)
     rails: tuple                   # per rail: (kind, share w_l, B_rail, KNEE_rail)
+    latency_free_only: bool = False  # the borrowing sub-rails: counts not derived, valid at o = Li = L = 0 only
 
 
 _CACHE: dict = {}
@@ -89,6 +92,9 @@ def _counts(cluster: Cluster, k: int) -> RailsCounts:
     if cluster.servers == 1:
         return RailsCounts(optcc_rails.slot_time(cluster, k), 2 * (g - 1), Fraction(2 * (g - 1)), NO_KNEE, ())
     plan = optcc_rails._best_plan(cluster, k, materialize=False)
+    borrow = optcc_rails._borrow_time(cluster, k)
+    if borrow is not None and borrow < plan.end:   # build() runs rails_borrow: no counts for it yet
+        return RailsCounts(borrow, 0, Fraction(0), Fraction(0), (), latency_free_only=True)
     rails = []
     for (sched, _, _), w in zip(plan.rails, plan.shares):
         kind, b_rail, knee_rail = rail_latency(sched, k)

@@ -118,3 +118,20 @@ def test_proportional_rates_add_a_piece_stream_to_the_overhead_count():
     o = F(1, 100)
     t = event_time(s, o, grid)
     assert slot("optcc", c, 16) + (a - p_max) * o < t <= slot("optcc", c, 16) + a * o
+
+
+def test_borrowing_plans_are_modelled_at_zero_latency_only():
+    """Where optcc_rails builds the borrowing sub-rails (a GPU at ℓ > 2 with a faster GPU on its
+    server), model_time's slot is that schedule's and no latency count is claimed for it."""
+    from fractions import Fraction as F
+
+    from optcc.algorithms import optcc_rails
+    from optcc.cluster import Cluster
+    from optcc.model_time import model_time
+    base = Cluster.build(16, 4, {0: F(4)})
+    k = 64
+    assert optcc_rails._borrow_time(base, k) < optcc_rails._best_plan(base, k, materialize=False).end
+    m0 = model_time("optcc", base, k, 1 << 30)
+    assert m0.valid and m0.time == optcc_rails.slot_time(base, k)
+    with_latency = Cluster.build(16, 4, {0: F(4)}, latency=F(1, 10**6))
+    assert not model_time("optcc", with_latency, k, 1 << 30).valid
