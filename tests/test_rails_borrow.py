@@ -152,3 +152,18 @@ def test_nvlink_limit_of_the_borrowing_plan():
     assert optcc_rails.build(fast, 16).meta["nvlink_limited"] is False
     slow_nv = Cluster.build(16, 4, {0: F(4)}, nvlink_bandwidth=100 * 10**9)
     assert rails_borrow._Plan(slow_nv, 64, materialize=False).nvlink_limited
+
+
+def test_p64_one_gpu_at_ell_4_borrows_within_3_percent_of_the_lp():
+    """16 servers × 7 sub-rails = 112 LP columns: inside the cost cap, and within 3% of the
+    exclusive LP at k = 64 (the rails alone are 1.145 × it)."""
+    from fractions import Fraction as F
+
+    from lp_models.fluid import solve_fluid_lp
+    from optcc.algorithms import optcc_rails
+    from optcc.cluster import Cluster
+    c = Cluster.build(64, 4, {0: F(4)})
+    lp = solve_fluid_lp(c, "exclusive").objective
+    got = optcc_rails.slot_time(c, 64)
+    assert got < optcc_rails._best_plan(c, 64, materialize=False).end     # so it is the borrowing plan
+    assert float(got) / lp <= 1.03, (float(got), lp)

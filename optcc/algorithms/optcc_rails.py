@@ -57,7 +57,7 @@ from optcc.timing import durations
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
-BORROW_MAX_COLUMNS = 64  # borrowing sub-rails tried up to q·(number of sub-rails) LP columns (cost rule)
+BORROW_MAX_COLUMNS = 128  # borrowing sub-rails tried up to q·(number of sub-rails) LP columns (cost rule: ~9 s at 112, p = 64, g = 4)
 
 
 def accepts(cluster: Cluster) -> tuple[bool, str]:
