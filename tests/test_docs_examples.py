@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 # Not run here: torch processes, network namespaces, or minutes of work (their own tests cover them).
 SLOW = {"demo": "builds, proves and runs p = 16 with k = 64 on gloo", "run": "needs torch processes",
-        "bench": "needs torch processes", "testbed": "needs root and network namespaces"}
+        "bench": "needs torch processes", "testbed": "needs root and network namespaces",
+        "paper-checks": "about two minutes (the g = 8 Figure 21 row's auto k); tests/test_paper_checks.py "
+                        "compares the example of docs/paper_checks.md with the report it computes anyway"}
 VOLATILE = [re.compile(r"\b(proved|refuted)( \([^)]*\))? in [0-9.]+ s", re.I),   # wall-clock seconds
             re.compile(r"\(\d+(\.\d+)? s\)$")]
 

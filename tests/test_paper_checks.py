@@ -315,3 +315,23 @@ def test_optcc_rails_alpha_count_bounds_the_event_model(p, g):
         assert slot_time(s, grid) == O.optcc_rails_time(p, g, ells, k)
         for au in (F(1, 10**6), F(1, 100)):
             assert event_time(s, au, grid) <= O.optcc_rails_time(p, g, ells, k, au)
+
+
+def test_the_docs_example_shows_this_report(report):
+    """docs/paper_checks.md's `$ optcc paper-checks` example: every shown line with a number is
+    printed by render_text of the report computed here (tests/test_docs_examples.py leaves this
+    slow example to this test, with the same rules)."""
+    import re
+    import sys
+    from pathlib import Path
+
+    from paper_checks.report import render_text
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_docs_examples import ROOT, examples, normal
+    shown = [lines for command, lines in examples(ROOT / "docs" / "paper_checks.md")
+             if command.startswith("optcc paper-checks")]
+    assert shown and shown[0]
+    printed = {normal(line) for line in render_text(report).splitlines()}
+    wrong = [line for line in shown[0] if re.search(r"\d", line) and not line.lstrip().startswith("…")
+             and not line.startswith("wrote ") and normal(line) not in printed]
+    assert not wrong, "lines the report no longer prints:\n" + "\n".join(wrong)
