@@ -2,7 +2,9 @@
 
 No per-time barrier: a receive is posted as soon as its scratch slot is free, a send as soon as
 the value it reads has landed, a landing as soon as its data arrived and no older read of the
-piece is in flight; posts to one peer go in posting order, at most `window` in flight. The
+piece is in flight; posts to one peer go in posting order, at most `window` in flight; a send
+to another peer than the previous one on its link waits for it when the schedule ends it first
+(port order), and with `recv_order` (runner "streaming-ordered") receives do the same. The
 program and its dependencies come from verifier.streaming, which proves every interleaving safe
 (no hazard, no deadlock); the constructor refuses a schedule it does not prove.
 
