@@ -1,12 +1,13 @@
 """optcc_rails on gloo: several straggler servers with g > 1 (and a mixed server), proved by
 `optcc run`, result compared with the reference sum."""
-import json
-import subprocess
 import sys
 
 import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gloo_run import run_on_gloo  # noqa: E402
 
 from optcc.algorithms import build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
@@ -20,13 +21,6 @@ def test_two_degraded_servers_run_on_gloo(tmp_path):
     assert "optcc_rails" in s.meta["construction"]
     path = str(tmp_path / "r.json")
     s.save(path)
-    out = subprocess.run([sys.executable, "-m", "optcc", "run", "--nproc", "8", "--schedule", path,
-                          "--size", str(4 * 10007), "--dtype", "float32", "--json", "--timeout", "60",
-                          "--backend", "gloo", "--iters", "1", "--warmup", "0"],
-                         capture_output=True, text=True, timeout=240)
-    if out.returncode != 0 and "Address already in use" in out.stderr:
-        pytest.skip("gloo could not bind a local port on this machine: " + out.stderr[-200:])
-    assert out.returncode == 0, out.stderr[-2000:]
-    data = json.loads(out.stdout)
+    data = run_on_gloo(path, 8)
     assert data["correct"] is True and data["wrong"] == 0, data
     assert data["backend"] == "gloo" and data["world_size"] == 8 and data["proof"]

@@ -1,7 +1,5 @@
 """Multi-GPU-server OptCC executed by the runner on gloo (ranks grouped into servers by the
 cluster's g), proved first by `optcc run`, result compared with the reference sum, timed."""
-import json
-import subprocess
 import sys
 from fractions import Fraction as F
 
@@ -9,15 +7,11 @@ import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
 
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from gloo_run import run_on_gloo  # noqa: E402
+
 from optcc.algorithms.optcc_servers import optcc_server_allreduce  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
-
-
-def _run(path, p, dtype, size):
-    return subprocess.run([sys.executable, "-m", "optcc", "run", "--nproc", str(p), "--schedule", path,
-                           "--size", str(size), "--dtype", dtype, "--json", "--timeout", "60",
-                           "--backend", "gloo", "--iters", "1", "--warmup", "0"],
-                          capture_output=True, text=True, timeout=240)
 
 
 @pytest.mark.parametrize("p,g,server,ell,dtype", [(8, 4, 1, F(2), "int64"),
@@ -27,11 +21,7 @@ def test_server_schedule_runs_on_gloo(tmp_path, p, g, server, ell, dtype):
     path = str(tmp_path / "s.json")
     optcc_server_allreduce(cluster, 2).save(path)
     elem = 8 if dtype == "int64" else 4
-    out = _run(path, p, dtype, elem * 10007)           # not a multiple of the piece count
-    if out.returncode != 0 and "Address already in use" in out.stderr:
-        pytest.skip("gloo could not bind a local port on this machine: " + out.stderr[-200:])
-    assert out.returncode == 0, out.stderr[-2000:]
-    data = json.loads(out.stdout)
+    data = run_on_gloo(path, p, dtype, elem * 10007)   # not a multiple of the piece count
     assert data["correct"] is True and data["wrong"] == 0, data
     assert data["backend"] == "gloo" and data["world_size"] == p
     assert data["proof"] and data["seconds"] > 0
