@@ -8,7 +8,7 @@ from fractions import Fraction as F
 from bounds.closed_form import lower_bound
 from lp_models.fluid import solve_fluid_lp
 from optcc.cluster import Cluster
-from compose.tables import print_table
+from optcc_app.compose.tables import print_table
 
 rows = []
 for p in (8, 48, 256, 1000, 10000):

@@ -7,8 +7,8 @@ from fractions import Fraction as F
 
 from lp_models.to_schedule import lp_schedule
 from optcc.cluster import Cluster
-from compose.tables import print_table
-from compose.timing_report import time_schedule
+from optcc_app.compose.tables import print_table
+from optcc_app.compose.timing_report import time_schedule
 from verifier import prove_allreduce
 
 rows = []

@@ -10,7 +10,7 @@ from fractions import Fraction as F
 from lp_models.slot_timing import optimal_timing
 from optcc.algorithms.optcc_single import optcc_allreduce
 from optcc.cluster import Cluster
-from compose.tables import print_table
+from optcc_app.compose.tables import print_table
 
 limit = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
 rows = []

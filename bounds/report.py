@@ -1,7 +1,7 @@
 """Which bound a cluster gets and its derivation: `classify` maps a cluster to its case and
 symbolic formula (bounds.symbolic); `derivation` lists the steps a reader would put in an
 appendix, each with the formula in sympy pretty form and LaTeX. (The numbers `optcc bound`
-prints, with seconds, are compose.bound_report.) How a cluster maps to a case:
+prints, with seconds, are optcc_app.compose.bound_report.) How a cluster maps to a case:
 - g = 1: no straggler → T0; one → Theorem 1 (paper); several → multi-straggler (derived).
 - g > 1: every slowed GPU is a NIC at B/ℓ_k; the server-aggregate bound (derived) holds for any
   set. When the stragglers are exactly all g GPUs of one server at one ℓ it is Theorem 3

@@ -1,5 +1,6 @@
+"""`python -m optcc`: an entry point only (nothing imports it); the command line is optcc_app.cli."""
 import sys
 
-from optcc.cli import main
+from optcc_app.cli import main
 
 sys.exit(main())

@@ -5,7 +5,7 @@ from fractions import Fraction as F
 import pytest
 
 from bounds import closed_form as CF
-from optcc.cli import main
+from optcc_app.cli import main
 
 
 def run_json(capsys, *argv):

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from optcc.cli import main
+from optcc_app.cli import main
 
 
 def test_schedule_time_simulate(tmp_path, capsys):
@@ -62,7 +62,7 @@ def test_library_fields_reach_the_user_as_flags(argv, flag, capsys, tmp_path, mo
 
 
 def test_field_flag_table():
-    from optcc.commands._fields import flag_for
+    from optcc_app.commands._fields import flag_for
     assert flag_for("stragglers[2].ell") == "--straggler" and flag_for("nvlink_bandwidth") == "--nvlink-bandwidth"
     assert flag_for("ilp.pieces") == "--ilp-pieces" and flag_for("segments") == "--segments"
     assert flag_for("cluster.p") == "cluster.p" and flag_for("flows[3].src") == "flows[3].src"   # file paths stay

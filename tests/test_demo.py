@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from optcc.cli import main
+from optcc_app.cli import main
 
 
 def test_demo_json(capsys):

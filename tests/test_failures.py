@@ -6,7 +6,7 @@ from fractions import Fraction as F
 import pytest
 
 from bounds.closed_form import lower_bound, lower_bound_straggler_server
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.failures import server_slowdowns

@@ -7,7 +7,7 @@ import pytest
 
 from optcc.algorithms import build_schedule
 from optcc.algorithms.baselines import flat_ring_allreduce
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.latency import PRESETS, model_name, resolve

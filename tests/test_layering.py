@@ -17,9 +17,10 @@ LAYERS = {
     "compose": {"core", "bounds", "verifier", "lp_models", "gpu_runner"},
     "paper_checks": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose"},
     "cli": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose", "paper_checks"},
+    "entry": {"cli"},            # optcc/__main__.py: `python -m optcc`, imported by nothing
     "benchmarks": {"core", "bounds", "verifier", "lp_models", "gpu_runner", "compose"},
 }
-PACKAGES = ("optcc", "bounds", "verifier", "lp_models", "gpu_runner", "compose", "paper_checks", "benchmarks")
+PACKAGES = ("optcc", "bounds", "verifier", "lp_models", "gpu_runner", "optcc_app", "paper_checks", "benchmarks")
 # Third-party imports a layer must never make (DESIGN.md: "bounds never imports torch").
 FORBIDDEN_THIRD_PARTY = {"core": {"torch", "sympy", "z3", "ortools"}, "bounds": {"torch", "ortools"},
                          "verifier": {"torch", "ortools"}, "lp_models": {"torch", "z3"}}
@@ -30,9 +31,9 @@ def layer_of(module: str) -> str | None:
     parts = module.split(".")
     top = parts[0]
     if top == "optcc":
-        if len(parts) > 1 and parts[1] in ("commands", "cli", "__main__"):
-            return "cli"
-        return "core"
+        return "entry" if parts[1:] == ["__main__"] else "core"
+    if top == "optcc_app":
+        return "compose" if len(parts) > 1 and parts[1] == "compose" else "cli"
     if top in PACKAGES:
         return top
     return None
@@ -59,7 +60,7 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool) -> list[tuple
                 name = ".".join(base + ([node.module] if node.module else []))
             else:
                 name = node.module
-            # one entry per imported name: `from optcc import commands` is optcc.commands (the CLI)
+            # one entry per imported name: `from optcc_app import commands` is optcc_app.commands (the CLI)
             out.extend((node.lineno, name if a.name == "*" else f"{name}.{a.name}") for a in node.names)
     return out
 
@@ -108,13 +109,14 @@ def test_a_wrong_arrow_is_caught(tmp_path):
         "optcc/__init__.py": "",
         "optcc/timing.py": ("from optcc.schedule import Schedule\n\n"
                             "def f():\n    from bounds.closed_form import lower_bound\n"),
-        "optcc/commands/x.py": "import bounds\nimport verifier\n",      # the CLI may import anything
+        "optcc_app/commands/x.py": "import bounds\nimport verifier\n",  # the CLI may import anything
         "bounds/__init__.py": "from optcc.cluster import Cluster\n",
         "verifier/__init__.py": "import gpu_runner.launch\n",
         "lp_models/comparison.py": "from verifier import prove_allreduce\n",
         "lp_models/fluid.py": "from . import result\nfrom .result import X\n",  # relative, same layer
         "gpu_runner/__init__.py": "",
-        "compose/__init__.py": "",
+        "optcc_app/__init__.py": "",
+        "optcc_app/compose/__init__.py": "",
         "paper_checks/__init__.py": "",
     })
     assert layering_violations(root) == [
@@ -128,12 +130,12 @@ def test_forbidden_third_party_and_relative_imports(tmp_path):
     root = _tree(tmp_path, {
         "bounds/__init__.py": "def f():\n    import torch\n",
         "verifier/proof.py": "from ..gpu_runner import launch\n",
-        "compose/table.py": "from paper_checks import report\n",   # nothing but the CLI imports paper_checks
-        "optcc/schedule.py": "from optcc import commands\n",       # the core importing the CLI
+        "optcc_app/compose/table.py": "from paper_checks import report\n",   # nothing but the CLI imports paper_checks
+        "optcc/schedule.py": "from optcc_app import commands\n",   # the core importing the CLI
     })
     assert layering_violations(root) == [
-        "optcc/schedule.py:1: core -> cli (optcc.schedule imports optcc.commands)",
+        "optcc/schedule.py:1: core -> cli (optcc.schedule imports optcc_app.commands)",
         "bounds/__init__.py:2: bounds imports torch",
         "verifier/proof.py:1: verifier -> gpu_runner (verifier.proof imports gpu_runner.launch)",
-        "compose/table.py:1: compose -> paper_checks (compose.table imports paper_checks.report)",
+        "optcc_app/compose/table.py:1: compose -> paper_checks (optcc_app.compose.table imports paper_checks.report)",
     ]

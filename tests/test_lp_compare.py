@@ -1,4 +1,4 @@
-"""`optcc compare` (optcc/commands/compare.py, compose.comparison)."""
+"""`optcc compare` (optcc_app/commands/compare.py, optcc_app.compose.comparison)."""
 import json
 from fractions import Fraction as F
 
@@ -7,7 +7,7 @@ import pytest
 from lp_models.fluid import lp_optimum
 from optcc.algorithms.baselines import flat_ring_slot_time
 from optcc.algorithms.ring import ring_allreduce
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.timing import slot_time
 

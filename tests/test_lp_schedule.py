@@ -10,7 +10,7 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 from optcc.simulate import simulate
-from compose.timing_report import time_schedule
+from optcc_app.compose.timing_report import time_schedule
 from optcc.timing import check_capacity
 import verifier
 

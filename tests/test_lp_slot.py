@@ -12,7 +12,7 @@ from optcc.algorithms.ring import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
-from compose.timing_report import time_schedule
+from optcc_app.compose.timing_report import time_schedule
 from optcc.timing import durations, slot_time
 import verifier
 

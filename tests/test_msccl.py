@@ -6,7 +6,7 @@ from pathlib import Path
 import msccl_cases as mc
 import pytest
 
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.errors import OptccError
 from verifier.msccl import verify_xml
 from verifier.msccl.parse import c_strtol

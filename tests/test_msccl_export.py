@@ -8,7 +8,7 @@ import pytest
 import verifier_cases
 
 from optcc.algorithms import build_schedule
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule

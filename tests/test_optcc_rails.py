@@ -118,7 +118,7 @@ def test_derived_bound_is_the_shared_port_lp(cluster):
 
 def test_bound_and_lp_say_when_nvlink_limits_pooling(capsys):
     from bounds.closed_form import pooling_nvlink_time
-    from optcc.cli import main
+    from optcc_app.cli import main
     slow_nv = Cluster.build(16, 4, {0: 2}, nvlink_bandwidth=100 * 10**9)
     # GPU 1..3 carry w = 1/3.5 each: (1 + 2·(2/7))/2 = 11/14 n/B of NVLink
     assert pooling_nvlink_time(slow_nv) == F(11, 14)

@@ -250,7 +250,7 @@ def test_one_server_time_and_no_division_by_zero(g, s_nv):
     """q = 1: NVLink reduce-scatter + all-gather, 2(g−1)/(g·s_nv) for every k (NVLink is the only
     resource and every round already uses all its ports, so segmenting cannot help); T0 and the
     bound are 0 and timing reports it without dividing by zero."""
-    from compose.timing_report import time_schedule
+    from optcc_app.compose.timing_report import time_schedule
     c = server_cluster(1, g, 0, F(2), nvlink=s_nv * B)
     for k in (1, 4):
         s = optcc_server_allreduce(c, k)

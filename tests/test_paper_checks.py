@@ -221,7 +221,7 @@ def test_optcc_alpha_count_bounds_the_event_model(ell, p):
 
 
 def test_cli_json_and_figures(tmp_path, capsys):
-    from optcc.cli import main
+    from optcc_app.cli import main
     assert main(["paper-checks", "--json", "--figures", str(tmp_path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["id"] for r in out["rows"]} >= REQUIRED

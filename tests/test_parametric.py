@@ -16,7 +16,7 @@ from optcc.algorithms.families import optcc as FO
 from optcc.algorithms.families import ring as FR
 from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
 from optcc.algorithms.ring import ring_allreduce
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule

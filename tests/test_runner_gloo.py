@@ -68,7 +68,7 @@ def test_hand_made_schedules_on_gloo(tmp_path, make, p):
 
 def test_unproved_schedule_is_refused_before_any_process(tmp_path, monkeypatch, capsys):
     import gpu_runner.launch as launch_mod
-    from optcc.cli import main
+    from optcc_app.cli import main
     s = signed_schedule()
     broken = Schedule(s.cluster, s.pieces, s.flows[:-1], s.local_ops)   # rank 1 never gets the sum
     path = str(tmp_path / "broken.json")
@@ -82,7 +82,7 @@ def test_unproved_schedule_is_refused_before_any_process(tmp_path, monkeypatch, 
 
 
 def test_certificate_mismatch_is_refused(tmp_path, capsys):
-    from optcc.cli import main
+    from optcc_app.cli import main
     from verifier import prove_allreduce, write_certificate
     ring = build_schedule("ring", Cluster.build(3), 1)
     other = build_schedule("ring", Cluster.build(3), 2)
@@ -95,7 +95,7 @@ def test_certificate_mismatch_is_refused(tmp_path, capsys):
 
 
 def test_nproc_must_match_schedule(tmp_path, capsys):
-    from optcc.cli import main
+    from optcc_app.cli import main
     path = str(tmp_path / "ring.json")
     build_schedule("ring", Cluster.build(3), 1).save(path)
     assert main(["run", "--nproc", "4", "--schedule", path]) == 2

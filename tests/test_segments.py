@@ -4,7 +4,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.model_time import model_time
 from optcc.segments import auto_segments, knee_segments, parse_segments
@@ -86,7 +86,7 @@ def test_cli_auto_reports_the_chosen_segments(tmp_path, capsys):
 def test_auto_k_schedule_meets_its_model_time(p, strag, model, n):
     """The schedule built at auto's k, timed by the event model, is within its model time."""
     from optcc.algorithms import build_schedule
-    from compose.timing_report import time_schedule
+    from optcc_app.compose.timing_report import time_schedule
     c = Cluster.build(p, stragglers=strag, latency_model=model)
     k, t = auto_segments("optcc", c, n)
     assert t.valid and 1 < k < 1024

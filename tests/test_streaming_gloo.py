@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 
 from gpu_runner.launch import launch_trusted  # noqa: E402
 from optcc.algorithms import build_schedule  # noqa: E402
-from optcc.cli import main  # noqa: E402
+from optcc_app.cli import main  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
 from verifier import prove_allreduce  # noqa: E402
 from verifier.streaming import prove_streaming  # noqa: E402

@@ -7,7 +7,7 @@ from bounds.closed_form import fault_free_optimum, lower_bound
 from optcc.algorithms.ring import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
-from compose.timing_report import time_schedule
+from optcc_app.compose.timing_report import time_schedule
 from optcc.timing import check_capacity, event_time, slot_time
 
 

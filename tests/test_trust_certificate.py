@@ -4,7 +4,7 @@ import json
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.schedule import Schedule
 from verifier import VERIFIER_VERSION, check_certificate, prove_allreduce, write_certificate

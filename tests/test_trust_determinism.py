@@ -5,7 +5,7 @@ from fractions import Fraction as F
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
 from verifier import check_determinism, prove_allreduce

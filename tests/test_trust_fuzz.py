@@ -1,4 +1,4 @@
-"""Fuzz: malformed input to every subcommand, in process through optcc.cli.main.
+"""Fuzz: malformed input to every subcommand, in process through optcc_app.cli.main.
 
 Every case must exit 2 with an error line and no traceback, and write no file. Cases are
 drawn from a fixed seed (bounded count); each is rejected before any heavy work starts.
@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.cli import build_parser, main
+from optcc_app.cli import build_parser, main
 from optcc.cluster import Cluster
 from optcc.schedule import LocalOp
 

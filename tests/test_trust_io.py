@@ -61,7 +61,7 @@ def test_reading_a_fifo_is_refused_not_waited_on(tmp_path):
 
 
 def test_an_internal_error_exits_3_not_1(monkeypatch, capsys):
-    import optcc.commands.bound as bound
+    import optcc_app.commands.bound as bound
 
     def boom(args):
         raise ZeroDivisionError("a bug")
@@ -89,7 +89,7 @@ def test_one_server_flat_ring_passes_its_own_capacity_proof(tmp_path, capsys):
 
 
 def test_demo_prints_a_refutation_as_a_sentence(monkeypatch, capsys):
-    import compose.demo as demo            # run_demo lives in the composition layer
+    import optcc_app.compose.demo as demo            # run_demo lives in the composition layer
     from verifier.proof import Proof
     cx = {"property": "capacity", "message": "nvlink send port of rank 0 carries 4/3"}
     monkeypatch.setattr(demo, "prove_allreduce", lambda s: Proof(False, {"capacity": False}, cx, 0.0))

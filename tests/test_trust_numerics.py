@@ -6,7 +6,7 @@ import pytest
 
 from optcc.algorithms import build_schedule
 from optcc.algorithms.ring import ring_allreduce
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
 from verifier import prove_allreduce

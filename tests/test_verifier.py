@@ -9,7 +9,7 @@ import pytest
 
 from optcc.algorithms.optcc_single import optcc_allreduce
 from optcc.algorithms.ring import ring_allreduce
-from optcc.cli import main
+from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule

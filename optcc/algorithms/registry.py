@@ -9,7 +9,7 @@ it builds (an OptccError naming the field), and that refusal is the user's answe
 Schedule with k pipeline segments; `slot_time(cluster, k)` its closed-form slot time in n/B
 (derived from the construction, tested equal to the generated schedule's slot time).
 
-Used by `build_schedule("optcc", …)`, the comparison table (compose.comparison) and the paper
+Used by `build_schedule("optcc", …)`, the comparison table (optcc_app.compose.comparison) and the paper
 checks (paper_checks.optcc_model), so that all three agree on which construction runs.
 
 Adding a construction (a later issue): write its module with `build` and `slot_time`, then add

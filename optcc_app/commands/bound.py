@@ -1,7 +1,7 @@
 """`optcc bound`: the AllReduce lower bound for a cluster, its binding term, and its derivation."""
 from __future__ import annotations
 
-from optcc.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
+from optcc_app.commands._common import add_cluster_args, add_size_and_json_args, cluster_from_args, message_size, print_json, print_table
 
 
 def register(sub) -> None:
@@ -19,7 +19,7 @@ def register(sub) -> None:
 def run(args) -> int:
     message_size(args)
     from bounds.report import derivation
-    from compose.bound_report import bound_report
+    from optcc_app.compose.bound_report import bound_report
 
     cluster = cluster_from_args(args)
     out = bound_report(cluster, args.n)

@@ -4,7 +4,7 @@ Exit 0 proved, 1 refuted or unknown (a counterexample names p, k, ℓ, s and the
 """
 from __future__ import annotations
 
-from optcc.commands._common import print_json, print_table
+from optcc_app.commands._common import print_json, print_table
 from optcc.files import check_writable
 
 

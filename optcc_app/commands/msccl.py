@@ -6,7 +6,7 @@ verifier, write it as an in-place AllReduce XML, prove that XML, and only then w
 """
 from __future__ import annotations
 
-from optcc.commands._common import print_json, print_table
+from optcc_app.commands._common import print_json, print_table
 from optcc.errors import OptccError
 from optcc.files import check_writable, read_text, write_text_atomic
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from optcc.commands._common import print_json
+from optcc_app.commands._common import print_json
 from optcc.errors import OptccError
 
 

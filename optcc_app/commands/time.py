@@ -1,11 +1,11 @@
 """`optcc time FILE`: slot and event time of a schedule, against T0 and the lower bound."""
 from __future__ import annotations
 
-from optcc.commands._common import (add_latency_args, add_size_and_json_args, apply_latency_args, message_size,
+from optcc_app.commands._common import (add_latency_args, add_size_and_json_args, apply_latency_args, message_size,
                                     print_json, print_table)
 from optcc.latency import describe_json
 from optcc.schedule import Schedule
-from compose.timing_report import time_schedule
+from optcc_app.compose.timing_report import time_schedule
 from optcc.timing import units_to_seconds
 
 

@@ -5,7 +5,7 @@ import argparse
 import math
 
 from optcc.cluster import MAX_P, parse_straggler
-from optcc.commands._common import positive_seconds, print_json, print_table
+from optcc_app.commands._common import positive_seconds, print_json, print_table
 from optcc.errors import OptccError
 from optcc.files import check_writable, write_text_atomic
 from optcc.jsonout import dumps

@@ -1,10 +1,10 @@
 """`optcc verify FILE`: prove a schedule is a correct AllReduce (Z3), or print a counterexample.
 
-Exit 0 proved, 1 refuted, 2 bad input (OptccError, handled by optcc.cli).
+Exit 0 proved, 1 refuted, 2 bad input (OptccError, handled by optcc_app.cli).
 """
 from __future__ import annotations
 
-from optcc.commands._common import print_json, print_table
+from optcc_app.commands._common import print_json, print_table
 from optcc.exact import show
 from optcc.schedule import Schedule
 

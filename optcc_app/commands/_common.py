@@ -1,4 +1,4 @@
-"""Shared argument helpers for subcommands: the cluster flags; printing is compose.tables."""
+"""Shared argument helpers for subcommands: the cluster flags; printing is optcc_app.compose.tables."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ from optcc.errors import OptccError
 from optcc.failures import parse_failed_nics
 from optcc.exact import parse_fraction
 from optcc.files import read_json
-from compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
-from optcc.commands._fields import flag_for
+from optcc_app.compose.tables import print_json, print_table  # noqa: F401  (the commands print through these)
+from optcc_app.commands._fields import flag_for
 
 DEFAULT_N_BYTES = 2**30
 

@@ -2,15 +2,15 @@
 
 Builds the ring and OptCC schedules, checks them (simulation and a Z3 proof), times them, prints
 them beside T0, the lower bound and the fluid-LP optima, and runs a same-shape OptCC schedule on
-local gloo processes when torch is installed (compose.demo does the work; this module parses and prints).
+local gloo processes when torch is installed (optcc_app.compose.demo does the work; this module parses and prints).
 """
 from __future__ import annotations
 
 import sys
 import time
 
-from compose.demo import run_demo
-from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
+from optcc_app.compose.demo import run_demo
+from optcc_app.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
                                     print_json, print_table, segments_from_args)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
-from optcc.commands._common import positive_seconds, print_json, require_cuda_for_nccl
+from optcc_app.commands._common import positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from bounds.closed_form import describe_case, fault_free_optimum, lower_bound
-from compose.rows import row
-from compose.timing_report import time_schedule
+from optcc_app.compose.rows import row
+from optcc_app.compose.timing_report import time_schedule
 from lp_models.fluid import lp_optimum
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster

@@ -5,7 +5,7 @@ import os
 import tempfile
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
-from optcc.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
+from optcc_app.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
                                     print_table, require_cuda_for_nccl, segments_from_args)
 from optcc.errors import OptccError, RunFailed
 

@@ -5,7 +5,7 @@ import math
 import sys
 
 from optcc.cluster import parse_straggler
-from optcc.commands._common import positive_seconds, print_json, print_table
+from optcc_app.commands._common import positive_seconds, print_json, print_table
 from gpu_runner.worker import RUNNERS   # torch-free module
 from optcc.errors import OptccError
 

@@ -1,7 +1,7 @@
 """`optcc simulate FILE`: run the schedule on random integers; does every rank hold the exact sum?"""
 from __future__ import annotations
 
-from optcc.commands._common import print_json
+from optcc_app.commands._common import print_json
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 from optcc.simulate import simulate

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from optcc.algorithms import ALGORITHMS, build_schedule
-from optcc.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, cluster_from_args, segments_from_args
+from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, cluster_from_args, segments_from_args
 from optcc.errors import OptccError
 
 

@@ -15,7 +15,7 @@ import time
 from fractions import Fraction
 
 from bounds.closed_form import fault_free_optimum, lower_bound
-from compose.rows import row
+from optcc_app.compose.rows import row
 from lp_models.fluid import DEFAULT_LP_SOLVER, solve_fluid_lp
 from optcc.algorithms import check_segments, check_work
 from optcc.cluster import Cluster
@@ -168,7 +168,7 @@ def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, sour
 
 
 def _add_schedule(out: dict, name: str, schedule, t0, lb, prove: bool, notes: list) -> None:
-    from compose.timing_report import time_schedule
+    from optcc_app.compose.timing_report import time_schedule
 
     rep = time_schedule(schedule)
     proved = None

@@ -1,7 +1,7 @@
 """`optcc compare`: lower bound, fluid LP (shared, exclusive), ILP, OptCC and rings in one table."""
 from __future__ import annotations
 
-from optcc.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
+from optcc_app.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
                                     positive_seconds, print_json, print_table, segments_from_args)
 from optcc.timing import units_to_seconds
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from compose.comparison import MATERIALIZE_MAX_P, compare
+    from optcc_app.compose.comparison import MATERIALIZE_MAX_P, compare
 
     message_size(args)
     positive_seconds(args.ilp_time_limit, "--ilp-time-limit")

@@ -1,5 +1,5 @@
 """Which flag sets which model field: the library names fields ("g", "stragglers[0].ell",
-"segments"), the CLI shows the user the flag they typed. One table, used by optcc.cli.main."""
+"segments"), the CLI shows the user the flag they typed. One table, used by optcc_app.cli.main."""
 from __future__ import annotations
 
 FIELD_FLAGS = {

@@ -1,0 +1,141 @@
+"""The `optcc` command line: parse, call the packages, print (a table, or --json).
+
+Each subcommand lives in its own module under optcc_app/commands/ and defines
+`register(subparsers)`; modules are discovered automatically, so adding a command touches
+no other file. Exit codes: 0 proved/correct, 1 refuted/wrong (returned by the handler),
+2 bad input (OptccError, printed as `optcc: error: FIELD: message`, where FIELD is the flag
+that sets the model field the library named, optcc_app/commands/_fields.py; argparse usage errors),
+3 a run that could not finish (RunFailed: a rank died or hung) or an internal error (any
+other exception is a bug, printed as one line `optcc: internal error: ...`;
+OPTCC_TRACEBACK=1 adds the traceback), so that a crash never looks like a refutation.
+A reader closing the pipe (`optcc ... | head`) exits 141 quietly.
+"""
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import os
+import pkgutil
+import sys
+import traceback
+
+from optcc.errors import OptccError, RunFailed
+
+EXIT_INTERNAL = 3
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line like every other error of ours
+    (`optcc: error: --flag: message`, exit 2), with a suggestion for a mistyped flag."""
+
+    def error(self, message: str):
+        print(f"optcc: error: {_one_line_usage_error(self, message)}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> str:
+    if message.startswith("unrecognized arguments:"):
+        unknown = message.split(":", 1)[1].split()
+        flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("-")), unknown[0] if unknown else "")
+        known = _all_flags(parser)
+        close = difflib.get_close_matches(flag, known, n=1)
+        hint = f"; did you mean {close[0]}?" if close else f" (see `{parser.prog} --help`)"
+        return f"{flag}: unknown flag{hint}"
+    if message.startswith("argument "):          # "argument --p: invalid int value: 'x'"
+        name, _, rest = message[len("argument "):].partition(": ")
+        if rest.startswith("invalid choice:"):      # "invalid choice: 'x' (choose from 'a', 'b')"
+            given = rest.split("'")[1] if rest.count("'") >= 2 else ""
+            choices = rest.partition("(choose from ")[2].rstrip(")").replace("'", "").split(", ")
+            close = difflib.get_close_matches(given, choices, n=1)
+            if close:
+                rest = f"{rest.partition(' (')[0]}; did you mean {close[0]}?"
+        return f"{name.split('/')[0]}: {rest}"
+    if message.startswith("the following arguments are required:"):
+        names = message.split(":", 1)[1].strip()
+        return f"{names.split(',')[0].split('/')[0]}: required (see `{parser.prog} --help`)"
+    return message
+
+
+def _all_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """Every option string of the parser and of its subcommands' parsers."""
+    flags = []
+    for action in parser._actions:
+        flags += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                flags += _all_flags(sub)
+    return flags
+
+
+def command_names() -> list[str]:
+    """The subcommands: one module each under optcc_app/commands/ (found without importing them)."""
+    import optcc_app.commands as commands
+    return sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(commands.__path__)
+                  if not m.name.startswith("_"))
+
+
+def _chosen_command(argv: list[str], names: list[str]) -> str | None:
+    """The subcommand named in argv (its first word that is not a flag), if it is one of ours."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in names else None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser. Only the command that argv names is imported and registered in full,
+    so a command pays for its own layers only; without one (help, a typo) every command is."""
+    from optcc import __version__
+    parser = _Parser(prog="optcc",
+                     description="AllReduce under network failures: bounds, optimal schedules, proofs, runs.")
+    parser.add_argument("--version", action="version", version=f"optcc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+    names = command_names()
+    chosen = _chosen_command(sys.argv[1:] if argv is None else argv, names)
+    for name in names if chosen is None else [chosen]:
+        module = importlib.import_module(f"optcc_app.commands.{name.replace('-', '_')}")
+        module.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args)
+        sys.stdout.flush()                   # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        return _reader_went_away()
+    except OptccError as e:
+        from optcc_app.commands._fields import flag_for
+        print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
+        return 2
+    except RunFailed as e:
+        from optcc_app.commands._fields import flag_for
+        print(f"optcc: error: {flag_for(e.field)}: {e.message}", file=sys.stderr)
+        return EXIT_INTERNAL
+    except KeyboardInterrupt:
+        print("optcc: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug: one line, exit 3, never exit 1 ("refuted")
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"optcc: internal error: {type(e).__name__}: {first} (please report; "
+              f"OPTCC_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        if os.environ.get("OPTCC_TRACEBACK"):
+            traceback.print_exc()
+        return EXIT_INTERNAL
+    return 0 if code is None else code
+
+
+def _reader_went_away() -> int:
+    """`optcc … | head`: the reader closed the pipe. Stop quietly (no traceback) and exit as a
+    process killed by SIGPIPE would (128 + 13); stdout goes to devnull so that the interpreter's
+    final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
+if __name__ == "__main__":
+    sys.exit(main())

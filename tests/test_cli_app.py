@@ -1,0 +1,82 @@
+"""The command line as its own top-level package (optcc_app): a command imports only its own
+layers, usage errors are one line with a suggestion, `--version`, and the console script's
+target is the package the layering test puts on top."""
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import optcc
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _modules_after(argv: list[str], tmp_path) -> set[str]:
+    """The modules loaded by a fresh interpreter that runs `optcc ARGV` (and exits 0)."""
+    script = ("import sys, json\nfrom optcc_app.cli import main\n"
+              f"code = main({argv!r})\n"
+              "print(json.dumps(sorted(sys.modules)))\nsys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_schedule_imports_neither_z3_nor_numpy_nor_the_other_commands(tmp_path):
+    loaded = _modules_after(["schedule", "--algo", "ring", "--p", "4", "-o", str(tmp_path / "r.json")], tmp_path)
+    assert not {"z3", "numpy", "torch", "ortools", "sympy"} & {m.split(".")[0] for m in loaded}
+    commands = {m for m in loaded if m.startswith("optcc_app.commands.") and not m.split(".")[-1].startswith("_")}
+    assert commands == {"optcc_app.commands.schedule"}
+    assert json.loads((tmp_path / "r.json").read_text())["cluster"]["p"] == 4
+
+
+def test_help_lists_every_command(capsys):
+    from optcc_app.cli import command_names, main
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in command_names())
+    assert {"schedule", "verify", "prove-all", "paper-checks", "msccl"} <= set(command_names())
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["shedule", "--p", "4"], "optcc: error: COMMAND: invalid choice: 'shedule'; did you mean schedule?"),
+    (["schedule", "--algo", "ring", "--p", "4", "--stragler", "0:2", "-o", "x.json"],
+     "optcc: error: --stragler: unknown flag; did you mean --straggler?"),
+    (["schedule", "--algo", "rign", "--p", "4", "-o", "x.json"],
+     "optcc: error: --algo: invalid choice: 'rign'; did you mean ring?"),
+    (["schedule", "--algo", "ring", "--p", "x", "-o", "x.json"], "optcc: error: --p: invalid int value: 'x'"),
+    (["schedule", "--p", "4", "-o", "x.json"], "optcc: error: --algo: required (see `optcc schedule --help`)"),
+])
+def test_usage_errors_are_one_line_naming_the_flag(argv, line, capsys, tmp_path, monkeypatch):
+    from optcc_app.cli import main
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_version_is_the_distributions(capsys):
+    from optcc_app.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert capsys.readouterr().out.strip() == f"optcc {project['version']}" == f"optcc {optcc.__version__}"
+
+
+def test_the_console_script_and_python_dash_m_reach_the_app_package(tmp_path):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["scripts"] == {"optcc": "optcc_app.cli:main"}
+    for module in ("optcc", "optcc_app"):
+        done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
+                              timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert (done.returncode, done.stdout.strip()) == (0, f"optcc {optcc.__version__}")
