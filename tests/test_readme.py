@@ -12,3 +12,22 @@ def test_ci_runs_the_readme_test_command():
     assert "pytest" in test_cmd and "torch==2.13.0" in test_cmd
     ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
     assert test_cmd in ci_lines
+
+
+def test_the_demo_line_installs_what_the_demo_runs():
+    """Line 1 must give the demo its real run: torch's CPU build first, then the runner extra."""
+    readme = (ROOT / "README.md").read_text().splitlines()
+    demo_cmd = readme[readme.index("```bash") + 1]
+    torch_at, runner_at = demo_cmd.find("pip install -q torch==2.13.0"), demo_cmd.find("'.[runner]'")
+    assert 0 <= torch_at < runner_at < demo_cmd.find("optcc demo")
+
+
+def test_packaging_names_a_free_distribution_a_licence_and_typed_packages():
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["name"] == "optcc-allreduce"       # "optcc" on PyPI is someone else's (GAMS)
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert "torch" not in " ".join(project["dependencies"])      # bounds, LP and proofs install light
+    for package in ("optcc", "optcc_app", "bounds", "lp_models", "verifier", "gpu_runner", "paper_checks"):
+        assert (ROOT / package / "py.typed").exists(), package
+    assert not (ROOT / "compose").exists()          # a PyPI name; the composition layer is optcc_app.compose
