@@ -14,7 +14,7 @@ import statistics
 import sys
 import tempfile
 
-from gpu_runner.bench import parse_bytes
+from optcc.sizes import parse_bytes
 from gpu_runner.launch import check_runner, launch, prepare_schedule, worker_certificate
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster

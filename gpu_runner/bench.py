@@ -6,25 +6,12 @@ in n/B, times size/B; latency α not included) and eff = lb_us / time_us (1.0 = 
 """
 from __future__ import annotations
 
-import re
-
 from bounds.closed_form import lower_bound
 from optcc.errors import OptccError
+from optcc.sizes import parse_bytes  # noqa: F401  (the commands' size parser; one for all)
 from optcc.timing import units_to_seconds
 
 HEADERS = ("size", "count", "type", "time_us", "algbw", "busbw", "#wrong", "lb_us", "eff")
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_bytes(text: str, field: str) -> int:
-    """'8', '64K', '128M', '1G' (binary units, as nccl-tests) -> bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", str(text), re.IGNORECASE)
-    if not m:
-        raise OptccError(field, f"expected a size like 8, 64K, 128M or 1G, got {text!r}")
-    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
-    if value <= 0:
-        raise OptccError(field, f"expected a positive size, got {text!r}")
-    return value
 
 
 def sweep(begin: int, end: int, factor: int) -> list[int]:

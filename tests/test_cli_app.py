@@ -80,3 +80,29 @@ def test_the_console_script_and_python_dash_m_reach_the_app_package(tmp_path):
         done = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True,
                               timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         assert (done.returncode, done.stdout.strip()) == (0, f"optcc {optcc.__version__}")
+
+
+@pytest.mark.parametrize("argv, dest", [
+    (["run", "--nproc", "2", "--schedule", "s.json", "--size", "4M"], "size"),
+    (["probe", "--nproc", "2", "--size", "4M"], "size"),
+    (["testbed", "--p", "3", "--straggler", "0:2", "--rate", "40", "--size", "4M"], "size"),
+    (["schedule", "--algo", "ring", "--p", "4", "-o", "x.json", "--n", "4M"], "n"),
+    (["bound", "--p", "4", "--n", "4M"], "n"),
+    (["compare", "--p", "4", "--n", "4M"], "n"),
+    (["time", "s.json", "--n", "4M"], "n"),
+])
+def test_every_size_flag_reads_k_m_g(argv, dest):
+    """One size parser (optcc.sizes.parse_bytes) behind every size flag: --size 4M works for run too."""
+    from optcc_app.cli import build_parser
+    assert getattr(build_parser(argv).parse_args(argv), dest) == 4 << 20
+
+
+def test_parse_bytes_units_and_errors():
+    from optcc.errors import OptccError
+    from optcc.sizes import parse_bytes
+    assert [parse_bytes(t, "n") for t in ("8", "64K", "128M", "1G", "2MiB", "3kb", 5)] == \
+        [8, 64 << 10, 128 << 20, 1 << 30, 2 << 20, 3 << 10, 5]
+    for bad in ("0", "-4", "4Q", "", "1.5M", True):
+        with pytest.raises(OptccError) as e:
+            parse_bytes(bad, "n")
+        assert e.value.field == "n"

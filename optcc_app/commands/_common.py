@@ -1,6 +1,7 @@
 """Shared argument helpers for subcommands: the cluster flags; printing is optcc_app.compose.tables."""
 from __future__ import annotations
 
+import argparse
 import math
 
 from optcc.cluster import DEFAULT_BANDWIDTH, DEFAULT_NVLINK_BANDWIDTH, Cluster, parse_straggler
@@ -136,9 +137,19 @@ def require_cuda_for_nccl(backend: str) -> None:
         raise OptccError("--backend", "nccl needs CUDA GPUs and none is available here; use gloo")
 
 
+def byte_size(text: str) -> int:
+    """argparse type of every size flag: optcc.sizes.parse_bytes ('4M', '1G', 65536)."""
+    from optcc.sizes import parse_bytes
+    try:
+        return parse_bytes(text, "size")
+    except OptccError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
 def add_size_and_json_args(parser, json_help: str = "print JSON instead of a table") -> None:
     """--n BYTES (the message size, for seconds) and --json: the pair most commands share."""
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes (default 1 GiB)")
+    parser.add_argument("--n", type=byte_size, default=DEFAULT_N_BYTES, metavar="BYTES",
+                        help="message size, e.g. 1G or 65536 (K/M/G binary; default 1 GiB)")
     parser.add_argument("--json", action="store_true", help=json_help)
 
 

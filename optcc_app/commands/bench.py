@@ -38,7 +38,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     try:
-        from gpu_runner.bench import HEADERS, format_table, parse_bytes, sweep, table_rows
+        from gpu_runner.bench import HEADERS, format_table, sweep, table_rows
+        from optcc.sizes import parse_bytes
         from gpu_runner.launch import check_runner, launch, prepare_schedule, worker_certificate
     except ImportError as e:
         raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None

@@ -5,7 +5,7 @@ import argparse
 import math
 
 from optcc.cluster import MAX_P, parse_straggler
-from optcc_app.commands._common import positive_seconds, print_json, print_table
+from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
 from optcc.errors import OptccError
 from optcc.files import check_writable, write_text_atomic
 from optcc.jsonout import dumps
@@ -22,7 +22,8 @@ def register(sub) -> None:
                         help="testbed: shape RANK's link to rate/ELL (repeatable)")
     parser.add_argument("--rate", type=float, metavar="MBIT", help="testbed: healthy link rate in Mbit/s")
     parser.add_argument("--delay-ms", type=float, default=None, metavar="D", help="testbed: one-way delay")
-    parser.add_argument("--size", type=int, default=1 << 20, help="bytes per timed stream (default 1 MiB)")
+    parser.add_argument("--size", type=byte_size, default=1 << 20, metavar="BYTES",
+                        help="bytes per timed stream, e.g. 1M (K/M/G binary; default 1 MiB)")
     parser.add_argument("--repeats", type=int, default=3, help="repetitions of the p−1 rounds (default 3)")
     parser.add_argument("--bandwidth", type=float, help="healthy rate B in bytes/s (default: the fastest rank's)")
     parser.add_argument("--min-ell", type=float, default=1.1, help="ℓ below this counts as healthy (default 1.1)")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
-from optcc_app.commands._common import positive_seconds, print_json, require_cuda_for_nccl
+from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
 
 
@@ -11,7 +11,8 @@ def register(sub) -> None:
     parser.add_argument("--nproc", type=int, required=True, help="number of local ranks (= the schedule's p)")
     parser.add_argument("--schedule", required=True, metavar="FILE", help="Schedule JSON")
     parser.add_argument("--certificate", metavar="FILE", help="verifier certificate (skips re-proving)")
-    parser.add_argument("--size", type=int, default=1 << 20, help="bytes per rank (default 1 MiB)")
+    parser.add_argument("--size", type=byte_size, default=1 << 20, metavar="BYTES",
+                        help="bytes per rank, e.g. 4M (K/M/G binary; default 1 MiB)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto",
                         help="auto: NCCL when CUDA is available, else gloo")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from optcc.algorithms import ALGORITHMS, build_schedule
-from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, cluster_from_args, segments_from_args
+from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, byte_size, add_segments_arg, cluster_from_args, segments_from_args
 from optcc.errors import OptccError
 
 
@@ -13,7 +13,8 @@ def register(sub) -> None:
     parser.add_argument("--algo", choices=ALGORITHMS, required=True)
     add_cluster_args(parser, p_required=False)   # --cluster FILE alone is enough (optcc probe writes one)
     add_segments_arg(parser, 1)
-    parser.add_argument("--n", type=int, default=DEFAULT_N_BYTES, help="message size in bytes for --segments auto (default 1 GiB)")
+    parser.add_argument("--n", type=byte_size, default=DEFAULT_N_BYTES, metavar="BYTES",
+                        help="message size for --segments auto, e.g. 1G (K/M/G binary; default 1 GiB)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the schedule")
     parser.set_defaults(handler=run)
 

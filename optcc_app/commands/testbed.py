@@ -5,7 +5,7 @@ import math
 import sys
 
 from optcc.cluster import parse_straggler
-from optcc_app.commands._common import positive_seconds, print_json, print_table
+from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
 from gpu_runner.worker import RUNNERS   # torch-free module
 from optcc.errors import OptccError
 
@@ -16,7 +16,8 @@ def register(sub) -> None:
     parser.add_argument("--straggler", required=True, metavar="RANK:ELL", help="slowed rank and ℓ, e.g. 0:2")
     parser.add_argument("--rate", type=float, required=True, metavar="MBIT",
                         help="healthy link rate in Mbit/s (straggler gets rate/ℓ), each direction")
-    parser.add_argument("--size", default=str(4 << 20), help="bytes per rank, e.g. 4M (K/M/G binary; default 4 MiB)")
+    parser.add_argument("--size", type=byte_size, default=4 << 20, metavar="BYTES",
+                        help="bytes per rank, e.g. 4M (K/M/G binary; default 4 MiB)")
     parser.add_argument("--segments", default="32", metavar="K|auto",
                         help="OptCC pipeline segments k (default 32); with --sizes and --delay-ms, 'auto' picks k "
                              "per size from the measured delay and per-message overhead (optcc.segments)")
@@ -59,7 +60,7 @@ def run(args) -> int:
         raise OptccError("--segments", e.message) from None
     if segments == "auto" and (args.sizes is None or args.delay_ms is None):
         raise OptccError("--segments", "'auto' needs --sizes and --delay-ms (k comes from the measured delay)")
-    from gpu_runner.bench import parse_bytes
+    from optcc.sizes import parse_bytes
     args.size, args.segments = parse_bytes(args.size, "--size"), segments
     if args.size <= 0:
         raise OptccError("--size", f"expected a positive size in bytes, got {args.size}")
@@ -93,7 +94,7 @@ def run(args) -> int:
 
 
 def _run_sizes(args, rank, ell, log) -> int:
-    from gpu_runner.bench import parse_bytes
+    from optcc.sizes import parse_bytes
     from gpu_runner.testbed_sizes import COLUMNS, run_sizes
     sizes = [parse_bytes(x, "--sizes") for x in args.sizes.split(",") if x.strip()]
     if not sizes:
