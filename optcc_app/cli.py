@@ -91,8 +91,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"optcc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     names = command_names()
-    chosen = _chosen_command(sys.argv[1:] if argv is None else argv, names)
-    for name in names if chosen is None else [chosen]:
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = _chosen_command(argv, names)
+    wanted = [chosen] if chosen else [] if "--version" in argv else names
+    for name in wanted:
         module = importlib.import_module(f"optcc_app.commands.{name.replace('-', '_')}")
         module.register(sub)
     return parser
