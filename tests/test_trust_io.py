@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from optcc import cli
+from optcc_app import cli
 from optcc.errors import OptccError
 from optcc.files import read_json, write_text_atomic
 
