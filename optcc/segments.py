@@ -92,17 +92,46 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
     return k, cache[k]
 
 
-def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
-    """The k to build with: the integer given, or auto's choice (with `build`, among the k whose
-    schedule optcc.algorithms.check_work lets us build on this cluster)."""
+# With o = Li = L = 0 every extra segment looks free, so auto would pick K_MAX for a 1-byte
+# message. Auto then chooses under this preset instead (NCCL's per-step latency, the cost a real
+# run on NCCL pays; optcc.latency) and says so.
+AUTO_DEFAULT_LATENCY_MODEL = "nccl"
+
+
+def has_latency(cluster: Cluster) -> bool:
+    return any(x > 0 for x in (cluster.overhead, cluster.issue_delay, cluster.latency))
+
+
+def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> tuple[int, list[str]]:
+    """(k, notes): the integer given, or auto's choice with a note for each decision a user should
+    see: a cluster without latency is timed under AUTO_DEFAULT_LATENCY_MODEL, and with `build` the
+    k is kept among those optcc.algorithms.check_work lets us build here (never capped silently)."""
     value = parse_segments(value)
-    if value == "auto":
-        k_max = K_MAX
-        if build:
-            from optcc.algorithms import max_buildable_segments
-            k_max = min(K_MAX, max_buildable_segments(cluster))
-        return auto_segments(algo, cluster, n_bytes, k_max)[0]
-    return value
+    if value != "auto":
+        return value, []
+    notes = []
+    timed = cluster
+    if not has_latency(cluster):
+        from optcc.latency import PRESETS
+        preset = PRESETS[AUTO_DEFAULT_LATENCY_MODEL]
+        timed = cluster.with_latency(preset.overhead, preset.issue_delay, preset.latency, preset.name)
+        notes.append(f"the cluster has no latency (o = Li = L = 0), so --segments auto chose k under the "
+                     f"'{preset.name}' latency model ({preset.source}); give --latency-model to choose another")
+    k, _ = auto_segments(algo, timed, n_bytes, K_MAX)
+    if build:
+        from optcc.algorithms import max_buildable_segments
+        k_max = min(K_MAX, max_buildable_segments(cluster))
+        if k > k_max:
+            capped, _ = auto_segments(algo, timed, n_bytes, k_max)
+            notes.append(f"--segments auto: k = {k} would be best, but a flow list of p = {cluster.p} is built "
+                         f"only up to k = {k_max} here (optcc.algorithms.MAX_WORK); using k = {capped}")
+            k = capped
+    return k, notes
+
+
+def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
+    """The k to build with (choose_segments without its notes)."""
+    return choose_segments(value, algo, cluster, n_bytes, build)[0]
 
 
 def best_time(algo: str, cluster: Cluster, n_bytes: int) -> tuple[Fraction, int]:

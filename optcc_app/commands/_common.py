@@ -111,14 +111,19 @@ def add_segments_arg(parser, default) -> None:
 
 
 def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
-    """The k to build with (auto resolved, within the buildable limit when `build`); errors name --segments."""
-    from optcc.segments import resolve_segments
+    """The k to build with (auto resolved, within the buildable limit when `build`; what auto
+    decided is said on stderr); errors name --segments."""
+    import sys
+    from optcc.segments import choose_segments
     try:
-        return resolve_segments(args.segments, algo, cluster, n_bytes, build)
+        k, notes = choose_segments(args.segments, algo, cluster, n_bytes, build)
     except OptccError as e:
         if e.field == "segments":
             raise OptccError("--segments", e.message) from None
         raise
+    for note in notes:
+        print(f"optcc: note: {note}", file=sys.stderr)
+    return k
 
 
 def positive_seconds(value: float, flag: str) -> float:
