@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from optcc.cluster import Cluster
+from optcc.errors import OptccError
 
 
 def _num(x):
@@ -49,8 +50,15 @@ class Terms(NamedTuple):
         return "cut" if self.cut >= self.volume else "volume"
 
 
-def fault_free_optimum(p: int, g: int = 1) -> Fraction:
-    """T0 (paper): the fault-free optimum, 2(p−g)/(g·p); with g = 1 NCCL's ring 2(p−1)/p."""
+def fault_free_optimum(cluster: Cluster | int, g: int = 1) -> Fraction:
+    """T0 (paper): the fault-free optimum, 2(p−g)/(g·p); with g = 1 NCCL's ring 2(p−1)/p.
+
+    Takes a Cluster, as `lower_bound` does (its p and g; its stragglers do not matter), or p and g."""
+    if isinstance(cluster, Cluster):
+        if g != 1:
+            raise OptccError("g", "give a Cluster (which has its own g) or p and g, not both")
+        cluster, g = cluster.p, cluster.g
+    p = cluster
     return _num(2 * (p - g)) / (g * p)
 
 

@@ -31,3 +31,20 @@ def test_packaging_names_a_free_distribution_a_licence_and_typed_packages():
     for package in ("optcc", "optcc_app", "bounds", "lp_models", "verifier", "gpu_runner", "paper_checks"):
         assert (ROOT / package / "py.typed").exists(), package
     assert not (ROOT / "compose").exists()          # a PyPI name; the composition layer is optcc_app.compose
+
+
+def test_the_python_api_example_runs_as_shown(tmp_path, monkeypatch):
+    """README's "Python API" block, exactly as shown, as a doctest (in a temporary folder: it
+    writes oc8.json)."""
+    import doctest
+    import importlib.util
+    import pytest
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("the example's last step runs gloo processes: needs torch")
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## Python API (from a notebook)", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    test = doctest.DocTestParser().get_doctest(block, {}, "README Python API", "README.md", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0 and runner.tries >= 15
