@@ -1,0 +1,63 @@
+"""Shared test set-up: the helpers folder on sys.path, the tiers, module caches reset per test,
+and `run_optcc` (the command line as a user runs it, in a fresh process).
+
+Tiers (markers, `--strict-markers` refuses any other): `slow` (long; `pytest -m "not slow"` is
+the fast tier, README), `gloo` (starts real torch.distributed processes; every test module
+whose name ends in `_gloo` gets it here), `root` (network namespaces) and `gpu` (CUDA) skip
+with a reason where the machine lacks them.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+TESTS = pathlib.Path(__file__).resolve().parent
+ROOT = TESTS.parent
+if str(TESTS) not in sys.path:             # the shared helpers (gloo_run, *_cases) import by name
+    sys.path.insert(0, str(TESTS))
+
+# Module-level caches of ours (module, attribute): cleared after every test, so that no test's
+# outcome or duration depends on which tests ran before it.
+CACHES = (
+    ("optcc.model_time", "_SLOT_CACHE"),
+    ("optcc.model_time_rails", "_CACHE"),
+    ("optcc.algorithms.rails_borrow", "_share_lp"),
+    ("gpu_runner.proof", "_PROVED"),
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.module.__name__.endswith("_gloo"):
+            item.add_marker(pytest.mark.gloo)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_module_caches():
+    yield
+    for module_name, attr in CACHES:
+        module = sys.modules.get(module_name)
+        cache = getattr(module, attr, None) if module else None
+        if cache is None:
+            continue
+        if hasattr(cache, "cache_clear"):
+            cache.cache_clear()
+        else:
+            cache.clear()
+
+
+@pytest.fixture
+def run_optcc():
+    """`python -m optcc ARGS` in a fresh process with this checkout on the path; returns the
+    CompletedProcess (text output)."""
+    def run(*args, timeout=180, cwd=None, env=None):
+        env = dict(os.environ if env is None else env)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH", "")]))
+        return subprocess.run([sys.executable, "-m", "optcc", *map(str, args)], capture_output=True, text=True,
+                              timeout=timeout, cwd=cwd, env=env)
+    return run
