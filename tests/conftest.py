@@ -8,7 +8,6 @@ with a reason where the machine lacks them.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import pathlib
 import subprocess
