@@ -29,6 +29,7 @@ import math
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 from verifier.msccl.model import MAX_COUNT, MAX_TBS_PER_CHANNEL, MAX_THREAD_BLOCKS
+from verifier.msccl.parse import MAX_NODES
 
 MAX_CHANNELS = 32           # NCCL MAXCHANNELS: chan must stay below it
 
@@ -77,7 +78,15 @@ def check_fits(schedule, max_steps: int) -> None:
     for (rank, _), n in load.items():
         peers[rank] = peers.get(rank, 0) + 1
         need[rank] = need.get(rank, 0) + -(-n // max_steps)
+    p = schedule.cluster.p
     for rank in sorted(peers):
+        steps = sum(n for (r, _), n in load.items() if r == rank)
+        stored = 1 + p + peers[rank] + steps
+        if stored > MAX_NODES:
+            raise OptccError("schedule", f"rank {rank} has {steps} transfer steps with {peers[rank]} peers: the "
+                             f"runtime would store at least {stored} XML elements for it (1 algo, {p} gpu, a tb per "
+                             f"peer, a step per transfer) and its parser keeps at most {MAX_NODES} "
+                             "(MSCCL_MAX_NODES); use fewer segments")
         if peers[rank] > MAX_THREAD_BLOCKS:
             raise OptccError("schedule", f"rank {rank} exchanges data with {peers[rank]} peers, but MSCCL needs a "
                              f"thread block per peer and a GPU has at most {MAX_THREAD_BLOCKS} thread blocks (a "
@@ -85,8 +94,8 @@ def check_fits(schedule, max_steps: int) -> None:
                              f"{MAX_THREAD_BLOCKS + 1})")
         if need[rank] > MAX_THREAD_BLOCKS:
             raise OptccError("schedule", f"rank {rank} needs at least {need[rank]} thread blocks of at most "
-                             f"{max_steps} steps for its {sum(n for (r, _), n in load.items() if r == rank)} "
-                             f"transfers; a GPU has at most {MAX_THREAD_BLOCKS} (fewer segments, or --max-steps 256)")
+                             f"{max_steps} steps for its {steps} transfers; a GPU has at most {MAX_THREAD_BLOCKS} "
+                             "(fewer segments, or --max-steps 256)")
 
 
 def _groups(schedule) -> tuple[int, dict]:
@@ -187,6 +196,7 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
     grid = IntegerTimes(schedule)
     groups = _groups(schedule)
     spread: dict[tuple, int] = {}
+    p = schedule.cluster.p
     attempt = 0
     while True:
         attempt += 1
@@ -199,7 +209,13 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
         if most_tbs > MAX_THREAD_BLOCKS or nchannels > MAX_CHANNELS:
             raise OptccError("max_steps", f"the schedule needs more than {max_steps} steps per thread block; "
                              f"splitting peers over channels reached {most_tbs} thread blocks per GPU and "
-                             f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS})")
+                             f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS}); use fewer "
+                             "segments, or --max-steps 256 for microsoft/msccl")
+        stored = max((1 + p + len(progs) + sum(len(x) for x in progs.values()) for progs in tbs), default=0)
+        if stored > MAX_NODES:
+            raise OptccError("schedule", f"the layout stores {stored} XML elements for one rank (with the nops that "
+                             f"order its thread blocks); the runtime's parser keeps at most {MAX_NODES} "
+                             "(MSCCL_MAX_NODES); use fewer segments")
         if longest <= max_steps:
             break
         for rank, progs in enumerate(tbs):            # more channels for the pairs of overfull thread blocks
@@ -215,7 +231,6 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
                 want = max(lanes[peer] + 1, -(-total[peer] // max_steps))
                 for pair in ((rank, peer), (peer, rank)):
                     spread[pair] = max(spread.get(pair, 1), want)
-    p = schedule.cluster.p
     title = name or str(schedule.meta.get("algorithm", "optcc"))
     lines = [f"<!-- optcc export of {title} on {schedule.cluster.describe()}: schedule sha256 {schedule.sha256()} -->",
              f"<!-- D = {d}: pad each buffer to a multiple of {d} elements (gpu_runner.msccl_hook) so the runtime "
