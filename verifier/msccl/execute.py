@@ -16,6 +16,7 @@ between them, are a race (read-after-write, write-after-read or write-after-writ
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -108,7 +109,8 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         for c in range(g.i_chunks):
             run.cells[(g.id, "i", c)] = values.make(("x", g.id, c))
     queues: dict[tuple, deque] = {}
-    published: list[list] = [[] for _ in range(n)]        # (kernel index, vc) per hasdep step
+    published: list[list] = [[] for _ in range(n)]        # step numbers of the hasdep steps run, in order
+    snapshots: list[list] = [[] for _ in range(n)]        # their vector clocks
     flag = [-1] * n
     vcs = [np.zeros(n, dtype=np.int64) for _ in range(n)]
     pc = [0] * n
@@ -157,7 +159,7 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         vc = vcs[gid]
         for dep_tb, k, _ in st.waits:
             target = base[tb.rank] + dep_tb
-            merge(vc, next(snap for idx, snap in published[target] if idx >= k))
+            merge(vc, snapshots[target][bisect_left(published[target], k)])
         msg = None
         if st.type in RECVS:
             msg = queues[(tb.recv, tb.rank, tb.chan)].popleft()
@@ -193,7 +195,8 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         if st.type in SENDS:
             queues.setdefault((tb.rank, tb.send, tb.chan), deque()).append((out, vc.copy(), info))
         if st.hasdep:
-            published[gid].append((st.kernel, vc.copy()))
+            published[gid].append(st.kernel)
+            snapshots[gid].append(vc.copy())
             flag[gid] = st.kernel
 
     progress = True

@@ -30,6 +30,12 @@ INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1     # the runtime stores integer attr
 # The elements the runtime descends into; anything else is skipped with its subtree.
 _HANDLED = {None: "algo", "algo": "gpu", "gpu": "tb", "tb": "step"}
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+_DELIMS = re.compile(r"[= >/\n\r]")       # what ends a name (and '=' which starts a value)
+_BLANKS = re.compile(r"[ \n\r]*")          # whitespace between elements
+# The common layout (what every tool writes): one line, single spaces, "-quoted values. Such an
+# element reads the same by this pattern as by the runtime's loop; anything else takes the loop.
+_ELEMENT = re.compile(r'<([A-Za-z_][A-Za-z0-9_]*)((?: [A-Za-z_][A-Za-z0-9_]*="[^"\n\r]*")*)(/?)>')
+_ATTR = re.compile(r' ([A-Za-z_][A-Za-z0-9_]*)="([^"\n\r]*)"')
 
 
 @dataclass
@@ -118,21 +124,27 @@ class _Reader:
         return value, self.getc()
 
     def token(self, want_value: bool):
-        """(name, value or None, the character that ended it)."""
-        out = []
-        while True:
-            c = self.getc()
-            if c == "=":
-                name = "".join(out)
-                if not want_value:
-                    self.fail(f"XML Parse : Unexpected value with name {name}")
-                value, last = self.value(name)
-                return name, value, last
-            if len(out) == MAX_STR_LEN - 1:
-                self.fail(f"Error : name {''.join(out)} too long (max {MAX_STR_LEN})")
-            if c in " >/\n\r":
-                return "".join(out), None, c
-            out.append(c)
+        """(name, value or None, the character that ended it); the runtime's loop, by search."""
+        start = self.pos
+        m = _DELIMS.search(self.text, start)
+        end = m.start() if m else len(self.text)
+        name = self.text[start:end]
+        if len(name) >= MAX_STR_LEN - 1 and not (len(name) == MAX_STR_LEN - 1 and m and m.group() == "="):
+            self.pos = start + MAX_STR_LEN - 1
+            self.fail(f"Error : name {name[:MAX_STR_LEN - 1]} too long (max {MAX_STR_LEN})")
+        if m is None:
+            self.pos = len(self.text)
+            self.fail("XML Parse : Unexpected EOF")
+        c = m.group()
+        self.pos = end + 1
+        if c == "\n":
+            self.line += 1
+        if c == "=":
+            if not want_value:
+                self.fail(f"XML Parse : Unexpected value with name {name}")
+            value, last = self.value(name)
+            return name, value, last
+        return name, None, c
 
     def node(self):
         """One element: ('open'|'single'|'close', Node) or None at the end of the file."""
@@ -142,14 +154,25 @@ class _Reader:
                 return got
 
     def _node(self):
-        c = " "
-        while c in " \n\r":
-            if self.pos >= len(self.text):
-                return None
-            c = self.getc()
+        blank = _BLANKS.match(self.text, self.pos).end()
+        self.line += self.text.count("\n", self.pos, blank)
+        self.pos = blank
+        if self.pos >= len(self.text):
+            return None
+        c = self.getc()
         if c != "<":
             self.fail(f"XML Parse error : expecting '<', got '{c}'")
         line = self.line
+        fast = _ELEMENT.match(self.text, self.pos - 1)
+        if fast:
+            attrs = _ATTR.findall(fast.group(2))
+            if (len(attrs) <= MAX_ATTR_COUNT and len(fast.group(1)) < MAX_STR_LEN - 1
+                    and all(len(k) < MAX_STR_LEN - 1 and len(v) < MAX_STR_LEN for k, v in attrs)):
+                node = Node(fast.group(1), {}, line)
+                for k, v in attrs:
+                    node.attrs.setdefault(k, v)                 # the runtime finds the first match
+                self.pos = fast.end()
+                return ("single" if fast.group(3) else "open"), node
         name, _, c = self.token(False)
         if name.startswith("!--"):
             tail = ("..." + name[3:] + c)[-3:]
