@@ -331,12 +331,15 @@ def test_hostile_sizes_exit_2_within_a_second(old, new, field, wording, tmp_path
 
 
 def test_cells_of_all_ranks_are_bounded_together():
-    x = mc.Xml("wide", 64, 40000)
-    for r in range(64):
-        x.gpu(r)
-    with pytest.raises(OptccError) as err:
-        load_program(x.text())
-    assert err.value.field == "line 1 <algo> nchunksperloop" and "64 x 40000" in err.value.message
+    for p, d in ((64, 40000), (1024, 200)):            # too many cells; cells of too many terms
+        x = mc.Xml("wide", p, d)
+        for r in range(p):
+            x.gpu(r)
+        t = time.perf_counter()
+        with pytest.raises(OptccError) as err:
+            load_program(x.text())
+        assert err.value.field == "line 1 <algo> nchunksperloop" and f"{p} x {d}" in err.value.message
+        assert time.perf_counter() - t < 1.0
 
 
 def test_deep_nesting_and_many_comments_are_read_without_recursion():

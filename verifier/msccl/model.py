@@ -22,7 +22,8 @@ dependencies of `nop`s between them move on to the next transmission, as in the 
 fused sum dst + src1 + src2 + ... is the same left fold as running them one by one.
 
 Sizes are bounded before anything is expanded (exit 2, naming the attribute and line): chunk
-counts, ranks x chunks, channels, cnt, and the number of steps in the file.
+counts, ranks x chunks (and ranks x ranks x chunks, the terms of the final sums), channels, cnt;
+the parser bounds steps and thread blocks x steps as it reads.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ MAX_CHANNELS = 64           # MAXCHANNELS: NCCL 2.12-2.18 and RCCL 32, later NCC
 # optcc's own bounds on the work of one verification (no runtime file comes near them)
 MAX_CHUNKS = 1 << 16        # nchunksperloop and i/o/s_chunks
 MAX_CELLS = 1 << 21         # ngpus x nchunksperloop: buffer cells the executor tracks
-MAX_FILE_STEPS = 1 << 20    # <step> elements in the whole file
+MAX_SUM_WORK = 1 << 27      # ngpus x cells: each final cell's sum has up to ngpus terms
 
 
 @dataclass
@@ -140,13 +141,11 @@ def load_program(text: str) -> Program:
                                                   "channels (MAXCHANNELS)")
     if prog.ngpus <= 0:
         raise OptccError(algo.where("ngpus"), f"expected a positive number of ranks, got {prog.ngpus}")
-    if prog.ngpus * prog.nchunks > MAX_CELLS:
+    cells = prog.ngpus * prog.nchunks
+    if cells > MAX_CELLS or prog.ngpus * cells > MAX_SUM_WORK:
         raise OptccError(algo.where("nchunksperloop"), f"ngpus x nchunksperloop = {prog.ngpus} x {prog.nchunks} "
-                         f"buffer cells, more than the {MAX_CELLS} optcc verifies")
-    n_steps = sum(len(tb.children) for g in algo.children for tb in g.children)
-    if n_steps > MAX_FILE_STEPS:
-        raise OptccError(algo.where(), f"the file has {n_steps} <step> elements, more than the {MAX_FILE_STEPS} "
-                                       "optcc verifies")
+                         f"buffer cells of up to {prog.ngpus} terms each: optcc verifies at most {MAX_CELLS} cells "
+                         f"and ngpus x cells <= {MAX_SUM_WORK}")
     if not (prog.inplace or prog.outofplace):
         raise OptccError(algo.where("inplace"), "neither inplace nor outofplace is 1: the runtime never selects it")
     gpu_nodes = [n for n in algo.children]

@@ -26,6 +26,10 @@ MAX_ATTR_COUNT = 16     # MSCCL_MAX_ATTR_COUNT
 MAX_SUBS = 1024         # MSCCL_MAX_SUBS: children of one element
 MAX_NODES = 4096        # MSCCL_MAX_NODES: elements the runtime stores for one rank (RCCL)
 INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1     # the runtime stores integer attributes in a C int
+# optcc's bounds on one verification, checked as elements are read (the executor keeps one
+# vector clock per thread block for every step that sends or publishes)
+MAX_FILE_STEPS = 1 << 20            # <step> elements in the file
+MAX_CLOCK_WORK = 1 << 28            # thread blocks x steps in the file
 
 # The elements the runtime descends into; anything else is skipped with its subtree.
 _HANDLED = {None: "algo", "algo": "gpu", "gpu": "tb", "tb": "step"}
@@ -233,6 +237,13 @@ class _Reader:
             take = keep and node.name == handled
             if take:
                 self.nodes += 1
+                if node.name in ("tb", "step"):
+                    self.counts[node.name] += 1
+                    tbs, steps = self.counts["tb"], self.counts["step"]
+                    if steps > MAX_FILE_STEPS or tbs * steps > MAX_CLOCK_WORK:
+                        self.fail(f"{tbs} thread blocks and {steps} steps so far: more than optcc verifies in one "
+                                  f"file (at most {MAX_FILE_STEPS} steps and thread blocks x steps <= "
+                                  f"{MAX_CLOCK_WORK})", node.line)
                 if head is not None:
                     head.children.append(node)
                     if len(head.children) > MAX_SUBS:
@@ -248,6 +259,7 @@ def parse_xml(text: str) -> Node:
     """The <algo> element with its gpu/tb/step subtree (other elements dropped, as the runtime does)."""
     reader = _Reader(text)
     reader.top = []
+    reader.counts = {"tb": 0, "step": 0}
     reader.load()
     if not reader.top:
         raise OptccError("line 1", "no <algo> element (the runtime's first element must be <algo>)")
