@@ -149,3 +149,19 @@ def test_what_a_gpu_cannot_hold_is_refused_before_building(tmp_path, capsys):
     with pytest.raises(OptccError) as e:          # p = 16, k = 80: more steps than the runtime's parser stores
         export_xml(build_schedule("optcc", Cluster.build(16, 1, {0: 2}), 80), max_steps=256)
     assert e.value.field == "schedule" and "MSCCL_MAX_NODES" in e.value.message
+
+
+def test_large_exports_report_progress_on_stderr(tmp_path, capsys, monkeypatch):
+    from optcc.commands import msccl as cmd
+    sched, out = tmp_path / "s.json", tmp_path / "x.xml"
+    build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1).save(str(sched))
+    assert main(["msccl", "export", str(sched), "-o", str(out)]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""                                     # small: silent
+    monkeypatch.setattr(cmd, "LOUD_FLOWS", 0)
+    assert main(["msccl", "export", str(sched), "-o", str(out)]) == 0
+    loud = capsys.readouterr()
+    stages = [line.split("] ", 1)[1] for line in loud.err.splitlines()]
+    assert stages[0].startswith("proving the schedule") and stages[1].startswith("schedule proved")
+    assert stages[2].startswith("layout 1:") and stages[-1].startswith("proving the XML")
+    assert loud.out.splitlines()[0] == quiet.out.splitlines()[0]            # stdout as before (times aside)
