@@ -6,11 +6,20 @@ both buffer models, Z3, determinism) in under 5 s. Inputs: the real 8-GPU ring f
 of about 1,000 steps and more. --grid also exports and verifies ring and OptCC for p up to 16,
 several k, ℓ and g (the tests run a smaller grid).
 
-Run:  python benchmarks/msccl_verify_speed.py [--grid] [--max-steps 64|256]
+--demo times `optcc msccl export` end to end (a subprocess: load, schedule proof, layout, XML
+proof) on the demo's schedule, `optcc schedule --algo optcc --p 16 --straggler 0:2 --segments 64`
+(issue 25: 28 minutes and silent before; target <= 60 s, refused or written), and on k = 16,
+which fits; the stderr progress lines are counted.
+
+Run:  python benchmarks/msccl_verify_speed.py [--grid] [--demo] [--max-steps 64|256]
 """
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -22,6 +31,8 @@ from verifier.msccl import verify_xml
 from verifier.msccl.export import export_xml
 
 TARGET_SECONDS = 5.0
+DEMO_TARGET_SECONDS = 60.0
+ROOT = Path(__file__).resolve().parents[1]
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "msccl-xml" / "msccl-scheduler_ndv4_r48ll.xml"
 
 
@@ -34,9 +45,33 @@ def _row(label, text, max_steps):
             "proved" if proof.proved else "REFUTED " + ",".join(k for k, v in proof.properties.items() if not v)]
 
 
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "optcc", *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    return done, time.perf_counter() - t
+
+
+def demo(max_steps: int) -> None:
+    """`optcc msccl export` of the demo's schedule and of a smaller k, wall time and outcome."""
+    print(f"\n# optcc msccl export, p = 16, straggler 0:2, --max-steps {max_steps} (wall s, one run each)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in (64, 16):
+            sched, out = os.path.join(tmp, f"s{k}.json"), os.path.join(tmp, f"s{k}.xml")
+            _cli("schedule", "--algo", "optcc", "--p", "16", "--straggler", "0:2", "--segments", str(k), "-o", sched)
+            done, seconds = _cli("msccl", "export", sched, "-o", out, "--max-steps", str(max_steps))
+            progress = sum(1 for line in done.stderr.splitlines() if line.startswith("optcc msccl export ["))
+            last = (done.stdout.strip().splitlines() or [""])[0] if done.returncode == 0 else \
+                (done.stderr.strip().splitlines() or [""])[-1]
+            verdict = "met" if seconds <= DEMO_TARGET_SECONDS else "MISSED"
+            print(f"k={k}: exit {done.returncode} in {seconds:.1f} s ({verdict}, target <= {DEMO_TARGET_SECONDS:.0f} s), "
+                  f"{progress} progress lines on stderr; {last[:220]}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", action="store_true", help="also run the round trip on the larger grid")
+    ap.add_argument("--demo", action="store_true", help="time msccl export of the demo's p = 16, k = 64 schedule")
     ap.add_argument("--max-steps", type=int, choices=(64, 256), default=64)
     args = ap.parse_args()
     rows = []
@@ -72,6 +107,8 @@ def main():
     proved = [r for r in rows if r[-1] == "proved" and not r[0].startswith("real")]
     print(f"# round trip: {len(proved)} exported XMLs proved, {len(bad)} refuted, {len(refused)} refused by export "
           f"(more than {args.max_steps} steps per thread block even after splitting over channels)")
+    if args.demo:
+        demo(args.max_steps)
 
 
 if __name__ == "__main__":

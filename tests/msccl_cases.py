@@ -28,7 +28,9 @@ class Xml:
         return self
 
     def step(self, type, src=("i", 0), dst=None, cnt=1, dep=None):
-        """dep = (tb id, kernel step) on this gpu; a list of them puts all but the last on nops."""
+        """dep = (tb id, step number) on this gpu, numbered as the runtime counts (every step's
+        index, nops included: each nop here carries a dependency); a list of them puts all but
+        the last on nops."""
         deps = dep if isinstance(dep, list) else ([dep] if dep else [])
         steps = self.gpus[-1]["tbs"][-1]["steps"]
         for d in deps[:-1]:
@@ -49,14 +51,12 @@ class Xml:
             out.append(f'  <gpu id="{g["id"]}" i_chunks="{nchunks}" o_chunks="{o_chunks}" s_chunks="{g["s_chunks"]}">')
             for t, tb in enumerate(g["tbs"]):
                 out.append(f'    <tb id="{t}" send="{tb["send"]}" recv="{tb["recv"]}" chan="{tb["chan"]}">')
-                k = 0
                 for s, st in enumerate(tb["steps"]):
                     depid, deps = st["dep"] if st["dep"] else (-1, -1)
-                    hasdep = int(st["type"] != "nop" and (t, k) in waited)
+                    hasdep = int(st["type"] != "nop" and (t, s) in waited)
                     out.append(f'      <step s="{s}" type="{st["type"]}" srcbuf="{st["src"][0]}" srcoff="{st["src"][1]}" '
                                f'dstbuf="{st["dst"][0]}" dstoff="{st["dst"][1]}" cnt="{st["cnt"]}" depid="{depid}" '
                                f'deps="{deps}" hasdep="{hasdep}"/>')
-                    k += st["type"] != "nop"
                 out.append("    </tb>")
             out.append("  </gpu>")
         out.append("</algo>")
@@ -144,6 +144,21 @@ def one_shot(p: int = 4) -> str:
     return x.text()
 
 
+def numbered_by_nops() -> str:
+    """Reduce on rank 0, then send the sum back (2 ranks, D = 1), with a thread block whose
+    steps come after a `nop` that carries a dependency, so the runtime's step numbers (nops
+    counted, as msccl-tools writes `deps`) differ from the count of real steps. Rank 0 tb 1: nop,
+    A = copy the received chunk to s[1] (number 1), T = i[0] += s[1] (number 2); tb 0 sends i[0]
+    after T; tb 2 copies s[1] after A."""
+    x = Xml("nopnumbers2", 2, 1)
+    x.gpu(0, s_chunks=3)
+    x.tb(send=1, recv=1).step("r", ("i", 0), ("s", 0)).step("s", ("i", 0), dep=(1, 2))
+    x.tb().step("cpy", ("s", 0), ("s", 1), dep=[(0, 0), (0, 0)]).step("re", ("s", 1), ("i", 0))
+    x.tb().step("cpy", ("s", 1), ("s", 2), dep=(1, 1))
+    x.gpu(1).tb(send=0, recv=0).step("s", ("i", 0)).step("r", ("i", 0))
+    return x.text()
+
+
 def eager_pair() -> str:
     """Two ranks each send both chunks before receiving: fine with unbounded buffers, deadlocks
     when every channel holds one message."""
@@ -194,3 +209,26 @@ def delete_step(text: str, rank: int, tb: int, s: int) -> str:
     lines = text.split("\n")
     del lines[_lines_of(text, rank, tb)[s]]
     return "\n".join(lines)
+
+
+def renumber_without_nops(text: str) -> str:
+    """The same file with every `deps` counting real steps only (optcc's old numbering)."""
+    lines, numbers, g, t, k = text.split("\n"), {}, None, None, 0
+    for line in lines:
+        if m := re.match(r'\s*<gpu id="(\d+)"', line):
+            g = int(m.group(1))
+        elif m := re.match(r'\s*<tb id="(\d+)"', line):
+            t, k, s = int(m.group(1)), 0, 0
+        elif "<step " in line:
+            numbers[(g, t, s)] = k
+            k += 'type="nop"' not in line
+            s += 1
+    out = []
+    for line in lines:
+        if m := re.match(r'\s*<gpu id="(\d+)"', line):
+            g = int(m.group(1))
+        elif (m := re.search(r' depid="(\d+)" deps="(\d+)"', line)) and "<step " in line:
+            new = numbers[(g, int(m.group(1)), int(m.group(2)))]
+            line = line.replace(m.group(0), f' depid="{m.group(1)}" deps="{new}"')
+        out.append(line)
+    return "\n".join(out)

@@ -1,5 +1,7 @@
 """optcc msccl verify: fixtures written from the spec, mutants, malformed files, real files."""
 import json
+import re
+import time
 import math
 from pathlib import Path
 
@@ -8,7 +10,7 @@ import pytest
 
 from optcc_app.cli import main
 from optcc.errors import OptccError
-from verifier.msccl import verify_xml
+from verifier.msccl import load_program, verify_xml
 from verifier.msccl.parse import c_strtol
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "msccl-xml"
@@ -237,3 +239,142 @@ def test_out_of_place_results_go_to_the_output_buffer():
     cx = verify_xml(wrong).counterexamples["sum"]
     assert cx["mode"] == "out-of-place" and cx["rank"] == 0 and cx["chunk"] == 0
     assert "undefined" in cx["message"] and cx["tb"] is None          # nothing writes o[0] on rank 0
+
+
+# ---- step numbers as the runtime counts them (nops with a dependency count) ---------------------
+def test_a_file_numbered_as_msccl_tools_does_is_proved():
+    """deps counts the nop before the target (msccl-tools' op index, the runtime's counter); the
+    old count of real steps only read deps="2" as a third real step and refuted it."""
+    text = mc.numbered_by_nops()
+    assert 'type="nop"' in text and 'depid="1" deps="2"' in text
+    proof = verify_xml(text)
+    assert proof.properties == ALL_PROVED, proof.counterexamples
+
+
+def test_a_wait_numbered_without_nops_ends_early_and_races():
+    """The same file with deps counting real steps only: on the runtime, tb 0's wait for step 1
+    of tb 1 ends when A (number 1) publishes, before T adds into i[0]: rank 1 may get x0 alone."""
+    text = mc.renumber_without_nops(mc.numbered_by_nops())
+    assert 'depid="1" deps="1"' in text and 'depid="1" deps="0"' in text
+    proof = verify_xml(text)
+    assert not proof.properties["sum"] and not proof.proved
+    cx = proof.counterexamples["sum"]
+    assert cx["kind"] == "race" and (cx["rank"], cx["chunk"]) == (0, 0)
+    assert (cx["first"]["tb"], cx["first"]["step"]) == (1, 2) and (cx["second"]["tb"], cx["second"]["step"]) == (0, 1)
+    cx = proof.counterexamples["deadlock_free"]          # tb 2 waits on number 0: the nop, which never publishes
+    assert cx["kind"] == "unpublished_wait" and cx["target"] == {"tb": 1, "step": 0, "line": None}
+
+
+def test_nops_without_a_dependency_do_not_count():
+    text = mc.numbered_by_nops()
+    nop = ('      <step s="0" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="-1" deps="-1" '
+           'hasdep="0"/>')
+    lines = text.split("\n")
+    at = next(i for i, line in enumerate(lines) if '<tb id="1"' in line) + 1
+    lines.insert(at, nop)                       # a dependency-free nop first: numbers of tb 1 do not move
+    for i in range(at + 1, at + 4):
+        lines[i] = re.sub(r' s="(\d+)"', lambda m: f' s="{int(m.group(1)) + 1}"', lines[i])
+    assert verify_xml("\n".join(lines)).proved
+
+
+def test_fused_reductions_run_as_one_transmission():
+    """A nop with a dependency between two fusable `re`s: the loader fuses the `re`s into one
+    transmission and moves the nop's dependency on to the next one (there is none), so the
+    second `re` reads s[1] without waiting for its receive. Counting the nop onto the second
+    `re` (one step at a time) would order them."""
+    x = mc.Xml("fused2", 2, 1)
+    x.gpu(0, s_chunks=2).tb(recv=1).step("r", ("i", 0), ("s", 0)).step("r", ("i", 0), ("s", 1))
+    x.tb().step("re", ("s", 0), ("i", 0), dep=(0, 0)).step("re", ("s", 1), ("i", 0))
+    x.gpu(1).tb(send=0).step("s", ("i", 0)).step("s", ("i", 0))
+    lines = mc.set_attr(x.text(), 0, 0, 1, hasdep=1).split("\n")
+    at = next(i for i, line in enumerate(lines) if 'type="re"' in line and 'srcoff="1"' in line)
+    lines.insert(at, '      <step s="1" type="nop" srcbuf="i" srcoff="-1" dstbuf="o" dstoff="-1" cnt="0" depid="0" '
+                     'deps="1" hasdep="0"/>')
+    lines[at + 1] = lines[at + 1].replace(' s="1"', ' s="2"')
+    proof = verify_xml("\n".join(lines))
+    cx = proof.counterexamples["sum"]
+    assert cx["kind"] == "race" and (cx["rank"], cx["buffer"], cx["chunk"]) == (0, "s", 1)
+    assert (cx["second"]["tb"], cx["second"]["step"]) == (1, 2)
+
+
+def test_fused_reductions_with_different_cnt_are_refused():
+    x = mc.Xml("fusedcnt", 1, 2)
+    x.gpu(0, s_chunks=2).tb().step("re", ("s", 0), ("i", 0), cnt=2).step("re", ("s", 0), ("i", 0), cnt=1)
+    with pytest.raises(OptccError) as err:
+        verify_xml(x.text())
+    assert err.value.field == "line 5 <step> cnt" and "last step's cnt" in err.value.message
+
+
+# ---- hostile files: bounded before anything grows, exit 2 naming the attribute and line --------
+HOSTILE = [
+    ('nchunksperloop="3"', 'nchunksperloop="1000000000"', "line 1 <algo> nchunksperloop", "more than 65536"),
+    ('nchannels="3"', 'nchannels="1000000000"', "line 1 <algo> nchannels", "MAXCHANNELS"),
+    ('s_chunks="0"', 's_chunks="1000000000"', "line 2 <gpu> s_chunks", "more than 65536"),
+    ('cnt="1" depid="-1"', 'cnt="1000000000" depid="-1"', "line 4 <step> cnt", "less than 72"),
+    ('srcoff="0"', 'srcoff="' + "9" * 5000 + '"', "line 4 <step> srcoff", "overflow"),
+    ('srcoff="0"', 'srcoff="99999999999"', "line 4 <step> srcoff", "outside a C int"),
+    ('ngpus="3"', 'ngpus="-3"', "line 1 <algo> ngpus", "positive"),
+]
+
+
+@pytest.mark.parametrize("old,new,field,wording", HOSTILE)
+def test_hostile_sizes_exit_2_within_a_second(old, new, field, wording, tmp_path, capsys):
+    text = RING.replace(old, new, 1)
+    assert text != RING
+    path = tmp_path / "hostile.xml"
+    path.write_text(text)
+    t = time.perf_counter()
+    assert main(["msccl", "verify", str(path)]) == 2
+    assert time.perf_counter() - t < 1.0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path} {field}:" in err and wording in err, err
+
+
+def test_cells_of_all_ranks_are_bounded_together():
+    for p, d in ((64, 40000), (1024, 200)):            # too many cells; cells of too many terms
+        x = mc.Xml("wide", p, d)
+        for r in range(p):
+            x.gpu(r)
+        t = time.perf_counter()
+        with pytest.raises(OptccError) as err:
+            load_program(x.text())
+        assert err.value.field == "line 1 <algo> nchunksperloop" and f"{p} x {d}" in err.value.message
+        assert time.perf_counter() - t < 1.0
+
+
+def test_deep_nesting_and_many_comments_are_read_without_recursion():
+    deep = "<x>" * 5000 + "</x>" * 5000          # 5x Python's recursion limit
+    text = RING.replace("</algo>", deep + "\n</algo>")
+    text = "<!-- c -->" * 5000 + "\n" + text
+    t = time.perf_counter()
+    assert verify_xml(text).proved
+    with pytest.raises(OptccError, match="XML Mismatch : x / algo"):
+        verify_xml(RING.replace("</algo>", "<x>" * 5000 + "\n</algo>"))
+    assert time.perf_counter() - t < 10.0
+
+
+def test_deep_summation_trees_and_unreachable_waits_do_not_crash():
+    x = mc.Xml("deep", 1, 1)
+    x.gpu(0, s_chunks=1).tb()
+    for _ in range(1000):
+        x.step("re", ("s", 0), ("i", 0))       # i[0] += undefined s[0], a thousand times: a 1000-deep tree
+    proof = verify_xml(x.text(), 256)
+    assert not proof.properties["sum"] and not proof.properties["limits"]
+    far = mc.set_attr(mc.tree(), 0, 1, 0, deps=2147483647)
+    t = time.perf_counter()
+    proof = verify_xml(far)
+    assert not proof.properties["deadlock_free"] and time.perf_counter() - t < 1.0
+
+
+def test_the_fast_element_pattern_reads_what_the_runtime_loop_reads(monkeypatch):
+    from verifier.msccl import parse
+
+    def tree(node):
+        return (node.name, node.line, sorted(node.attrs.items()), node.dropped, [tree(c) for c in node.children])
+
+    texts = [mc.ring(4), mc.hierarchical(), mc.one_shot(4), mc.numbered_by_nops(),
+             RING.replace(' proto="Simple"', ' proto="Simple" proto="LL"'),            # first one wins
+             RING.replace('<step s="0" type="s"', " ".join(f'<step x{i}="0"' for i in range(1)) + ' s="0" type="s"', 1)]
+    fast = [tree(parse.parse_xml(t)) for t in texts]
+    monkeypatch.setattr(parse, "_ELEMENT", re.compile(r"(?!)"))
+    assert [tree(parse.parse_xml(t)) for t in texts] == fast

@@ -114,3 +114,54 @@ def test_every_offset_mutant_of_an_export_is_refuted():
         assert not proof.properties["sum"], lines[i]
         cx = proof.counterexamples["sum"]
         assert {"rank", "chunk", "tb", "step", "message"} <= set(cx)
+
+
+def test_export_deps_count_the_nops_as_the_runtime_does():
+    """With g = 2 the export orders thread blocks with nops; its deps are the runtime's step
+    numbers. The same file numbered by real steps only (what optcc wrote before) races: a wait
+    ends at an earlier step's flag."""
+    import msccl_cases as mc
+    text, _ = export_xml(build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1))
+    assert verify_xml(text).proved
+    old = mc.renumber_without_nops(text)
+    assert 'type="nop"' in text and old != text
+    proof = verify_xml(old)
+    assert not proof.properties["sum"] and proof.counterexamples["sum"]["kind"] == "race"
+
+
+def test_more_than_32_peers_are_spread_over_channels():
+    """p = 34: the straggler has 33 peers, more than the 32 send peers one channel allows (the
+    export was refuted by its own proof, exit 3, before)."""
+    schedule = build_schedule("optcc", Cluster.build(34, 1, {0: 2}), 1)
+    text, facts = export_xml(schedule)
+    assert facts["channels"] >= 2
+    proof = verify_xml(text)
+    assert proof.proved, proof.counterexample
+
+
+def test_what_a_gpu_cannot_hold_is_refused_before_building(tmp_path, capsys):
+    sched, out = tmp_path / "s66.json", tmp_path / "x.xml"
+    build_schedule("optcc", Cluster.build(66, 1, {0: 2}), 1).save(str(sched))
+    assert main(["msccl", "export", str(sched), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rank 0 exchanges data with 65 peers" in err and "p <= 65" in err
+    assert not out.exists()
+    with pytest.raises(OptccError) as e:          # p = 16, k = 80: more steps than the runtime's parser stores
+        export_xml(build_schedule("optcc", Cluster.build(16, 1, {0: 2}), 80), max_steps=256)
+    assert e.value.field == "schedule" and "MSCCL_MAX_NODES" in e.value.message
+
+
+def test_large_exports_report_progress_on_stderr(tmp_path, capsys, monkeypatch):
+    from optcc.commands import msccl as cmd
+    sched, out = tmp_path / "s.json", tmp_path / "x.xml"
+    build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1).save(str(sched))
+    assert main(["msccl", "export", str(sched), "-o", str(out)]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""                                     # small: silent
+    monkeypatch.setattr(cmd, "LOUD_FLOWS", 0)
+    assert main(["msccl", "export", str(sched), "-o", str(out)]) == 0
+    loud = capsys.readouterr()
+    stages = [line.split("] ", 1)[1] for line in loud.err.splitlines()]
+    assert stages[0].startswith("proving the schedule") and stages[1].startswith("schedule proved")
+    assert stages[2].startswith("layout 1:") and stages[-1].startswith("proving the XML")
+    assert loud.out.splitlines()[0] == quiet.out.splitlines()[0]            # stdout as before (times aside)

@@ -3,14 +3,19 @@
 verify: prove an MSCCL AllReduce XML (sum, deadlock_free, limits, deterministic); exit 0 proved,
 1 refuted, 2 malformed (the line and field are named). export: prove a Schedule with the schedule
 verifier, write it as an in-place AllReduce XML, prove that XML, and only then write the file.
+Export of a large schedule (LOUD_FLOWS flows or more) reports each stage on stderr as it starts.
 """
 from __future__ import annotations
+
+import sys
+import time
 
 from optcc_app.commands._common import print_json, print_table
 from optcc.errors import OptccError
 from optcc.files import check_writable, read_text, write_text_atomic
 
 STEP_CHOICES = (64, 256)
+LOUD_FLOWS = 2000           # export reports its stages on stderr from this many flows (several seconds)
 
 
 def register(sub) -> None:
@@ -65,18 +70,28 @@ def run_export(args) -> int:
     from optcc.schedule import Schedule
     from verifier import prove_allreduce
     from verifier.msccl import verify_xml
-    from verifier.msccl.export import check_expressible, export_xml
+    from verifier.msccl.export import check_expressible, check_fits, export_xml
 
     check_writable(args.output, "--output")            # before the proofs, not after them
     schedule = Schedule.load(args.schedule)
     check_expressible(schedule)
+    check_fits(schedule, args.max_steps)
+    t0 = time.perf_counter()
+
+    def note(message: str) -> None:
+        if len(schedule.flows) >= LOUD_FLOWS:
+            print(f"optcc msccl export [{time.perf_counter() - t0:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    note(f"proving the schedule ({len(schedule.flows)} flows)")
     proof = prove_allreduce(schedule)
     if not proof.proved:
         cx = proof.counterexample or {}
         print(f"optcc: the schedule is not proved ({cx.get('property', '?')}): {cx.get('message', '')}; "
               f"nothing written")
         return 1
-    text, facts = export_xml(schedule, args.max_steps, args.proto)
+    note("schedule proved; laying out thread blocks")
+    text, facts = export_xml(schedule, args.max_steps, args.proto, progress=note)
+    note(f"proving the XML ({facts['steps']} steps, {facts['thread_blocks']} thread blocks)")
     check = verify_xml(text, args.max_steps)
     if not check.proved:      # an export bug: say so, write nothing
         print(f"optcc: internal error: the exported XML is refuted: {check.counterexample['message']}")

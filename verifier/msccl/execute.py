@@ -16,8 +16,11 @@ between them, are a race (read-after-write, write-after-read or write-after-writ
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from verifier.msccl.model import READS_SRC, RECVS, SENDS, WRITES_DST, Program
 
@@ -41,18 +44,28 @@ class Values:
         return self.make(("+", a, b) if a <= b else ("+", b, a))
 
     def linear(self, i: int) -> dict:
-        """{('x', rank, chunk) or ('u', rank, buf, off): coefficient}."""
-        out = self._linear.get(i)
-        if out is None:
-            key = self.keys[i]
-            if key[0] == "+":
-                out = dict(self.linear(key[1]))
-                for k, c in self.linear(key[2]).items():
-                    out[k] = out.get(k, 0) + c
-            else:
-                out = {key: 1}
-            self._linear[i] = out
-        return out
+        """{('x', rank, chunk) or ('u', rank, buf, off): coefficient} (a loop: trees may be deep)."""
+        todo = [i]
+        while todo:
+            j = todo[-1]
+            if j in self._linear:
+                todo.pop()
+                continue
+            key = self.keys[j]
+            if key[0] != "+":
+                self._linear[j] = {key: 1}
+                todo.pop()
+                continue
+            missing = [c for c in (key[1], key[2]) if c not in self._linear]
+            if missing:
+                todo.extend(missing)
+                continue
+            out = dict(self._linear[key[1]])
+            for k, c in self._linear[key[2]].items():
+                out[k] = out.get(k, 0) + c
+            self._linear[j] = out
+            todo.pop()
+        return self._linear[i]
 
     def render(self, i: int, budget: int = 64) -> str:
         key = self.keys[i]
@@ -96,9 +109,10 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         for c in range(g.i_chunks):
             run.cells[(g.id, "i", c)] = values.make(("x", g.id, c))
     queues: dict[tuple, deque] = {}
-    published: list[list] = [[] for _ in range(n)]        # (kernel index, vc) per hasdep step
+    published: list[list] = [[] for _ in range(n)]        # step numbers of the hasdep steps run, in order
+    snapshots: list[list] = [[] for _ in range(n)]        # their vector clocks
     flag = [-1] * n
-    vcs = [[0] * n for _ in range(n)]
+    vcs = [np.zeros(n, dtype=np.int64) for _ in range(n)]
     pc = [0] * n
     access: dict[tuple, list] = {}                        # cell -> [last write, {gid: read}]
 
@@ -139,15 +153,13 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         return True
 
     def merge(vc, other):
-        for i, x in enumerate(other):
-            if x > vc[i]:
-                vc[i] = x
+        np.maximum(vc, other, out=vc)
 
     def step(gid, tb, st):
         vc = vcs[gid]
         for dep_tb, k, _ in st.waits:
             target = base[tb.rank] + dep_tb
-            merge(vc, next(snap for idx, snap in published[target] if idx >= k))
+            merge(vc, snapshots[target][bisect_left(published[target], k)])
         msg = None
         if st.type in RECVS:
             msg = queues[(tb.recv, tb.rank, tb.chan)].popleft()
@@ -181,9 +193,10 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
                 run.writer[dst] = info
             out.append(v)
         if st.type in SENDS:
-            queues.setdefault((tb.rank, tb.send, tb.chan), deque()).append((out, list(vc), info))
+            queues.setdefault((tb.rank, tb.send, tb.chan), deque()).append((out, vc.copy(), info))
         if st.hasdep:
-            published[gid].append((st.kernel, list(vc)))
+            published[gid].append(st.kernel)
+            snapshots[gid].append(vc.copy())
             flag[gid] = st.kernel
 
     progress = True
@@ -211,12 +224,13 @@ def _why(tb, st, flag, base, queues, capacity, prog) -> dict:
         have = flag[base[tb.rank] + dep_tb]
         if have < k:
             target = prog.gpus[tb.rank].tbs[dep_tb]
-            exists = k < len(target.steps)
-            hasdep = exists and target.steps[k].hasdep
+            exists = k in target.by_number
+            hasdep = exists and target.by_number[k].hasdep
             note = ("" if not exists else "" if hasdep else "; that step does not have hasdep=\"1\", so it never "
                     "publishes its completion")
             reasons.append(f"waits (line {line}) for thread block {dep_tb} to complete step {k}"
-                           + ("" if exists else f", which does not exist (it has {len(target.steps)} steps)") + note)
+                           + ("" if exists else ", which no step of it has (step numbers count the real steps and "
+                              f"the nops that carry a dependency; it has {target.xml_steps} steps)") + note)
     if st.type in {"r", "rcs", "rrs", "rrc", "rrcs"} and not queues.get((tb.recv, tb.rank, tb.chan)):
         reasons.append(f"waits for a message from rank {tb.recv} on channel {tb.chan}")
     if st.type in SENDS and capacity is not None and len(queues.get((tb.rank, tb.send, tb.chan), ())) >= capacity:

@@ -8,14 +8,19 @@ Mapping (docs/msccl.md):
 - channels: the flows of one (src, dst) pair go, in start order, on a channel whose previous flow
   has landed by this flow's start, so every channel holds at most one message in flight (the
   one-message buffers cannot deadlock) and FIFO order is start order = landing order (a thread
-  block's send or recv peer is -1 when it only receives or only sends). A pair
-  whose thread block exceeds the step limit gets one more channel, until every one fits.
+  block's send or recv peer is -1 when it only receives or only sends). A pair whose thread
+  block exceeds the step limit gets as many more channels as its steps need, until every one
+  fits. A rank with more than 32 peers spreads them over channel groups (at most 32 send and
+  32 receive peers per channel).
 - order: each thread block lists its steps in time order, landings before starts at equal times
   (the Schedule's rule); across the thread blocks of a rank, read-after-write, write-after-write
   and write-after-read on one part become dependencies on the latest conflicting step of each
   other thread block, the first on the step itself and the rest on `nop`s right before it, with
-  hasdep="1" on every step waited on.
-Refused (OptccError): local ops and coefficients other than 1, which MSCCL has no step for.
+  hasdep="1" on every step waited on. `deps` is the runtime's step number (verifier.msccl.model):
+  every `nop` written carries a dependency, so it is the step's index in its thread block.
+Refused (OptccError, before any building where a count shows it): local ops and coefficients
+other than 1, which MSCCL has no step for; a rank with more than 64 peers or that needs more
+than 64 thread blocks (single-straggler OptCC beyond p = 65); more than 32 channels.
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ import math
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
-from verifier.msccl.model import MAX_COUNT, MAX_THREAD_BLOCKS
+from verifier.msccl.model import MAX_COUNT, MAX_TBS_PER_CHANNEL, MAX_THREAD_BLOCKS
+from verifier.msccl.parse import MAX_NODES
 
 MAX_CHANNELS = 32           # NCCL MAXCHANNELS: chan must stay below it
 
@@ -57,36 +63,94 @@ def check_expressible(schedule) -> None:
             raise OptccError(f"schedule.flows[{i}].op", f"unknown op {f.op!r}")
 
 
-def _channels(schedule, grid, spread: dict) -> list[int]:
+def check_fits(schedule, max_steps: int) -> None:
+    """Refuse, before building, what no thread block layout can fit: a rank with more peers
+    than thread blocks, or whose transfers need more than MAX_THREAD_BLOCKS x max_steps steps
+    (a thread block is one peer's, and holds at most max_steps steps)."""
+    _, parts = chunk_layout(schedule)
+    load: dict[tuple, int] = {}
+    for f in schedule.flows:
+        n = len(parts[f.piece])
+        load[(f.src, f.dst)] = load.get((f.src, f.dst), 0) + n
+        load[(f.dst, f.src)] = load.get((f.dst, f.src), 0) + n
+    peers: dict[int, int] = {}
+    need: dict[int, int] = {}
+    for (rank, _), n in load.items():
+        peers[rank] = peers.get(rank, 0) + 1
+        need[rank] = need.get(rank, 0) + -(-n // max_steps)
+    p = schedule.cluster.p
+    for rank in sorted(peers):
+        steps = sum(n for (r, _), n in load.items() if r == rank)
+        stored = 1 + p + peers[rank] + steps
+        if stored > MAX_NODES:
+            raise OptccError("schedule", f"rank {rank} has {steps} transfer steps with {peers[rank]} peers: the "
+                             f"runtime would store at least {stored} XML elements for it (1 algo, {p} gpu, a tb per "
+                             f"peer, a step per transfer) and its parser keeps at most {MAX_NODES} "
+                             "(MSCCL_MAX_NODES); use fewer segments")
+        if peers[rank] > MAX_THREAD_BLOCKS:
+            raise OptccError("schedule", f"rank {rank} exchanges data with {peers[rank]} peers, but MSCCL needs a "
+                             f"thread block per peer and a GPU has at most {MAX_THREAD_BLOCKS} thread blocks (a "
+                             f"single-straggler schedule's straggler talks to p - 1 peers: p <= "
+                             f"{MAX_THREAD_BLOCKS + 1})")
+        if need[rank] > MAX_THREAD_BLOCKS:
+            raise OptccError("schedule", f"rank {rank} needs at least {need[rank]} thread blocks of at most "
+                             f"{max_steps} steps for its {steps} transfers; a GPU has at most {MAX_THREAD_BLOCKS} "
+                             "(fewer segments, or --max-steps 256)")
+
+
+def _groups(schedule) -> tuple[int, dict]:
+    """H channel groups and each unordered pair's group, so that no rank has more than
+    MAX_TBS_PER_CHANNEL peers in one group (greedy, least-loaded group of both ends)."""
+    pairs = sorted({(min(f.src, f.dst), max(f.src, f.dst)) for f in schedule.flows})
+    degree: dict[int, int] = {}
+    for a, b in pairs:
+        degree[a], degree[b] = degree.get(a, 0) + 1, degree.get(b, 0) + 1
+    h = max(1, -(-max(degree.values(), default=0) // MAX_TBS_PER_CHANNEL))
+    while True:
+        load: dict[tuple, int] = {}
+        group = {}
+        for a, b in pairs:
+            j = min(range(h), key=lambda j: (max(load.get((a, j), 0), load.get((b, j), 0)), j))
+            group[(a, b)] = j
+            load[(a, j)], load[(b, j)] = load.get((a, j), 0) + 1, load.get((b, j), 0) + 1
+        if max(load.values(), default=0) <= MAX_TBS_PER_CHANNEL:
+            return h, group
+        h += 1
+
+
+def _channels(schedule, grid, spread: dict, h: int, group: dict) -> list[int]:
+    """Each flow's channel: lane l of its pair, in channel group g, is channel l * h + g."""
     chan = [0] * len(schedule.flows)
-    by_pair: dict[tuple, list[int]] = {}
+    by_pair: dict[tuple, list] = {}
     for i in sorted(range(len(schedule.flows)), key=lambda i: (grid.starts[i], i)):
         f = schedule.flows[i]
-        lanes = by_pair.setdefault((f.src, f.dst), [])      # per channel: [last end, flows]
-        free = [c for c, (end, _) in enumerate(lanes) if end <= grid.starts[i]]
+        lanes = by_pair.setdefault((f.src, f.dst), [])      # per lane: [last end, flows]
+        start = grid.starts[i]
+        free = [c for c, (end, _) in enumerate(lanes) if end <= start]
         if len(lanes) < spread.get((f.src, f.dst), 1) or not free:
             lanes.append([0, 0])
             free = [len(lanes) - 1]
         c = min(free, key=lambda c: (lanes[c][1], c))
         lanes[c][0], lanes[c][1] = grid.ends[i], lanes[c][1] + 1
-        chan[i] = c
+        chan[i] = c * h + group[(min(f.src, f.dst), max(f.src, f.dst))]
     return chan
 
 
-def build_program(schedule, spread: dict | None = None):
+def build_program(schedule, spread: dict | None = None, grid=None, groups=None):
     """Per rank: {(peer, chan): [step dicts]} in program order, and the number of channels."""
     check_expressible(schedule)
-    grid = IntegerTimes(schedule)
+    grid = grid or IntegerTimes(schedule)
+    h, group = groups or _groups(schedule)
     _, parts = chunk_layout(schedule)
-    chan = _channels(schedule, grid, spread or {})
+    chan = _channels(schedule, grid, spread or {}, h, group)
     events = []                      # (time, phase, flow, rank, peer, kind): landings (0) before starts (1)
     for i, f in enumerate(schedule.flows):
         events.append((grid.starts[i], 1, i, f.src, f.dst, "s"))
         events.append((grid.ends[i], 0, i, f.dst, f.src, "rrc" if f.op == "add" else "r"))
     events.sort()
     tbs: list[dict] = [{} for _ in range(schedule.cluster.p)]
-    last_write: dict[tuple, tuple] = {}           # (rank, piece, part) -> (tb key, kernel index)
-    reads: dict[tuple, dict] = {}                 # (rank, piece, part) -> {tb key: kernel index}
+    last_write: dict[tuple, tuple] = {}           # (rank, piece, part) -> (tb key, step number)
+    reads: dict[tuple, dict] = {}                 # (rank, piece, part) -> {tb key: step number}
     waited: set = set()
     for _, _, i, rank, peer, kind in events:
         f = schedule.flows[i]
@@ -94,19 +158,21 @@ def build_program(schedule, spread: dict | None = None):
         prog = tbs[rank].setdefault(key, [])
         for j, (off, cnt) in enumerate(parts[f.piece]):
             cell = (rank, f.piece, j)
-            here = sum(1 for st in prog if st["type"] != "nop")
             deps: dict = {}
-            conflicts = [last_write.get(cell)]
+            w = last_write.get(cell)
+            if w is not None and w[0] != key:
+                deps[w[0]] = w[1]
             if kind != "s":
-                conflicts += list(reads.get(cell, {}).items())
-            for c in conflicts:
-                if c is not None and c[0] != key:
-                    deps[c[0]] = max(deps.get(c[0], -1), c[1])
+                for other, k in reads.get(cell, {}).items():
+                    if other != key and k > deps.get(other, -1):
+                        deps[other] = k
             dep_list = sorted(deps.items())
             for other, k in dep_list[1:]:
                 prog.append({"type": "nop", "off": -1, "cnt": 0, "dep": (other, k)})
+            here = len(prog)                  # the runtime's step number: every nop here carries a dependency
             prog.append({"type": kind, "off": off, "cnt": cnt, "dep": dep_list[0] if dep_list else None})
-            waited.update((rank, other, k) for other, k in dep_list)
+            for other, k in dep_list:
+                waited.add((rank, other, k))
             if kind == "s":
                 reads.setdefault(cell, {})[key] = here
             else:
@@ -114,34 +180,57 @@ def build_program(schedule, spread: dict | None = None):
                 reads[cell] = {}
     for rank, progs in enumerate(tbs):
         for key, prog in progs.items():
-            k = 0
-            for st in prog:
+            for n, st in enumerate(prog):
                 if st["type"] != "nop":
-                    st["hasdep"] = int((rank, key, k) in waited)
-                    k += 1
+                    st["hasdep"] = int((rank, key, n) in waited)
     return tbs, 1 + max(chan, default=0)
 
 
-def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None) -> tuple[str, dict]:
-    """The XML text and facts {D, channels, thread_blocks, steps, max_tb_steps}; OptccError if impossible."""
+def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None,
+               progress=None) -> tuple[str, dict]:
+    """The XML text and facts {D, channels, thread_blocks, steps, max_tb_steps}; OptccError if
+    impossible. progress(message), when given, hears of every layout tried."""
+    check_expressible(schedule)
+    check_fits(schedule, max_steps)
     d, _ = chunk_layout(schedule)
+    grid = IntegerTimes(schedule)
+    groups = _groups(schedule)
     spread: dict[tuple, int] = {}
+    p = schedule.cluster.p
+    attempt = 0
     while True:
-        tbs, nchannels = build_program(schedule, spread)
+        attempt += 1
+        tbs, nchannels = build_program(schedule, spread, grid, groups)
         longest = max((len(prog) for progs in tbs for prog in progs.values()), default=0)
         most_tbs = max((len(progs) for progs in tbs), default=0)
+        if progress:
+            progress(f"layout {attempt}: {nchannels} channel(s), up to {most_tbs} thread blocks per GPU, "
+                     f"longest thread block {longest} steps (limit {max_steps})")
         if most_tbs > MAX_THREAD_BLOCKS or nchannels > MAX_CHANNELS:
             raise OptccError("max_steps", f"the schedule needs more than {max_steps} steps per thread block; "
                              f"splitting peers over channels reached {most_tbs} thread blocks per GPU and "
-                             f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS})")
+                             f"{nchannels} channels (limits {MAX_THREAD_BLOCKS} and {MAX_CHANNELS}); use fewer "
+                             "segments, or --max-steps 256 for microsoft/msccl")
+        stored = max((1 + p + len(progs) + sum(len(x) for x in progs.values()) for progs in tbs), default=0)
+        if stored > MAX_NODES:
+            raise OptccError("schedule", f"the layout stores {stored} XML elements for one rank (with the nops that "
+                             f"order its thread blocks); the runtime's parser keeps at most {MAX_NODES} "
+                             "(MSCCL_MAX_NODES); use fewer segments")
         if longest <= max_steps:
             break
         for rank, progs in enumerate(tbs):            # more channels for the pairs of overfull thread blocks
+            total: dict[int, int] = {}
+            lanes: dict[int, int] = {}
+            over = set()
             for (peer, _), prog in progs.items():
+                total[peer] = total.get(peer, 0) + len(prog)
+                lanes[peer] = lanes.get(peer, 0) + 1
                 if len(prog) > max_steps:
-                    for pair in ((rank, peer), (peer, rank)):
-                        spread[pair] = max(spread.get(pair, 1), 1 + sum(1 for q, _ in progs if q == peer))
-    p = schedule.cluster.p
+                    over.add(peer)
+            for peer in over:
+                want = max(lanes[peer] + 1, -(-total[peer] // max_steps))
+                for pair in ((rank, peer), (peer, rank)):
+                    spread[pair] = max(spread.get(pair, 1), want)
     title = name or str(schedule.meta.get("algorithm", "optcc"))
     lines = [f"<!-- optcc export of {title} on {schedule.cluster.describe()}: schedule sha256 {schedule.sha256()} -->",
              f"<!-- D = {d}: pad each buffer to a multiple of {d} elements (gpu_runner.msccl_hook) so the runtime "

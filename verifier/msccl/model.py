@@ -7,12 +7,23 @@ block ids with gaps. Runtime *limits* (steps per thread block, thread blocks per
 per channel, one thread block per connection, stored elements) are not errors here: `limit_violations` lists them, and the verifier
 reports them as the refuted property `limits`.
 
-Kernel step numbering (derived from the interpreter, msccl_kernel_impl.h): `nop`s are not
-transmissions, so a step's index as a dependency target (`deps`) and as a published flag is the
-number of non-`nop` steps before it in its thread block. Consecutive `re` steps with the same
-destination and source buffer, no dependency of their own, and no `hasdep` before the end are
-fused into one reduction (at most 16, MSCCL_MAX_REDUCE_FUSION); the fused sum is the same left
-fold dst + src1 + src2 + ... as running them one by one, so the executor runs them one by one.
+Step numbers as the runtime counts them (RCCL and msccl-executor-nccl: the loader in
+msccl_parser.cc `mscclGetAlgoFromXmlFile`, the interpreter `mscclRunInterpreter` in
+msccl_kernel_impl.h; docs/msccl.md quotes the lines). The loader folds every `nop` into the next
+transmission as one more dependency; the interpreter keeps a counter `step`, adds
+`numDependencies - 1` before a transmission with dependencies and `numReductions - 1` inside a
+fused `re`, publishes the counter when `hasDependence`, then adds 1. So a step's number, as a
+dependency target (`deps`) and as its published flag, counts the real steps and the `nop`s that
+carry a dependency before it (a `nop` without one counts nothing): msccl-tools' XML index. A wait
+on k ends when the flag is >= k. `re` steps with the runtime's fusion condition (same
+destination and source buffer, no dependency of their own, the previous `re` without `hasdep`,
+fewer than MSCCL_MAX_REDUCE_FUSION reductions so far in the thread block) are one transmission:
+dependencies of `nop`s between them move on to the next transmission, as in the loader, and the
+fused sum dst + src1 + src2 + ... is the same left fold as running them one by one.
+
+Sizes are bounded before anything is expanded (exit 2, naming the attribute and line): chunk
+counts, ranks x chunks (and ranks x ranks x chunks, the terms of the final sums), channels, cnt;
+the parser bounds steps and thread blocks x steps as it reads.
 """
 from __future__ import annotations
 
@@ -31,6 +42,12 @@ TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
 MAX_COUNT = 72              # MSCCL_MAX_COUNT: cnt must be < 72
 MAX_THREAD_BLOCKS = 64      # per GPU (RCCL; ../shared/MSCCL.md)
 MAX_TBS_PER_CHANNEL = 32    # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: send (recv) peers per channel
+MAX_REDUCE_FUSION = 16      # MSCCL_MAX_REDUCE_FUSION
+MAX_CHANNELS = 64           # MAXCHANNELS: NCCL 2.12-2.18 and RCCL 32, later NCCL 64
+# optcc's own bounds on the work of one verification (no runtime file comes near them)
+MAX_CHUNKS = 1 << 16        # nchunksperloop and i/o/s_chunks
+MAX_CELLS = 1 << 21         # ngpus x nchunksperloop: buffer cells the executor tracks
+MAX_SUM_WORK = 1 << 27      # ngpus x cells: each final cell's sum has up to ngpus terms
 
 
 @dataclass
@@ -46,8 +63,9 @@ class Step:
     deps: int
     hasdep: int
     line: int
-    kernel: int = -1                                   # index among the tb's non-nop steps
-    waits: list[tuple[int, int, int]] = field(default_factory=list)   # (tb, kernel step, line)
+    kernel: int = -1                                   # the runtime's step counter when it publishes
+    waits: list[tuple[int, int, int]] = field(default_factory=list)   # (tb, step number, line)
+    fused: bool = False                                # an `re` continuing the previous one's transmission
 
 
 @dataclass
@@ -60,6 +78,7 @@ class ThreadBlock:
     line: int
     steps: list[Step] = field(default_factory=list)    # non-nop steps, waits carried from nops
     xml_steps: int = 0
+    by_number: dict[int, Step] = field(default_factory=dict)   # the runtime's step number -> step
 
 
 @dataclass
@@ -116,6 +135,17 @@ def load_program(text: str) -> Program:
                    min_bytes=algo.int("minBytes"), max_bytes=algo.int("maxBytes"), gpus=[], stored_nodes=[])
     if prog.nchunks <= 0:
         raise OptccError(algo.where("nchunksperloop"), f"expected a positive number of chunks, got {prog.nchunks}")
+    _bounded(algo, "nchunksperloop", prog.nchunks, MAX_CHUNKS, "chunks per loop (optcc's bound on one verification)")
+    if not 1 <= prog.nchannels <= MAX_CHANNELS:
+        raise OptccError(algo.where("nchannels"), f"nchannels is {prog.nchannels}; a runtime has 1 to {MAX_CHANNELS} "
+                                                  "channels (MAXCHANNELS)")
+    if prog.ngpus <= 0:
+        raise OptccError(algo.where("ngpus"), f"expected a positive number of ranks, got {prog.ngpus}")
+    cells = prog.ngpus * prog.nchunks
+    if cells > MAX_CELLS or prog.ngpus * cells > MAX_SUM_WORK:
+        raise OptccError(algo.where("nchunksperloop"), f"ngpus x nchunksperloop = {prog.ngpus} x {prog.nchunks} "
+                         f"buffer cells of up to {prog.ngpus} terms each: optcc verifies at most {MAX_CELLS} cells "
+                         f"and ngpus x cells <= {MAX_SUM_WORK}")
     if not (prog.inplace or prog.outofplace):
         raise OptccError(algo.where("inplace"), "neither inplace nor outofplace is 1: the runtime never selects it")
     gpu_nodes = [n for n in algo.children]
@@ -144,6 +174,7 @@ def _gpu(node: Node, prog: Program) -> Gpu:
     for attr in ("i_chunks", "o_chunks", "s_chunks"):
         if getattr(gpu, attr) < 0:
             raise OptccError(node.where(attr), f"MSCCL: {attr} must be not negative: {getattr(gpu, attr)}")
+        _bounded(node, attr, getattr(gpu, attr), MAX_CHUNKS, "chunks (optcc's bound on one verification)")
     if prog.inplace and gpu.i_chunks != prog.nchunks:
         raise OptccError(node.where("i_chunks"), f"an in-place allreduce needs i_chunks = nchunksperloop "
                                                  f"= {prog.nchunks}, got {gpu.i_chunks}")
@@ -174,7 +205,10 @@ def _thread_block(node: Node, gpu: Gpu, prog: Program) -> ThreadBlock:
     if not 0 <= tb.chan < prog.nchannels:
         raise OptccError(node.where("chan"), f"MSCCL: threadblock {tb.id} on GPU {gpu.id} has an invalid channel "
                                              f"{tb.chan} (nchannels is {prog.nchannels})")
-    pending: list[tuple[int, int, int]] = []
+    pending: list[tuple[int, int, int]] = []     # dependencies not yet attached to a transmission
+    counter = 0                                   # the interpreter's `step`
+    fusing: tuple | None = None                   # (dstbuf, dstoff, srcbuf) an `re` may continue
+    reductions = 0                                # `re` steps so far in this thread block
     for pos, sn in enumerate(node.children):
         st = _step(sn, tb, gpu, prog)
         if st.s != pos:
@@ -184,12 +218,29 @@ def _thread_block(node: Node, gpu: Gpu, prog: Program) -> ThreadBlock:
             pending.append((st.depid, st.deps, st.line))
         if st.type == "nop":
             continue
-        if pending and st.depid < 0:
-            raise OptccError(sn.where("depid"), "MSCCL: when there is a chain of dependencies, the last reduction "
-                             f"must be a part of the first immediate instruction. Detected for GPU {gpu.id}, "
-                             f"thread block {tb.id}, and step {st.s}. XML will be ignored.")
-        st.waits, pending = pending, []
-        st.kernel = len(tb.steps)
+        st.fused = st.type == "re" and fusing == (st.dstbuf, st.dstoff, st.srcbuf) and st.depid < 0
+        if st.fused:
+            first = tb.steps[-1]
+            if st.cnt != first.cnt:
+                raise OptccError(sn.where("cnt"), f"this `re` is fused with step {first.s} (line {first.line}) into "
+                                 f"one reduction, which the runtime runs with the last step's cnt ({st.cnt}) for "
+                                 f"all of them; step {first.s} has cnt {first.cnt}")
+        else:
+            if pending and st.depid < 0:
+                raise OptccError(sn.where("depid"), "MSCCL: when there is a chain of dependencies, the last reduction "
+                                 f"must be a part of the first immediate instruction. Detected for GPU {gpu.id}, "
+                                 f"thread block {tb.id}, and step {st.s}. XML will be ignored.")
+            if pending:
+                counter += len(pending) - 1
+            st.waits, pending = pending, []
+        if st.type == "re":
+            reductions += 1
+            fusing = None if st.hasdep or reductions == MAX_REDUCE_FUSION else (st.dstbuf, st.dstoff, st.srcbuf)
+        else:
+            fusing = None
+        st.kernel = counter
+        counter += 1
+        tb.by_number[st.kernel] = st
         tb.steps.append(st)
     tb.xml_steps = len(node.children)
     return tb
@@ -212,7 +263,7 @@ def _step(node: Node, tb: ThreadBlock, gpu: Gpu, prog: Program) -> Step:
         raise OptccError(node.where("deps"), f"a dependency needs depid >= 0 and deps >= 0, got {st.depid} {st.deps}")
     if st.type == "nop":
         return st
-    if st.cnt < 0:
+    if not 0 <= st.cnt < MAX_COUNT:
         raise OptccError(node.where("cnt"), f"MSCCL: count ({st.cnt}) must be positive and less than {MAX_COUNT}")
     if st.type in SENDS and tb.send < 0:
         raise OptccError(node.where("type"), f"MSCCL: there is a send in thread block {tb.id} on GPU {gpu.id} "
@@ -232,6 +283,11 @@ def _step(node: Node, tb: ThreadBlock, gpu: Gpu, prog: Program) -> Step:
                                  f"{name} buffer, which has {size} chunks (runtime: Incorrect offset set for "
                                  f"{name} buffer: offset: {off} maximum allowed: {size})")
     return st
+
+
+def _bounded(node: Node, attr: str, value: int, limit: int, what: str) -> None:
+    if value > limit:
+        raise OptccError(node.where(attr), f"{attr} is {value}, more than {limit} {what}")
 
 
 def limit_violations(prog: Program, max_steps: int) -> list[dict]:
@@ -266,8 +322,4 @@ def limit_violations(prog: Program, max_steps: int) -> list[dict]:
                 out.append({"rank": g.id, "tb": tb.id, "step": max_steps,
                             "message": f"MSCCL: too many steps are requested. Max number of steps: {max_steps}, "
                                        f"requested: {tb.xml_steps} (gpu {g.id}, thread block {tb.id})"})
-            for st in tb.steps:
-                if st.cnt >= MAX_COUNT:
-                    out.append({"rank": g.id, "tb": tb.id, "step": st.s, "line": st.line,
-                                "message": f"MSCCL: count ({st.cnt}) must be positive and less than {MAX_COUNT}"})
     return out

@@ -9,6 +9,10 @@ skipped; unknown elements are skipped with their subtree. Errors use the runtime
 wording, prefixed by the line, so a broken file reads the same here and in the NCCL log.
 Integers are read as C `strtol(s, NULL, 0)` would, and anything but plain decimal is refused,
 because the runtime silently misreads it (a leading 0 is octal: "010" is 8, "09" is 0).
+Hostile input is bounded before anything grows: a value longer than MAX_STR_LEN (the runtime's
+buffer, which it would overflow) and an integer outside a C int are refused naming the
+attribute and line; nesting and comments are read with a loop, not recursion, so any depth
+costs only memory proportional to the file.
 """
 from __future__ import annotations
 
@@ -21,10 +25,21 @@ MAX_STR_LEN = 255       # MSCCL_MAX_STR_LEN (msccl_parser.h)
 MAX_ATTR_COUNT = 16     # MSCCL_MAX_ATTR_COUNT
 MAX_SUBS = 1024         # MSCCL_MAX_SUBS: children of one element
 MAX_NODES = 4096        # MSCCL_MAX_NODES: elements the runtime stores for one rank (RCCL)
+INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1     # the runtime stores integer attributes in a C int
+# optcc's bounds on one verification, checked as elements are read (the executor keeps one
+# vector clock per thread block for every step that sends or publishes)
+MAX_FILE_STEPS = 1 << 20            # <step> elements in the file
+MAX_CLOCK_WORK = 1 << 28            # thread blocks x steps in the file
 
 # The elements the runtime descends into; anything else is skipped with its subtree.
 _HANDLED = {None: "algo", "algo": "gpu", "gpu": "tb", "tb": "step"}
 _DECIMAL = re.compile(r"-?(0|[1-9][0-9]*)\Z")
+_DELIMS = re.compile(r"[= >/\n\r]")       # what ends a name (and '=' which starts a value)
+_BLANKS = re.compile(r"[ \n\r]*")          # whitespace between elements
+# The common layout (what every tool writes): one line, single spaces, "-quoted values. Such an
+# element reads the same by this pattern as by the runtime's loop; anything else takes the loop.
+_ELEMENT = re.compile(r'<([A-Za-z_][A-Za-z0-9_]*)((?: [A-Za-z_][A-Za-z0-9_]*="[^"\n\r]*")*)(/?)>')
+_ATTR = re.compile(r' ([A-Za-z_][A-Za-z0-9_]*)="([^"\n\r]*)"')
 
 
 @dataclass
@@ -50,9 +65,14 @@ class Node:
         if not _DECIMAL.match(raw):
             read = c_strtol(raw)
             why = ("a zero-padded integer" if re.fullmatch(r"-?0[0-9]+", raw) else "not a plain decimal integer")
-            raise OptccError(self.where(attr), f"{why} {raw!r}: the runtime reads it with strtol(s, NULL, 0) "
+            raise OptccError(self.where(attr), f"{why} {raw[:40]!r}: the runtime reads it with strtol(s, NULL, 0) "
                                                f"as {read}; write plain decimal without leading zeros")
-        return int(raw)
+        value = int(raw) if len(raw) <= 12 else INT_MAX + 1
+        if not INT_MIN <= value <= INT_MAX:
+            raise OptccError(self.where(attr), f"{raw[:40]!r}{'...' if len(raw) > 40 else ''} ({len(raw)} characters) "
+                                               f"is outside a C int [{INT_MIN}, {INT_MAX}], which the runtime stores "
+                                               "it in")
+        return value
 
 
 def c_strtol(s: str) -> int:
@@ -66,6 +86,8 @@ def c_strtol(s: str) -> int:
         return sign * int(digits, 16)
     if digits.startswith("0"):
         return sign * int(digits, 8) if len(digits) > 1 else 0
+    if len(digits) > 19:                       # strtol saturates at LONG_MAX / LONG_MIN
+        return 2 ** 63 - 1 if sign > 0 else -(2 ** 63)
     return sign * int(digits)
 
 
@@ -88,59 +110,95 @@ class _Reader:
             self.line += 1
         return c
 
-    def value(self) -> tuple[str, str]:
+    def value(self, name: str) -> tuple[str, str]:
         c = self.getc()
         if c not in "\"'":
             self.fail("XML Parse : Expected (double) quote.")
-        out = []
-        while True:
-            c = self.getc()
-            if c == '"':
-                break
-            out.append(c)
-        return "".join(out), self.getc()
+        end = self.text.find('"', self.pos)
+        if end < 0:
+            self.pos = len(self.text)
+            self.fail("XML Parse : Unexpected EOF")
+        value = self.text[self.pos:end]
+        if len(value) >= MAX_STR_LEN:
+            raise OptccError(f"line {self.line} <{self.element}> {name}",
+                             f"a value of {len(value)} characters ({value[:40]!r}...): the runtime keeps a value in "
+                             f"a buffer of {MAX_STR_LEN} characters and would overflow it")
+        self.line += value.count("\n")
+        self.pos = end + 1
+        return value, self.getc()
 
     def token(self, want_value: bool):
-        """(name, value or None, the character that ended it)."""
-        out = []
-        while True:
-            c = self.getc()
-            if c == "=":
-                name = "".join(out)
-                if not want_value:
-                    self.fail(f"XML Parse : Unexpected value with name {name}")
-                value, last = self.value()
-                return name, value, last
-            if len(out) == MAX_STR_LEN - 1:
-                self.fail(f"Error : name {''.join(out)} too long (max {MAX_STR_LEN})")
-            if c in " >/\n\r":
-                return "".join(out), None, c
-            out.append(c)
+        """(name, value or None, the character that ended it); the runtime's loop, by search."""
+        start = self.pos
+        m = _DELIMS.search(self.text, start)
+        end = m.start() if m else len(self.text)
+        name = self.text[start:end]
+        if len(name) >= MAX_STR_LEN - 1 and not (len(name) == MAX_STR_LEN - 1 and m and m.group() == "="):
+            self.pos = start + MAX_STR_LEN - 1
+            self.fail(f"Error : name {name[:MAX_STR_LEN - 1]} too long (max {MAX_STR_LEN})")
+        if m is None:
+            self.pos = len(self.text)
+            self.fail("XML Parse : Unexpected EOF")
+        c = m.group()
+        self.pos = end + 1
+        if c == "\n":
+            self.line += 1
+        if c == "=":
+            if not want_value:
+                self.fail(f"XML Parse : Unexpected value with name {name}")
+            value, last = self.value(name)
+            return name, value, last
+        return name, None, c
 
     def node(self):
         """One element: ('open'|'single'|'close', Node) or None at the end of the file."""
-        c = " "
-        while c in " \n\r":
-            if self.pos >= len(self.text):
-                return None
-            c = self.getc()
+        while True:
+            got = self._node()
+            if got != "comment":
+                return got
+
+    def _node(self):
+        blank = _BLANKS.match(self.text, self.pos).end()
+        self.line += self.text.count("\n", self.pos, blank)
+        self.pos = blank
+        if self.pos >= len(self.text):
+            return None
+        c = self.getc()
         if c != "<":
             self.fail(f"XML Parse error : expecting '<', got '{c}'")
         line = self.line
+        fast = _ELEMENT.match(self.text, self.pos - 1)
+        if fast:
+            attrs = _ATTR.findall(fast.group(2))
+            if (len(attrs) <= MAX_ATTR_COUNT and len(fast.group(1)) < MAX_STR_LEN - 1
+                    and all(len(k) < MAX_STR_LEN - 1 and len(v) < MAX_STR_LEN for k, v in attrs)):
+                node = Node(fast.group(1), {}, line)
+                for k, v in attrs:
+                    node.attrs.setdefault(k, v)                 # the runtime finds the first match
+                self.pos = fast.end()
+                return ("single" if fast.group(3) else "open"), node
         name, _, c = self.token(False)
         if name.startswith("!--"):
             tail = ("..." + name[3:] + c)[-3:]
-            while tail != "-->":
-                if self.pos >= len(self.text):
+            if tail != "-->":
+                end = self.text.find("-->", self.pos)
+                if tail[1:] == "--" and self.text.startswith(">", self.pos):
+                    end = self.pos - 2
+                elif tail[2:] == "-" and self.text.startswith("->", self.pos):
+                    end = self.pos - 1
+                if end < 0:
+                    self.pos = len(self.text)
                     self.fail("XML Parse error : unterminated comment")
-                tail = (tail + self.getc())[-3:]
-            return self.node()
+                self.line += self.text.count("\n", self.pos, end + 3)
+                self.pos = end + 3
+            return "comment"
         if name == "" and c == "/":
             name, _, c = self.token(False)
             if c != ">":
                 self.fail(f"XML Parse error : unexpected trailing {c} in closing tag {name}")
             return "close", Node(name, {}, line)
         node = Node(name, {}, line)
+        self.element = name
         kept = 0
         while c == " ":
             key, value, c = self.token(True)
@@ -160,8 +218,11 @@ class _Reader:
                       line)
         return kind, node
 
-    def load(self, head: Node | None, handled: str | None, keep: bool) -> None:
-        while True:
+    def load(self) -> None:
+        """Read every element; a loop with an explicit stack, so nesting depth costs no recursion."""
+        stack: list[tuple[Node | None, str | None, bool]] = [(None, "algo", True)]
+        while stack:
+            head, handled, keep = stack[-1]
             got = self.node()
             if got is None:
                 if head is not None:
@@ -171,10 +232,18 @@ class _Reader:
             if kind == "close":
                 if head is None or node.name != head.name:
                     self.fail(f"XML Mismatch : {head.name if head else ''} / {node.name}", node.line)
-                return
+                stack.pop()
+                continue
             take = keep and node.name == handled
             if take:
                 self.nodes += 1
+                if node.name in ("tb", "step"):
+                    self.counts[node.name] += 1
+                    tbs, steps = self.counts["tb"], self.counts["step"]
+                    if steps > MAX_FILE_STEPS or tbs * steps > MAX_CLOCK_WORK:
+                        self.fail(f"{tbs} thread blocks and {steps} steps so far: more than optcc verifies in one "
+                                  f"file (at most {MAX_FILE_STEPS} steps and thread blocks x steps <= "
+                                  f"{MAX_CLOCK_WORK})", node.line)
                 if head is not None:
                     head.children.append(node)
                     if len(head.children) > MAX_SUBS:
@@ -183,14 +252,15 @@ class _Reader:
                 else:
                     self.top.append(node)
             if kind == "open":
-                self.load(node, _HANDLED.get(node.name) if take else None, take)
+                stack.append((node, _HANDLED.get(node.name) if take else None, take))
 
 
 def parse_xml(text: str) -> Node:
     """The <algo> element with its gpu/tb/step subtree (other elements dropped, as the runtime does)."""
     reader = _Reader(text)
     reader.top = []
-    reader.load(None, "algo", True)
+    reader.counts = {"tb": 0, "step": 0}
+    reader.load()
     if not reader.top:
         raise OptccError("line 1", "no <algo> element (the runtime's first element must be <algo>)")
     return reader.top[0]

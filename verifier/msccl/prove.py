@@ -99,20 +99,30 @@ def _deadlock(run, buffers: str) -> dict | None:
 
 
 def _unpublished_wait(prog: Program) -> dict | None:
-    """A wait on a step without hasdep="1" ends only when a later step of that thread block
-    publishes: it waits longer than written, and forever if none does (../shared/MSCCL.md: a bug)."""
+    """A wait on a step without hasdep="1", or on a number no step has (a `nop`'s), ends only when
+    a later step of that thread block publishes: it waits longer than written, and forever if none
+    does (../shared/MSCCL.md: a bug)."""
     for g in prog.gpus:
         for tb in g.tbs:
             for st in tb.steps:
                 for dep_tb, k, line in st.waits:
-                    target = g.tbs[dep_tb].steps
-                    if k < len(target) and not target[k].hasdep:
-                        return {"property": "deadlock_free", "kind": "unpublished_wait", "rank": g.id, "tb": tb.id,
-                                "step": st.s, "chunk": describe(tb, st)["chunk"], "line": line, "target": {"tb": dep_tb, "step": k, "line": target[k].line},
-                                "message": f"rank {g.id} thread block {tb.id} step {st.s} waits (line {line}) for "
-                                           f"thread block {dep_tb} step {k} (line {target[k].line}), which does not "
-                                           "have hasdep=\"1\" and never publishes its completion; the wait ends only "
-                                           "if a later step of that thread block publishes"}
+                    target = g.tbs[dep_tb]
+                    last = target.steps[-1].kernel if target.steps else -1
+                    if k > last:
+                        continue                    # never reached: the executor reports the deadlock
+                    hit = target.by_number.get(k)
+                    if hit is not None and hit.hasdep:
+                        continue
+                    where = {"tb": dep_tb, "step": hit.s if hit else k, "line": hit.line if hit else None}
+                    why = ("which does not have hasdep=\"1\" and never publishes its completion" if hit else
+                           "which is no step's number (the runtime numbers the real steps and the nops that carry a "
+                           "dependency, so this is a nop or a fused reduction), so nothing publishes it")
+                    return {"property": "deadlock_free", "kind": "unpublished_wait", "rank": g.id, "tb": tb.id,
+                            "step": st.s, "chunk": describe(tb, st)["chunk"], "line": line, "target": where,
+                            "message": f"rank {g.id} thread block {tb.id} step {st.s} waits (line {line}) for "
+                                       f"thread block {dep_tb} step {k}"
+                                       + (f" (line {hit.line})" if hit else "") + f", {why}; the wait ends only "
+                                       "if a later step of that thread block publishes"}
     return None
 
 
