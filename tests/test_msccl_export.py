@@ -152,7 +152,7 @@ def test_what_a_gpu_cannot_hold_is_refused_before_building(tmp_path, capsys):
 
 
 def test_large_exports_report_progress_on_stderr(tmp_path, capsys, monkeypatch):
-    from optcc.commands import msccl as cmd
+    from optcc_app.commands import msccl as cmd
     sched, out = tmp_path / "s.json", tmp_path / "x.xml"
     build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1).save(str(sched))
     assert main(["msccl", "export", str(sched), "-o", str(out)]) == 0
