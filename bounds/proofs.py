@@ -9,6 +9,7 @@ which is re-evaluated exactly with sympy before it is reported.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -115,9 +116,16 @@ def _hypothesis_to_z3(h, env):
     op = next((o for cls, o in ops.items() if isinstance(h, cls)), None)
     if op is None:
         return to_z3(h, env)
-    num, den = sp.fraction(sp.cancel(sp.together(h.lhs - h.rhs)))
-    n, d = to_z3(sp.expand(num), env), to_z3(sp.expand(den), env)
+    num, den = _reduced(h.lhs - h.rhs)
+    n, d = to_z3(num, env), to_z3(den, env)
     return z3.And(d != 0, _OPS[op](n * d))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reduced(expr):
+    """(N, D) expanded with expr = N/D; cached, since many claims share their hypotheses."""
+    num, den = sp.fraction(sp.cancel(sp.together(expr)))
+    return sp.expand(num), sp.expand(den)
 
 
 def _value(v):

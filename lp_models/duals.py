@@ -50,7 +50,7 @@ def load_matrix(counts, ells, capacity: str) -> sp.Matrix:
         for d in range(m):
             a[c, d] = (counts[d] - (1 if c == d else 0)) * w(c, d)
         a[c, c] += sum((counts[e] - (1 if c == e else 0)) * w(c, e) for e in range(m))
-    return a.applyfunc(sp.simplify)
+    return a
 
 
 @dataclass
@@ -89,6 +89,7 @@ class LPCertificate:
     hypotheses: list
     nu: sp.Expr | None = None
     notes: list = field(default_factory=list)
+    for_all: str = "every p ≥ 2 (real N = p − 1 ≥ 1), real ℓ ≥ 1"
 
     @property
     def matrix(self) -> sp.Matrix:
@@ -129,7 +130,7 @@ def theorem3_certificate() -> LPCertificate:
     star = 2 - 1 / n
     return LPCertificate(
         "shared fluid LP, server level (Theorem 3)", "paper: Theorem 3; certificate derived",
-        "max(ℓ/g, 2ℓ(p−g)/(g(ℓ(p−g)+g)), ν) with q = p/g servers, N = q − 1", (1, n), (ELL, 1), g,
+        "max(ℓ/g, 2ℓ(p−g)/(g(ℓ(p−g)+g)), ν)", (1, n), (ELL, 1), g,
         "shared", {"cut": cut, "volume": vol, "nvlink": NU},
         [Dual("cut", (1 / g, 0), cut, []),
          Dual("volume", (1 / (g * (ELL * n + 1)), ELL * n / (g * (ELL * n + 1))), vol, []),
@@ -145,7 +146,8 @@ def theorem3_certificate() -> LPCertificate:
                 ((2 * n - 1 - ELL * n) / ((n - 1) * (ELL * n + 1)),
                  (1 - (2 * n - 1 - ELL * n) / ((n - 1) * (ELL * n + 1))) / n),
                 NU, [_le(ELL, star), sp.Gt(n, 1), _ge(NU, vol)])],
-        [_ge(n, 1), _ge(ELL, 1), _ge(g, 1), _ge(NU, 0)], nu=NU)
+        [_ge(n, 1), _ge(ELL, 1), _ge(g, 1), _ge(NU, 0)], nu=NU,
+        for_all="every g ≥ 1 and q = p/g ≥ 2 servers (real N = q − 1 ≥ 1), real ℓ ≥ 1, ν ≥ 0")
 
 
 def exclusive_certificate() -> LPCertificate:
@@ -254,14 +256,14 @@ def prove_certificate(cert: LPCertificate, timeout_ms: int = 20000) -> dict:
     failed = [r for r in results if not r.proved]
     vacuous = vacuous_regions(cert, timeout_ms)
     return {"lp": cert.name, "label": cert.label, "statement": f"LP optimum = {cert.formula}",
-            "for_all": "all real N ≥ 1 (every p ≥ 2; server level: q = p/g ≥ 2, g | p), g ≥ 1, ℓ ≥ 1",
+            "for_all": cert.for_all,
             "proved": not failed and not vacuous, "claims": len(results), "vacuous_regions": vacuous,
             "failures": [{"claim": r.claim.name, "z3": r.z3_answer,
                           "counterexample": {k: str(v) for k, v in (r.counterexample or {}).items()}}
                          for r in failed],
-            "duals": [{"term": d.term, "pi": [str(sp.simplify(x)) for x in d.pi], "pi_nu": str(d.pi_nu),
-                       "mu": str(sp.simplify(d.mu)), "region": [str(h) for h in d.region]} for d in cert.duals],
-            "primals": [{"regime": pr.regime, "x": [str(sp.simplify(x)) for x in pr.x], "T": str(pr.t),
+            "duals": [{"term": d.term, "pi": [str(sp.cancel(x)) for x in d.pi], "pi_nu": str(d.pi_nu),
+                       "mu": str(sp.cancel(d.mu)), "region": [str(h) for h in d.region]} for d in cert.duals],
+            "primals": [{"regime": pr.regime, "x": [str(sp.factor(x)) for x in pr.x], "T": str(pr.t),
                          "region": [str(h) for h in pr.region]} for pr in cert.primals],
             "notes": cert.notes, "seconds": round(time.perf_counter() - t0, 3)}
 
@@ -292,3 +294,46 @@ def evaluate(cert: LPCertificate, p: int, ell, g: int = 1, nu=0) -> dict:
     return {"optimum": optimum, "duals": duals, "optimal_dual": best,
             "primal": None if primal is None else {"regime": primal.regime, "x": [val(x) for x in primal.x],
                                                    "T": val(primal.t)}}
+
+
+def _cluster_certificates(cluster):
+    """(certificate, p, ℓ, g, ν) pairs that apply to this cluster, or a reason when none does."""
+    from bounds.closed_form import is_straggler_server, pooling_nvlink_time
+    st = cluster.stragglers
+    if cluster.g == 1 and len(st) <= 1:
+        ell = next(iter(st.values()), 1)
+        return [(theorem1_certificate(), cluster.p, ell, 1, 0),
+                (exclusive_certificate(), cluster.p, ell, 1, 0)], None
+    if cluster.g > 1 and cluster.servers >= 2 and (not st or is_straggler_server(cluster)):
+        ell = next(iter(st.values()), 1)
+        return [(theorem3_certificate(), cluster.p, ell, cluster.g, pooling_nvlink_time(cluster))], None
+    return [], ("no closed-form certificate for this case (several stragglers, or not one whole server at "
+                "one ℓ): the LP optimum equals the bound at instances only (tests/test_lp_fluid.py, GLOP)")
+
+
+def derivation_steps(cluster, timeout_ms: int = 20000) -> list[dict]:
+    """`optcc bound --derive` steps: the fluid LP's closed-form primal and dual for this case,
+    proved for every size by Z3, and their values here."""
+    certs, why = _cluster_certificates(cluster)
+    if not certs:
+        return [{"step": "Fluid LP certificate", "text": why}]
+    out = []
+    for cert, p, ell, g, nu in certs:
+        res = prove_certificate(cert, timeout_ms)
+        ev = evaluate(cert, p, ell, g=g, nu=nu)
+        best = ev["duals"][ev["optimal_dual"]]
+        dual_txt = "; ".join(f"{d['term']}: π = ({', '.join(d['pi'])}), π_ν = {d['pi_nu']}, μ = {d['mu']}"
+                             + (f" where {', '.join(d['region'])}" if d["region"] else "") for d in res["duals"])
+        primal_txt = "; ".join(f"{q['regime']}: x = ({', '.join(q['x'])}), T = {q['T']}" for q in res["primals"])
+        text = (f"{cert.label}; classes: 1 straggler node and N healthy nodes, "
+                f"{'g' if cert.ports != 1 else 'one'} port(s) each. Duals (weak duality: each objective is a "
+                f"lower bound on the LP optimum): {dual_txt}. Primal points: {primal_txt}. "
+                f"Z3: {res['statement']} for {res['for_all']}: "
+                f"{'PROVED' if res['proved'] else 'NOT PROVED'} ({res['claims']} claims, {res['seconds']} s). "
+                f"Here: optimum {ev['optimum']} n/B; optimal dual '{ev['optimal_dual']}' "
+                f"π = ({', '.join(str(v) for v in best['pi'])}), primal x = "
+                f"({', '.join(str(v) for v in ev['primal']['x'])}).")
+        out.append({"step": f"Fluid LP certificate: {cert.name}", "text": text, "proved": res["proved"],
+                    "latex": sp.latex(sp.Eq(sp.Symbol("T_LP"), sp.Max(*cert.terms.values()))),
+                    "pretty": sp.pretty(sp.Eq(sp.Symbol("T_LP"), sp.Max(*cert.terms.values())), use_unicode=True)})
+    return out

@@ -80,3 +80,16 @@ def test_extend_prove_all_adds_the_property():
     assert res["properties"] == {"sum": "proved", "near_optimal": "proved"}
     assert res["obligations"] == 3 + 9 and res["proved"] is True
     assert res["near_optimal"]["control"]["as_expected"] is True
+
+
+def test_cli_prove_all_optcc_shows_near_optimality_and_lp_certificates(capsys):
+    import json
+
+    from optcc.cli import main
+    assert main(["prove-all", "--algo", "optcc", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["properties"]["near_optimal"] == "proved" and out["properties"]["lower_bound_lp"] == "proved"
+    assert out["near_optimal"]["control"]["status"] == "refuted"
+    assert out["near_optimal"]["control"]["point"]["violates"] is True
+    assert len(out["lower_bound_lp"]["certificates"]) == 3 and out["lower_bound_lp"]["proved"] is True
+    assert out["seconds"] < 120
