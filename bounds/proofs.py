@@ -110,6 +110,18 @@ def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
     return ProofResult(claim, False, None, str(answer))
 
 
+def satisfiable(hypotheses: list, timeout_ms: int = 20000) -> bool:
+    """True iff Z3 finds a real point satisfying every hypothesis (a region a claim is proved on
+    is not empty); positive symbols are > 0 as in `prove`."""
+    syms = sorted(set().union(*(h.free_symbols for h in hypotheses)), key=lambda s: s.name)
+    env = {s: z3.Real(s.name) for s in syms}
+    solver = z3.SolverFor("QF_NRA")
+    solver.set("timeout", timeout_ms)
+    solver.add(*[env[s] > 0 for s in syms if s.is_positive])
+    solver.add(*[_hypothesis_to_z3(h, env) for h in hypotheses])
+    return solver.check() == z3.sat
+
+
 def _hypothesis_to_z3(h, env):
     """`lhs op rhs` with rational sides → (N·D op 0 and D ≠ 0), where lhs − rhs = N/D."""
     ops = {sp.LessThan: "<=", sp.StrictLessThan: "<", sp.GreaterThan: ">=", sp.StrictGreaterThan: ">"}

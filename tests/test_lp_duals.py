@@ -104,3 +104,10 @@ def test_a_wrong_formula_is_refuted():
     assert not res["proved"]
     cx = next(f["counterexample"] for f in res["failures"] if f["counterexample"])
     assert float(sp.nsimplify(cx["ell"])) >= 1 and float(sp.nsimplify(cx["N"])) >= 1
+
+
+def test_an_empty_region_is_reported_vacuous():
+    cert = D.theorem1_certificate()
+    cert.primals[0].region = cert.primals[0].region + [sp.Ge(D.ELL, 3), sp.Le(D.ELL, 2)]
+    assert D.vacuous_regions(cert) == [f"primal [{cert.primals[0].regime}]"]
+    assert D.prove_certificate(cert)["proved"] is False
