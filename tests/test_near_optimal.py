@@ -64,7 +64,7 @@ def test_report_proves_every_statement_and_refutes_the_control():
 def test_wrong_factor_is_refuted():
     """(1 + 1/k)·T_ex is too small for ℓ < 2 (the P2P pieces cost more than 1/k)."""
     ob = NO._ob("wrong", lambda P: [P.ell < 2, P.k >= 2],
-                lambda P: NO.slot_time(P) <= (1 + 1 / z3.ToReal(P.k)) * NO.exclusive_optimum(P))
+                lambda P: NO.slot_time(P) <= (1 + 1 / z3.ToReal(P.k)) * NO.exclusive_optimum(P), integers=True)
     r = discharge(ob)
     assert r["status"] == "refuted"
     cx = r["counterexample"]

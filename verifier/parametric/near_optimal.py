@@ -8,7 +8,8 @@ Theorem 1 (paper) B1 = max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)); the exclusive-port 
 bounds.closed_form.exclusive_single_straggler_optimum, proved an LP optimum for every p in
 lp_models.duals) T_ex = max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)).
 
-Statements (derived here; each is a Z3 obligation, nonlinear arithmetic over Int p, k, Real ℓ):
+Statements (derived here; each a Z3 obligation in nonlinear real arithmetic, for all real p ≥ 2,
+k ≥ 1, ℓ ≥ 1 and so for all integers; the control over integers p, k):
 - ℓ ≥ 2, p ≥ 3: T = ℓ(1 + 1/k) − (ℓ−2)(p−2)/(k(p−1)) exactly, so T ≤ (1 + 1/k)·B1
   (equality at ℓ = 2; B1 = ℓ for ℓ ≥ 2); p = 2: T = ℓ = B1.
 - ℓ < 2, k ≥ 2, p ≥ 3: T = T_ex·(1 + (ℓ(p−1) + 2(2−ℓ))/(kℓ(p−1) + (k−1)(2−ℓ))) exactly
@@ -30,48 +31,56 @@ from optcc.algorithms.families import Params
 from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
 from verifier.parametric.optcc import closed_form
 
-FOR_ALL = "all integers p ≥ 2, k ≥ 1, real ℓ ≥ 1 (T = optcc_slot_time's closed form)"
+FOR_ALL = ("all p ≥ 2, k ≥ 1, ℓ ≥ 1 (proved over the reals, so for every integer p, k; "
+           "T = optcc_slot_time's closed form)")
 PROPERTY = "near_optimal"
 
 
-def params():
-    p, k = z3.Ints("p k")
+def params(integers: bool = False):
+    """p, k real by default: every statement is proved for all real p ≥ 2, k ≥ 1 (so for every
+    integer), which keeps the query in nonlinear real arithmetic, where Z3's nlsat is complete;
+    `integers` for the control, whose counterexample must be a real instance."""
+    p, k = z3.Ints("p k") if integers else z3.Reals("p k")
     ell = z3.Real("ell")
     return Params(p, k, ell, 0), [p >= 2, k >= 1, ell >= 1]
 
 
 def slot_time(P):
     """optcc_slot_time (derived) as a Z3 term: ℓ at p = 2, the construction's closed form above."""
-    H, k = z3.ToReal(P.p - 1), z3.ToReal(P.k)
+    H, k = _real(P.p - 1), _real(P.k)
     return z3.If(P.p == 2, P.ell, closed_form(H, k, P.ell))
+
+
+def _real(x):
+    return z3.ToReal(x) if x.is_int() else x
 
 
 def theorem1(P):
     """Theorem 1 (paper): max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1))."""
-    H, ell = z3.ToReal(P.p - 1), P.ell
+    H, ell = _real(P.p - 1), P.ell
     vol = 2 * ell * H / (ell * H + 1)
     return z3.If(ell >= vol, ell, vol)
 
 
 def exclusive_optimum(P):
     """T_ex (derived, bounds.closed_form.exclusive_single_straggler_optimum)."""
-    H, ell = z3.ToReal(P.p - 1), P.ell
+    H, ell = _real(P.p - 1), P.ell
     vol = 2 * ell * H / (ell * (H - 1) + 2)
     return z3.If(ell >= vol, ell, vol)
 
 
-def _ob(name, extra, goal):
-    P, assume = params()
+def _ob(name, extra, goal, integers: bool = False):
+    P, assume = params(integers)
     return Obligation(PROPERTY, name, assume + extra(P), goal(P), [], P)
 
 
 def obligations() -> list[Obligation]:
     """The true ratio statements (module docstring), each over the whole range."""
     def H(P):
-        return z3.ToReal(P.p - 1)
+        return _real(P.p - 1)
 
     def k(P):
-        return z3.ToReal(P.k)
+        return _real(P.k)
     return [
         _ob("ℓ ≥ 2, p ≥ 3: T = ℓ(1 + 1/k) − (ℓ−2)(p−2)/(k(p−1))",
             lambda P: [P.ell >= 2, P.p >= 3],
@@ -97,7 +106,7 @@ def obligations() -> list[Obligation]:
 def control() -> Obligation:
     """The false statement "T ≤ (1 + 2/k)·Theorem 1 for ℓ < 2, k ≥ 2" (must be refuted)."""
     return _ob("CONTROL (false): ℓ < 2, k ≥ 2: T ≤ (1 + 2/k)·Theorem 1", lambda P: [P.ell < 2, P.k >= 2],
-               lambda P: slot_time(P) <= (1 + 2 / z3.ToReal(P.k)) * theorem1(P))
+               lambda P: slot_time(P) <= (1 + 2 / z3.ToReal(P.k)) * theorem1(P), integers=True)
 
 
 def control_point_check(p: int, k: int, ell) -> dict:
@@ -123,7 +132,8 @@ def control_point_check(p: int, k: int, ell) -> dict:
 
 
 def _small_control_point(ob: Obligation, timeout_ms: int):
-    """A counterexample to the control with p, k as small as Z3 finds (for a readable check)."""
+    """A counterexample to the control (Z3 model of assumptions ∧ ¬goal), first among small p, k
+    (for a readable check), else anywhere; None when Z3 finds none."""
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
     solver.add(*ob.assumptions, z3.Not(ob.goal))
@@ -134,6 +144,9 @@ def _small_control_point(ob: Obligation, timeout_ms: int):
         if solver.check() == z3.sat:
             m = solver.model()
             val = m.eval(ob.params.ell, model_completion=True)
+            if not z3.is_rational_value(val):       # an algebraic ℓ: look further for a rational one
+                solver.pop()
+                continue
             ell = Fraction(val.as_fraction().numerator, val.as_fraction().denominator)
             return m.eval(ob.params.p).as_long(), m.eval(ob.params.k).as_long(), ell
         solver.pop()
@@ -147,11 +160,13 @@ def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
     t0 = time.perf_counter()
     results = [discharge(ob, timeout_ms) for ob in obligations()]
     ob = control()
-    ctl = discharge(ob, timeout_ms)
-    point = _small_control_point(ob, timeout_ms) if ctl["status"] == "refuted" else None
+    t1 = time.perf_counter()
+    point = _small_control_point(ob, timeout_ms)
     check = control_point_check(*point) if point else None
-    ctl_ok = ctl["status"] == "refuted" and bool(check and check["violates"])
-    ctl.update({"expected": "refuted", "as_expected": ctl_ok, "point": check})
+    ctl_ok = bool(check and check["violates"])
+    ctl = {"property": PROPERTY, "obligation": ob.name, "status": "refuted" if point else "unknown",
+           "seconds": round(time.perf_counter() - t1, 4), "expected": "refuted", "as_expected": ctl_ok,
+           "point": check}
     status = ("refuted" if any(r["status"] == "refuted" for r in results)
               else "unknown" if any(r["status"] == "unknown" for r in results) else "proved")
     return {"for_all": FOR_ALL, "status": status if ctl_ok or status != "proved" else "refuted",
