@@ -9,6 +9,7 @@ which is re-evaluated exactly with sympy before it is reported.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -109,15 +110,34 @@ def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
     return ProofResult(claim, False, None, str(answer))
 
 
+def satisfiable(hypotheses: list, timeout_ms: int = 20000) -> bool:
+    """True iff Z3 finds a real point satisfying every hypothesis (a region a claim is proved on
+    is not empty); positive symbols are > 0 as in `prove`."""
+    syms = sorted(set().union(*(h.free_symbols for h in hypotheses)), key=lambda s: s.name)
+    env = {s: z3.Real(s.name) for s in syms}
+    solver = z3.SolverFor("QF_NRA")
+    solver.set("timeout", timeout_ms)
+    solver.add(*[env[s] > 0 for s in syms if s.is_positive])
+    solver.add(*[_hypothesis_to_z3(h, env) for h in hypotheses])
+    return solver.check() == z3.sat
+
+
 def _hypothesis_to_z3(h, env):
     """`lhs op rhs` with rational sides → (N·D op 0 and D ≠ 0), where lhs − rhs = N/D."""
     ops = {sp.LessThan: "<=", sp.StrictLessThan: "<", sp.GreaterThan: ">=", sp.StrictGreaterThan: ">"}
     op = next((o for cls, o in ops.items() if isinstance(h, cls)), None)
     if op is None:
         return to_z3(h, env)
-    num, den = sp.fraction(sp.cancel(sp.together(h.lhs - h.rhs)))
-    n, d = to_z3(sp.expand(num), env), to_z3(sp.expand(den), env)
+    num, den = _reduced(h.lhs - h.rhs)
+    n, d = to_z3(num, env), to_z3(den, env)
     return z3.And(d != 0, _OPS[op](n * d))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reduced(expr):
+    """(N, D) expanded with expr = N/D; cached, since many claims share their hypotheses."""
+    num, den = sp.fraction(sp.cancel(sp.together(expr)))
+    return sp.expand(num), sp.expand(den)
 
 
 def _value(v):

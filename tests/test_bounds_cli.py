@@ -55,3 +55,15 @@ def test_derive_text_has_proof_and_crossing(capsys):
 def test_bad_input_exits_2(capsys):
     assert main(["bound", "--p", "8", "--straggler", "9:2"]) == 2
     assert main(["bound", "--p", "8", "--n", "0"]) == 2
+
+
+def test_derive_has_the_fluid_lp_certificate(capsys):
+    """--derive ends with the closed-form LP certificate, proved for every p, evaluated here."""
+    out = run_json(capsys, "--p", "8", "--straggler", "0:3/2", "--derive")
+    lp = [s for s in out["derivation"] if s["step"].startswith("Fluid LP certificate")]
+    assert len(lp) == 2 and all(s["proved"] is True for s in lp)
+    assert "optimum 42/23" in lp[0]["text"] and "π = (2/23, 21/23)" in lp[0]["text"]
+    assert "optimum 21/11" in lp[1]["text"] and "T_ex" in lp[1]["step"]
+    out = run_json(capsys, "--p", "8", "--straggler", "1:2", "--straggler", "5:4/3", "--derive")
+    lp = [s for s in out["derivation"] if s["step"].startswith("Fluid LP certificate")]
+    assert len(lp) == 1 and "at instances only" in lp[0]["text"]

@@ -24,6 +24,9 @@ def run(args) -> int:
     cluster = cluster_from_args(args)
     out = bound_report(cluster, args.n)
     steps = derivation(cluster) if args.derive else None
+    if steps is not None:
+        from lp_models.duals import derivation_steps
+        steps += derivation_steps(cluster)
     if args.json:
         if steps is not None:
             out["derivation"] = [{k: v for k, v in s.items() if k != "pretty"} for s in steps]

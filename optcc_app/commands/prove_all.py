@@ -25,21 +25,57 @@ def _flow(f: dict) -> str:
             f"at slot {f['start_slots']} for {f['duration_slots']}")
 
 
+def _with_bounds(res: dict, algo: str) -> dict:
+    """Add near-optimality (optcc, verifier.parametric.near_optimal) and the fluid-LP
+    certificates of the bounds (lp_models.duals) as the properties near_optimal, lower_bound_lp."""
+    from lp_models.duals import prove_lp_bounds
+    from verifier.parametric.near_optimal import extend_prove_all
+
+    if algo == "optcc":
+        res = extend_prove_all(res)
+    lp = prove_lp_bounds()
+    res = {**res, "lower_bound_lp": lp, "proved": res["proved"] and lp["proved"],
+           "properties": {**res["properties"], "lower_bound_lp": "proved" if lp["proved"] else "refuted"},
+           "obligations": res["obligations"] + lp["claims"], "seconds": round(res["seconds"] + lp["seconds"], 3)}
+    res["failures"] = res["failures"] + [{"property": "lower_bound_lp", "status": "refuted", "obligation": f["claim"],
+                                          "why": f"Z3: {f['z3']}", "counterexample": f["counterexample"]}
+                                         for c in lp["certificates"] for f in c["failures"]]
+    return res
+
+
+def _print_bounds(res: dict) -> None:
+    no = res.get("near_optimal")
+    if no:
+        print(f"near-optimal, for {no['for_all']}:")
+        for r in no["obligations"]:
+            print(f"  {r['status']:8} {r['obligation']}")
+        c = no["control"]
+        pt = c.get("point") or {}
+        print(f"  {c['status']:8} {c['obligation']}" + (
+            f" (as expected: p={pt['p']}, k={pt['k']}, ℓ={pt['ell']}: T = {pt['T']} > "
+            f"{pt['bound_1_plus_2_over_k_theorem1']})" if c["as_expected"] else " (NOT as expected)"))
+    for c in res["lower_bound_lp"]["certificates"]:
+        print(f"lower bound: {c['lp']}: {c['statement']} for {c['for_all']}: "
+              f"{'proved' if c['proved'] else 'NOT PROVED'} ({c['claims']} claims)")
+
+
 def run(args) -> int:
     from verifier.parametric import prove_all
     from verifier.parametric.certificate import write_generator_certificate
 
     if args.certificate:
         check_writable(args.certificate, "--certificate")     # before the proof, not after it
-    res = prove_all(args.algo)
+    res = _with_bounds(prove_all(args.algo), args.algo)
     if res["proved"] and args.certificate:
         write_generator_certificate(res, args.certificate)
     if args.json:
         print_json({k: res[k] for k in ("algo", "proved", "for_all", "properties", "obligations",
-                                        "seconds", "failures", "z3_version")})
+                                        "seconds", "failures", "z3_version", "near_optimal",
+                                        "lower_bound_lp") if k in res})
     else:
         print(f"# {args.algo}: for {res['for_all']}")
         print_table(["property", "result"], [[k, v] for k, v in res["properties"].items()])
+        _print_bounds(res)
         for r in res["failures"]:
             print(f"{r['status'].upper()} ({r['property']}): {r['obligation']}: {r.get('why', '')}")
             cx = r.get("counterexample")

@@ -24,6 +24,12 @@ def run(args) -> int:
 
     schedule = Schedule.load(args.file)
     proof = prove_allreduce(schedule, dtype=args.dtype)
+    from lp_models.schedule_point import check_lp_bound
+    lp = check_lp_bound(schedule)          # reported property `bound` (docs/bounds.md)
+    proof.reported["bound"] = lp["holds"]
+    proof.facts["lp_bound"] = lp
+    if not lp["holds"]:
+        proof.reported_counterexamples["bound"] = lp.get("counterexample", {})
     if proof.proved and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
     if args.json:
@@ -51,6 +57,7 @@ def run(args) -> int:
             print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
         if "numerics" in f:
             print("numerics: " + f["numerics"]["message"])
+        print("bound: " + lp["message"])
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:

@@ -1,0 +1,190 @@
+"""Near-optimality of single-straggler OptCC for every p: ratio obligations over its closed form.
+
+T(p, k, ℓ) is `optcc_slot_time` (derived, optcc/algorithms/optcc_single.py): for p ≥ 3 the
+formula `verifier.parametric.optcc.closed_form`, which the `finish` obligations prove equal to
+the families' finish time; for p = 2 (one exchange) T = ℓ. Quantified range: all integers
+p ≥ 2, k ≥ 1 and real ℓ ≥ 1 (the straggler rank does not enter T). Bounds (units of n/B):
+Theorem 1 (paper) B1 = max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)); the exclusive-port optimum (derived,
+bounds.closed_form.exclusive_single_straggler_optimum, proved an LP optimum for every p in
+lp_models.duals) T_ex = max(ℓ, 2ℓ(p−1)/(ℓ(p−2)+2)).
+
+Statements (derived here; each a Z3 obligation in nonlinear real arithmetic, for all real p ≥ 2,
+k ≥ 1, ℓ ≥ 1 and so for all integers; the control over integers p, k):
+- ℓ ≥ 2, p ≥ 3: T = ℓ(1 + 1/k) − (ℓ−2)(p−2)/(k(p−1)) exactly, so T ≤ (1 + 1/k)·B1
+  (equality at ℓ = 2; B1 = ℓ for ℓ ≥ 2); p = 2: T = ℓ = B1.
+- ℓ < 2, k ≥ 2, p ≥ 3: T = T_ex·(1 + (ℓ(p−1) + 2(2−ℓ))/(kℓ(p−1) + (k−1)(2−ℓ))) exactly
+  (p = 2: T = ℓ = T_ex), so T ≤ (1 + 2/k)·T_ex; the same bound also holds at k = 1 (T = (4p−6+ℓ)/(p−1)).
+- T_ex ≥ B1 for every p ≥ 2, ℓ ≥ 1 (so the exclusive statement is the stronger one).
+- Control (false, must be refuted): T ≤ (1 + 2/k)·B1 for ℓ < 2, k ≥ 2. Z3 returns a point,
+  which `control_point_check` re-evaluates exactly with the project's own Fractions
+  (optcc_slot_time, lower_bound_single_straggler) and, where it is small, by timing the
+  generated schedule.
+"""
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import z3
+
+from optcc.algorithms.families import Params
+from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
+from verifier.parametric.optcc import closed_form
+
+FOR_ALL = ("all p ≥ 2, k ≥ 1, ℓ ≥ 1 (proved over the reals, so for every integer p, k; "
+           "T = optcc_slot_time's closed form)")
+PROPERTY = "near_optimal"
+
+
+def params(integers: bool = False):
+    """p, k real by default: every statement is proved for all real p ≥ 2, k ≥ 1 (so for every
+    integer), which keeps the query in nonlinear real arithmetic, where Z3's nlsat is complete;
+    `integers` for the control, whose counterexample must be a real instance."""
+    p, k = z3.Ints("p k") if integers else z3.Reals("p k")
+    ell = z3.Real("ell")
+    return Params(p, k, ell, 0), [p >= 2, k >= 1, ell >= 1]
+
+
+def slot_time(P):
+    """optcc_slot_time (derived) as a Z3 term: ℓ at p = 2, the construction's closed form above."""
+    H, k = _real(P.p - 1), _real(P.k)
+    return z3.If(P.p == 2, P.ell, closed_form(H, k, P.ell))
+
+
+def _real(x):
+    return z3.ToReal(x) if x.is_int() else x
+
+
+def theorem1(P):
+    """Theorem 1 (paper): max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1))."""
+    H, ell = _real(P.p - 1), P.ell
+    vol = 2 * ell * H / (ell * H + 1)
+    return z3.If(ell >= vol, ell, vol)
+
+
+def exclusive_optimum(P):
+    """T_ex (derived, bounds.closed_form.exclusive_single_straggler_optimum)."""
+    H, ell = _real(P.p - 1), P.ell
+    vol = 2 * ell * H / (ell * (H - 1) + 2)
+    return z3.If(ell >= vol, ell, vol)
+
+
+def _ob(name, extra, goal, integers: bool = False):
+    P, assume = params(integers)
+    return Obligation(PROPERTY, name, assume + extra(P), goal(P), [], P)
+
+
+def obligations() -> list[Obligation]:
+    """The true ratio statements (module docstring), each over the whole range."""
+    def H(P):
+        return _real(P.p - 1)
+
+    def k(P):
+        return _real(P.k)
+    return [
+        _ob("ℓ ≥ 2, p ≥ 3: T = ℓ(1 + 1/k) − (ℓ−2)(p−2)/(k(p−1))",
+            lambda P: [P.ell >= 2, P.p >= 3],
+            lambda P: slot_time(P) == P.ell * (1 + 1 / k(P)) - (P.ell - 2) * (H(P) - 1) / (k(P) * H(P))),
+        _ob("ℓ ≥ 2: T ≤ (1 + 1/k)·Theorem 1", lambda P: [P.ell >= 2],
+            lambda P: slot_time(P) <= (1 + 1 / k(P)) * theorem1(P)),
+        _ob("ℓ = 2: T = (1 + 1/k)·Theorem 1 (the factor is tight)", lambda P: [P.ell == 2, P.p >= 3],
+            lambda P: slot_time(P) == (1 + 1 / k(P)) * theorem1(P)),
+        _ob("ℓ < 2, k ≥ 2, p ≥ 3: T = T_ex·(1 + (ℓ(p−1) + 2(2−ℓ))/(kℓ(p−1) + (k−1)(2−ℓ)))",
+            lambda P: [P.ell < 2, P.k >= 2, P.p >= 3],
+            lambda P: slot_time(P) == exclusive_optimum(P) * (1 + (P.ell * H(P) + 2 * (2 - P.ell))
+                                                              / (k(P) * P.ell * H(P) + (k(P) - 1) * (2 - P.ell)))),
+        _ob("ℓ < 2, k ≥ 2: T ≤ (1 + 2/k)·T_ex", lambda P: [P.ell < 2, P.k >= 2],
+            lambda P: slot_time(P) <= (1 + 2 / k(P)) * exclusive_optimum(P)),
+        _ob("ℓ < 2, k = 1: T ≤ 3·T_ex (= (1 + 2/k)·T_ex)", lambda P: [P.ell < 2, P.k == 1],
+            lambda P: slot_time(P) <= 3 * exclusive_optimum(P)),
+        _ob("T_ex ≥ Theorem 1", lambda P: [], lambda P: exclusive_optimum(P) >= theorem1(P)),
+        _ob("T ≥ T_ex (OptCC never beats the exclusive-port optimum)", lambda P: [],
+            lambda P: slot_time(P) >= exclusive_optimum(P)),
+    ]
+
+
+def control() -> Obligation:
+    """The false statement "T ≤ (1 + 2/k)·Theorem 1 for ℓ < 2, k ≥ 2" (must be refuted)."""
+    return _ob("CONTROL (false): ℓ < 2, k ≥ 2: T ≤ (1 + 2/k)·Theorem 1", lambda P: [P.ell < 2, P.k >= 2],
+               lambda P: slot_time(P) <= (1 + 2 / z3.ToReal(P.k)) * theorem1(P), integers=True)
+
+
+def control_point_check(p: int, k: int, ell) -> dict:
+    """Re-evaluate the control's counterexample with the project's exact Fractions; where the
+    schedule is small, also time the generated schedule (optcc.timing.slot_time)."""
+    from bounds.closed_form import exclusive_single_straggler_optimum, lower_bound_single_straggler
+    from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+    from optcc.cluster import Cluster
+
+    ell = Fraction(ell)
+    cluster = Cluster.build(p, stragglers={0: ell})
+    t = optcc_slot_time(cluster, k)
+    b1 = lower_bound_single_straggler(p, ell)
+    out = {"p": p, "k": k, "ell": str(ell), "T": str(t), "theorem1": str(b1),
+           "T_ex": str(exclusive_single_straggler_optimum(p, ell)),
+           "bound_1_plus_2_over_k_theorem1": str((1 + Fraction(2, k)) * b1),
+           "violates": t > (1 + Fraction(2, k)) * b1}
+    if p * p * k <= 20000:
+        from optcc.timing import slot_time as timed
+        out["schedule_time"] = str(timed(optcc_allreduce(cluster, k)))
+        out["violates"] = out["violates"] and Fraction(out["schedule_time"]) > (1 + Fraction(2, k)) * b1
+    return out
+
+
+def _small_control_point(ob: Obligation, timeout_ms: int):
+    """A counterexample to the control (Z3 model of assumptions ∧ ¬goal), first among small p, k
+    (for a readable check), else anywhere; None when Z3 finds none."""
+    solver = z3.Solver()
+    solver.set(timeout=timeout_ms)
+    solver.add(*ob.assumptions, z3.Not(ob.goal))
+    for cap in (8, 16, 64, 256, None):
+        solver.push()
+        if cap is not None:
+            solver.add(ob.params.p <= cap, ob.params.k <= 4 * cap)
+        if solver.check() == z3.sat:
+            m = solver.model()
+            val = m.eval(ob.params.ell, model_completion=True)
+            if not z3.is_rational_value(val):       # an algebraic ℓ: look further for a rational one
+                solver.pop()
+                continue
+            ell = Fraction(val.as_fraction().numerator, val.as_fraction().denominator)
+            return m.eval(ob.params.p).as_long(), m.eval(ob.params.k).as_long(), ell
+        solver.pop()
+    return None
+
+
+def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
+    """JSON-ready: each obligation's result, the control's refutation and its exact check.
+    `proved` is true iff every true statement is proved and the control is refuted at a point
+    that the exact re-evaluation confirms."""
+    t0 = time.perf_counter()
+    results = [discharge(ob, timeout_ms) for ob in obligations()]
+    ob = control()
+    t1 = time.perf_counter()
+    point = _small_control_point(ob, timeout_ms)
+    check = control_point_check(*point) if point else None
+    ctl_ok = bool(check and check["violates"])
+    ctl = {"property": PROPERTY, "obligation": ob.name, "status": "refuted" if point else "unknown",
+           "seconds": round(time.perf_counter() - t1, 4), "expected": "refuted", "as_expected": ctl_ok,
+           "point": check}
+    status = ("refuted" if any(r["status"] == "refuted" for r in results)
+              else "unknown" if any(r["status"] == "unknown" for r in results) else "proved")
+    return {"for_all": FOR_ALL, "status": status if ctl_ok or status != "proved" else "refuted",
+            "proved": status == "proved" and ctl_ok, "obligations": results, "control": ctl,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def extend_prove_all(res: dict, timeout_ms: int = TIMEOUT_MS) -> dict:
+    """Add near-optimality to a `prove_all("optcc")` result: property `near_optimal`, the
+    obligation count, failures, and the report under "near_optimal"."""
+    rep = near_optimal_report(timeout_ms)
+    res = dict(res)
+    res["properties"] = {**res["properties"], PROPERTY: rep["status"]}
+    res["obligations"] += len(rep["obligations"]) + 1
+    res["failures"] = res["failures"] + [r for r in rep["obligations"] if r["status"] != "proved"]
+    if not rep["control"]["as_expected"]:
+        res["failures"].append({**rep["control"], "why": "the false control was not refuted at a confirmed point"})
+    res["proved"] = res["proved"] and rep["proved"]
+    res["seconds"] = round(res["seconds"] + rep["seconds"], 3)
+    res[PROPERTY] = rep
+    return res
