@@ -84,7 +84,7 @@ def test_a_time_below_what_the_ports_allow_fails():
 
 
 def test_verify_reports_bound(tmp_path, capsys):
-    from optcc.cli import main
+    from optcc_app.cli import main
     path = tmp_path / "o.json"
     build_schedule("optcc", Cluster.build(6, stragglers={2: F(3, 2)}), 3).save(str(path))
     assert main(["verify", str(path), "--json"]) == 0

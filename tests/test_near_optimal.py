@@ -85,7 +85,7 @@ def test_extend_prove_all_adds_the_property():
 def test_cli_prove_all_optcc_shows_near_optimality_and_lp_certificates(capsys):
     import json
 
-    from optcc.cli import main
+    from optcc_app.cli import main
     assert main(["prove-all", "--algo", "optcc", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["properties"]["near_optimal"] == "proved" and out["properties"]["lower_bound_lp"] == "proved"
