@@ -102,7 +102,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:           # --help, --version, a usage error: a code, as for every command
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
         code = args.handler(args)
         sys.stdout.flush()                   # a closed pipe shows here, not at interpreter exit
