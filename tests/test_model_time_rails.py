@@ -34,7 +34,7 @@ KS = (1, 2, 4, 8, 16)
 
 def _schedule(slow, p, g, k, **lat):
     c = Cluster.build(p, g, slow, **lat)
-    assert construction("optcc", c) == "rails"
+    assert construction("optcc", c) == "optcc_rails"
     s = build_schedule("optcc", c, k)
     grid = IntegerTimes(s)
     assert slot_time(s, grid) == slot("optcc", c, k)          # the closed form is the slot time
