@@ -26,9 +26,10 @@ from optcc.latency_counts import single_pieces  # noqa: F401  (its old home; pap
 NO_KNEE = Fraction(10**9)          # knee_fraction of a record whose bound holds for every Li + L
 
 
-def construction(algo: str, cluster: Cluster) -> str:
+def served_by(algo: str, cluster: Cluster) -> str:
     """The name of the record that runs for `algo` on this cluster (for 'optcc' the registry's
-    choice: optcc_single, optcc_multi, optcc_servers, optcc_rails, all_slow)."""
+    choice: optcc_single, optcc_multi, optcc_servers, optcc_rails, all_slow). A "construction"
+    is only ever one of OptCC's records (optcc.algorithms.registry.construction)."""
     return registry.served(algo, cluster).name
 
 

@@ -16,7 +16,7 @@ from optcc.algorithms.ring import ring_allreduce
 from optcc.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from optcc.model_time import construction, model_time
+from optcc.model_time import model_time, served_by
 from optcc.latency import units as latency_units
 from optcc.segments import auto_segments, knee_segments
 from optcc.timing import slot_time
@@ -71,7 +71,7 @@ def test_throwaway_construction_reaches_every_command(p5_only, tmp_path, capsys)
     path = str(tmp_path / "s.json")
     flags = ["--p", "5", "--straggler", "0:2", "--latency-model", "nccl"]
     cluster = Cluster.build(5, 1, {0: 2}, latency_model="nccl")
-    assert construction("optcc", cluster) == "optcc_single_p5"
+    assert served_by("optcc", cluster) == "optcc_single_p5"
     assert main(["schedule", "--algo", "optcc", *flags, "--segments", "auto", "-o", path]) == 0
     assert p5_only and all(p == 5 for _, p, _ in p5_only)           # model_time read its counts
     k, mt = auto_segments("optcc", cluster, N)
@@ -90,7 +90,7 @@ def test_throwaway_construction_reaches_every_command(p5_only, tmp_path, capsys)
     assert main(["schedule", "--algo", "optcc_single_p5", "--p", "6", "--straggler", "0:2", "-o", path]) == 2
     assert "--algo" in (err := capsys.readouterr().err) and "covers p = 5 only" in err
     # p = 6 is optcc_single's again
-    assert construction("optcc", Cluster.build(6, 1, {0: 2})) == "optcc_single"
+    assert served_by("optcc", Cluster.build(6, 1, {0: 2})) == "optcc_single"
 
 
 def test_record_without_counts_gives_a_clear_error_for_auto(uncounted_ring, tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 from optcc.algorithms import build_schedule
 from optcc.algorithms.registry import choose
 from optcc.cluster import Cluster
-from optcc.model_time import construction, knee, model_time, overhead_count, slot
+from optcc.model_time import knee, model_time, overhead_count, served_by, slot
 from optcc.timing import IntegerTimes, event_time, slot_time
 
 N = 2**30
@@ -21,7 +21,7 @@ ALL_SLOW = [Cluster.build(5, 1, {i: F(3, 2) + i for i in range(5)}),
 
 @pytest.mark.parametrize("cluster,name", [(c, "optcc_rails") for c in RAILS] + [(c, "all_slow") for c in ALL_SLOW])
 def test_kind_slot_and_overhead_count(cluster, name):
-    assert construction("optcc", cluster) == choose(cluster).name == name
+    assert served_by("optcc", cluster) == choose(cluster).name == name
     for k in (1, 3):
         s = build_schedule("optcc", cluster, k)
         grid = IntegerTimes(s)
