@@ -1,4 +1,4 @@
-"""Counts A, B and knee of optcc_rails for optcc.model_time (derived; docs/latency.md "Rails").
+"""Counts A, B and knee of optcc_rails, its registry record's Latency (derived; docs/latency.md "Rails").
 
 optcc_rails = NVLink reduce-scatter lead + g rails (rail l: a g = 1 schedule on q = p/g nodes,
 built at o = Li = L = 0, its times scaled by its data share w_l) + NVLink all-gather tail.
@@ -77,7 +77,8 @@ def rail_latency(sched, k: int) -> tuple[str, Fraction, Fraction]:
 def counts(cluster: Cluster, k: int) -> RailsCounts:
     """B, knee and slot of optcc_rails on `cluster` with k segments (cached: slot and B share
     one plan, the costly part)."""
-    key = (cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
+    from optcc.algorithms.registry import generation   # a rail's construction comes from the table
+    key = (generation(), cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
     value = _CACHE.get(key)
     if value is None:
         if len(_CACHE) > 20_000:

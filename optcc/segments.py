@@ -5,6 +5,9 @@ a geometric grid k = ⌈1.25^i⌉ up to the largest k below the latency knee (at
 an integer ternary search between the two grid points around the best one. Only k where the model is valid (below the knee, where the closed form is tested against
 the event model) compete; if none is, k = 1. Tested against brute force over every k ≤ 1024
 (tests/test_segments.py): within 1% everywhere on its grid.
+The algorithm's record (optcc.algorithms.registry) may fix the answer instead: `auto_segments`
+(the ring: 1, k only adds steps), or 1 for a record without pipeline segments. A segmented
+record whose latency counts are "none derived" has nothing to minimise: OptccError "segments".
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from fractions import Fraction
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.latency import units as latency_units
-from optcc.model_time import ModelTime, construction, knee_fraction, model_time
+from optcc.model_time import ModelTime, knee_fraction, model_time
 
 K_MAX = 1024
 
@@ -50,10 +53,20 @@ def _grid(limit: int) -> list[int]:
     return sorted(out)
 
 
+def _fixed_segments(algo: str, cluster: Cluster) -> int | None:
+    """The record's k when it has no choice to make (its auto_segments, or 1 without segments)."""
+    from optcc.algorithms.registry import served
+    record = served(algo, cluster)
+    if record.auto_segments is not None:
+        return record.auto_segments
+    return None if record.segmented else 1
+
+
 def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX) -> tuple[int, ModelTime]:
     """(k, its ModelTime): the best valid k ≤ k_max by the search in the module docstring."""
-    if construction(algo, cluster) in ("ring", "flat_ring"):
-        return 1, model_time(algo, cluster, 1, n_bytes)       # k only adds steps to the ring
+    fixed = _fixed_segments(algo, cluster)
+    if fixed is not None:
+        return fixed, model_time(algo, cluster, fixed, n_bytes)
     cache: dict[int, ModelTime | None] = {}
 
     def at(k: int):
@@ -109,6 +122,9 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
     value = parse_segments(value)
     if value != "auto":
         return value, []
+    fixed = _fixed_segments(algo, cluster)
+    if fixed is not None:            # nothing to choose: no model time needed
+        return fixed, []
     notes = []
     timed = cluster
     if not has_latency(cluster):

@@ -27,8 +27,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
 
-import numpy as np
-
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
@@ -168,6 +166,7 @@ def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTi
 
 def _check_exclusive_unit_rates(schedule: Schedule, grid: IntegerTimes):
     """Fast path for one-flow-per-port schedules: sort each port's flows by start, compare neighbours."""
+    import numpy as np                 # here, so that importing the timing model stays light
     flows = schedule.flows
     n = len(flows)
     src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)

@@ -48,15 +48,16 @@ def test_help_lists_every_command(capsys):
     (["schedule", "--algo", "ring", "--p", "4", "--stragler", "0:2", "-o", "x.json"],
      "optcc: error: --stragler: unknown flag; did you mean --straggler?"),
     (["schedule", "--algo", "rign", "--p", "4", "-o", "x.json"],
-     "optcc: error: --algo: invalid choice: 'rign'; did you mean ring?"),
+     "optcc: error: --algo: unknown algorithm 'rign'; did you mean ring? (known: {known})"),
     (["schedule", "--algo", "ring", "--p", "x", "-o", "x.json"], "optcc: error: --p: invalid int value: 'x'"),
     (["schedule", "--p", "4", "-o", "x.json"], "optcc: error: --algo: required (see `optcc schedule --help`)"),
 ])
 def test_usage_errors_are_one_line_naming_the_flag(argv, line, capsys, tmp_path, monkeypatch):
     from optcc_app.cli import main
     monkeypatch.chdir(tmp_path)
+    from optcc.algorithms import algorithm_names
     assert main(argv) == 2
-    assert capsys.readouterr().err.splitlines() == [line]
+    assert capsys.readouterr().err.splitlines() == [line.format(known=", ".join(algorithm_names()))]
     assert not (tmp_path / "x.json").exists()
 
 

@@ -8,7 +8,7 @@ import pytest
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
-from optcc.model_time import construction, knee, latency_count, model_time, overhead_count, slot
+from optcc.model_time import knee, latency_count, model_time, overhead_count, served_by, slot
 from optcc.model_time_rails import counts
 from optcc.timing import IntegerTimes, event_time, slot_time
 
@@ -34,7 +34,7 @@ KS = (1, 2, 4, 8, 16)
 
 def _schedule(slow, p, g, k, **lat):
     c = Cluster.build(p, g, slow, **lat)
-    assert construction("optcc", c) == "rails"
+    assert served_by("optcc", c) == "optcc_rails"
     s = build_schedule("optcc", c, k)
     grid = IntegerTimes(s)
     assert slot_time(s, grid) == slot("optcc", c, k)          # the closed form is the slot time

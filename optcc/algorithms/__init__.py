@@ -35,20 +35,22 @@ def max_buildable_segments(cluster: Cluster) -> int:
 
 
 def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
-    """Build the named algorithm's schedule ('ring' or 'optcc') with `segments` pipeline segments;
-    'optcc' is the first construction of optcc.algorithms.registry that accepts the cluster."""
+    """Build the named algorithm's schedule with `segments` pipeline segments: any record of
+    optcc.algorithms.registry ('optcc' is the first construction that accepts the cluster)."""
+    from optcc.algorithms.registry import algorithm
     check_segments(segments)
+    record = algorithm(algo)
+    if not record.segmented and segments != 1:
+        raise OptccError("segments", f"{algo} has no pipeline segments: k = 1 only, got {segments}")
     check_work(cluster, segments)
-    if algo == "ring":
-        if cluster.g > 1:
-            from optcc.algorithms.baselines import flat_ring_allreduce
-            return flat_ring_allreduce(cluster)
-        from optcc.algorithms.ring import ring_allreduce
-        return ring_allreduce(cluster, segments)
-    if algo == "optcc":
-        from optcc.algorithms.registry import choose
-        return choose(cluster).build(cluster, segments)
-    raise OptccError("algo", f"unknown algorithm {algo!r} (known: ring, optcc)")
+    if record.choose is None:                # a dispatcher's own choice says why not
+        ok, why = record.accepts(cluster)
+        if not ok:
+            raise OptccError("algo", f"{algo} does not accept this cluster: {why}")
+    return record.build(cluster, segments)
 
 
-ALGORITHMS = ("ring", "optcc")
+def algorithm_names() -> tuple[str, ...]:
+    """Every algorithm `build_schedule` knows (the CLI's --algo choices), in table order."""
+    from optcc.algorithms.registry import names
+    return names()

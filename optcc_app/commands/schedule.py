@@ -1,16 +1,18 @@
-"""`optcc schedule`: build a ring or OptCC schedule for a cluster and write it as JSON."""
+"""`optcc schedule`: build any algorithm of the registry (optcc, ring, the baselines) for a cluster, write it as JSON."""
 from __future__ import annotations
 
 import sys
 
-from optcc.algorithms import ALGORITHMS, build_schedule
-from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, byte_size, add_segments_arg, cluster_from_args, segments_from_args
+from optcc.algorithms import algorithm_names, build_schedule
+from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, byte_size, cluster_from_args, segments_from_args
 from optcc.errors import OptccError
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("schedule", help="build a schedule (ring or OptCC) and write it as JSON")
-    parser.add_argument("--algo", choices=ALGORITHMS, required=True)
+    parser = sub.add_parser("schedule", help="build a schedule (optcc, ring, a baseline, ...) and write it as JSON")
+    parser.add_argument("--algo", required=True, metavar="NAME",
+                        help="an algorithm of optcc.algorithms.registry: optcc (the construction that serves "
+                             "the cluster), ring, a construction or baseline by name, lp_shared, lp_exclusive")
     add_cluster_args(parser, p_required=False)   # --cluster FILE alone is enough (optcc probe writes one)
     add_segments_arg(parser, 1)
     parser.add_argument("--n", type=byte_size, default=DEFAULT_N_BYTES, metavar="BYTES",
@@ -19,7 +21,20 @@ def register(sub) -> None:
     parser.set_defaults(handler=run)
 
 
+def check_algo(name: str) -> str:
+    """The --algo name, checked against the whole table (the LP records join it on import)."""
+    if name not in algorithm_names():           # only then pay for the LP layer's imports
+        import lp_models.algorithms  # noqa: F401  (registers lp_shared, lp_exclusive)
+    if name not in algorithm_names():
+        import difflib
+        close = difflib.get_close_matches(name, algorithm_names(), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise OptccError("--algo", f"unknown algorithm {name!r}{hint} (known: {', '.join(algorithm_names())})")
+    return name
+
+
 def run(args) -> int:
+    check_algo(args.algo)
     if args.n <= 0:
         raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
     cluster = cluster_from_args(args)

@@ -3,10 +3,14 @@
 Small clusters (p ≤ MATERIALIZE_MAX_P) get real schedules, timed by optcc.timing and proved by
 the verifier; larger ones get the algorithms' closed forms (derived from the constructions and
 tested equal to the generated schedules' slot times), reported with proved = None.
-OptCC is whatever optcc.algorithms.registry chooses (single straggler, m ≥ 2 stragglers, every
-GPU slow (all_slow), one straggler server, or optcc_rails for other g > 1 slow sets); rings are the ring (g = 1) or, for g > 1, the flat ring with and without the
-straggler (NCCLNoFailure) and the hierarchical ring; R2CCL is the g = 1 schedule or the
-node-level one for g > 1. A row that has no number says why (time null, source "not available").
+The rows are the records of optcc.algorithms.registry marked `compare`, in table order: OptCC
+(whatever the table chooses: single straggler, m ≥ 2 stragglers, every GPU slow (all_slow), one
+straggler server, or optcc_rails for other g > 1 slow sets); the ring (g = 1) or, for g > 1,
+the flat ring with and without the straggler (NCCLNoFailure); the hierarchical ring (g > 1);
+R2CCL (the g = 1 schedule or the node-level one for g > 1); then any other record marked
+`compare` under its own name. The LP schedules come last, built from the LPs solved here
+(lp_models.to_schedule, the records lp_shared and lp_exclusive of lp_models.algorithms).
+A row that has no number says why (time null, source "not available").
 Times are in units of n/B.
 """
 from __future__ import annotations
@@ -73,9 +77,11 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
                 _add_schedule(out, "ilp_trees", found.schedule, t0, lb, prove, notes)
 
     small = cluster.p <= materialize_max_p
-    _add_optcc(out, cluster, segments, small, t0, lb, prove, notes)
-    _add_rings(out, cluster, small, t0, lb, prove, notes)
-    _add_r2ccl(out, cluster, small, t0, lb, prove, notes)
+    from optcc.algorithms.registry import table
+    for record in table():                  # every record that has a row of its own, in table order
+        if record.compare:
+            add = _ROWS.get(record.name, _add_record)
+            add(out, record, cluster, segments, small, t0, lb, prove, notes)
     if cluster.g == 1 and small:
         from lp_models.to_schedule import lp_schedule
         for capacity, res in (("shared", shared), ("exclusive", exclusive)):
@@ -91,14 +97,32 @@ def _unavailable(out: dict, name: str, reason: str) -> None:
     out["algorithms"][name] = row(None, None, None, proved=None, source=f"not available: {reason}")
 
 
-def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
+def _add_record(out, record, cluster, segments, small, t0, lb, prove, notes) -> None:
+    """A record without a presentation of its own: its schedule (small p) or its slot_time, under
+    its name; a refusal (accepts, or the build's OptccError) is a row saying why."""
     from optcc.algorithms import build_schedule
-    from optcc.algorithms.registry import choose
-    chosen = choose(cluster)
+    k = segments if record.segmented else 1
+    ok, why = record.accepts(cluster)
+    if not ok:
+        _unavailable(out, record.name, why)
+        return
+    try:
+        if small:
+            _add_schedule(out, record.name, build_schedule(record.name, cluster, k), t0, lb, prove, notes)
+        else:
+            out["algorithms"][record.name] = _entry(record.slot_time(cluster, k), t0, lb, None, "closed form")
+    except OptccError as exc:
+        _unavailable(out, record.name, str(exc))
+
+
+def _add_optcc(out, record, cluster, segments, small, t0, lb, prove, notes) -> None:
+    from optcc.algorithms import build_schedule
+    from optcc.algorithms.registry import served
+    chosen = served(record.name, cluster)
     which = chosen.name
     try:
         if small:
-            _add_schedule(out, "optcc", build_schedule("optcc", cluster, segments), t0, lb, prove, notes)
+            _add_schedule(out, "optcc", build_schedule(record.name, cluster, segments), t0, lb, prove, notes)
             out["algorithms"]["optcc"]["source"] = f"schedule ({which})"
         else:
             out["algorithms"]["optcc"] = _entry(chosen.slot_time(cluster, segments), t0, lb, None,
@@ -108,59 +132,68 @@ def _add_optcc(out, cluster, segments, small, t0, lb, prove, notes) -> None:
         notes.append(f"optcc: {which} refused this cluster: {exc}")
 
 
-def _add_rings(out, cluster, small, t0, lb, prove, notes) -> None:
-    """g = 1: the ring with the stragglers on it (PXN) and without failures; their closed form
-    is baselines.flat_ring_slot_time, ℓ_max·2(p−1)/(p·g), which is the ring's at g = 1.
-    g > 1: the flat ring over all p GPUs with and without the straggler (NCCLNoFailure is the
-    fault-free one, PAPER.md's derived reading) and the hierarchical ring."""
-    from optcc.algorithms import baselines as BL
+def _add_ring(out, record, cluster, segments, small, t0, lb, prove, notes) -> None:
+    """The "ring" record (k = 1) with the stragglers on it (PXN) and without failures; its
+    closed form is ℓ_max·2(p−1)/(p·g). g = 1: the ring, the fault-free one as a closed form;
+    g > 1: the flat ring over all p GPUs, with and without the straggler (NCCLNoFailure is the
+    fault-free one, PAPER.md's derived reading)."""
     algos = out["algorithms"]
     fault_free = Cluster.build(cluster.p, cluster.g, bandwidth=cluster.bandwidth,
                                nvlink_bandwidth=cluster.nvlink_bandwidth, alpha=cluster.alpha)
     if cluster.g == 1:
         if small:
-            from optcc.algorithms.ring import ring_allreduce
-            _add_schedule(out, "ring_pxn", ring_allreduce(cluster, 1), t0, lb, prove, notes)
+            _add_schedule(out, "ring_pxn", record.build(cluster, 1), t0, lb, prove, notes)
         else:
-            algos["ring_pxn"] = _entry(BL.flat_ring_slot_time(cluster), t0, lb, None, "closed form")
-        algos["ring_no_failure"] = _entry(BL.flat_ring_slot_time(fault_free), t0, lb, None,
+            algos["ring_pxn"] = _entry(record.slot_time(cluster, 1), t0, lb, None, "closed form")
+        algos["ring_no_failure"] = _entry(record.slot_time(fault_free, 1), t0, lb, None,
                                           "closed form (no straggler)")
         return
-    rows = [("ring_pxn", cluster, BL.flat_ring_allreduce, BL.flat_ring_slot_time, "flat ring, straggler on it"),
-            ("ring_no_failure", fault_free, BL.flat_ring_allreduce, BL.flat_ring_slot_time,
-             "flat ring, no straggler (NCCLNoFailure)"),
-            ("hierarchical_ring", cluster, BL.hierarchical_ring_allreduce, BL.hierarchical_ring_slot_time,
-             "hierarchical ring")]
-    for name, on, build, closed, what in rows:
-        try:
-            if small:
-                _add_schedule(out, name, build(on), t0, lb, prove, notes)
-                algos[name]["source"] = f"schedule ({what})"
-            else:
-                algos[name] = _entry(closed(on), t0, lb, None, f"closed form ({what})")
-        except OptccError as exc:
-            _unavailable(out, name, f"{what}: {exc}")
+    _add_row(out, "ring_pxn", record, cluster, small, t0, lb, prove, notes, "flat ring, straggler on it")
+    _add_row(out, "ring_no_failure", record, fault_free, small, t0, lb, prove, notes,
+             "flat ring, no straggler (NCCLNoFailure)")
 
 
-def _add_r2ccl(out, cluster, small, t0, lb, prove, notes) -> None:
-    """R2CCL (K = 4 chunks): g = 1 with one degraded node, or g > 1 with one degraded server
-    (node level, optcc.algorithms.baselines.r2ccl_server_allreduce). Small p: the Schedule with
-    S = p broadcast sub-pieces (its chain fill (N−2)·Y/(K·S) stays below Y/K); larger p: the
-    S → ∞ cost model (PAPER.md's formula with the (1 + 1/K) factor), labelled "model"."""
-    from optcc.algorithms import baselines as BL
+def _add_hierarchical(out, record, cluster, segments, small, t0, lb, prove, notes) -> None:
+    """g > 1 only (at g = 1 it is the ring)."""
+    if record.accepts(cluster)[0]:
+        _add_row(out, "hierarchical_ring", record, cluster, small, t0, lb, prove, notes, "hierarchical ring")
+
+
+def _add_row(out, name, record, on, small, t0, lb, prove, notes, what) -> None:
+    """One k = 1 row of `record` on cluster `on`: its schedule (small p) or closed form."""
     try:
-        if cluster.g == 1:
-            build, closed = BL.r2ccl_allreduce, BL.r2ccl_slot_time
+        if small:
+            _add_schedule(out, name, record.build(on, 1), t0, lb, prove, notes)
+            out["algorithms"][name]["source"] = f"schedule ({what})"
         else:
-            build, closed = BL.r2ccl_server_allreduce, BL.r2ccl_server_slot_time
+            out["algorithms"][name] = _entry(record.slot_time(on, 1), t0, lb, None, f"closed form ({what})")
+    except OptccError as exc:
+        _unavailable(out, name, f"{what}: {exc}")
+
+
+def _add_r2ccl(out, record, cluster, segments, small, t0, lb, prove, notes) -> None:
+    """R2CCL (K = 4 chunks): g = 1 with one degraded node, or g > 1 with one degraded server
+    (node level). Small p: the record's Schedule (S = max(8, p) broadcast sub-pieces, its chain
+    fill (N−2)·Y/(K·S) stays below Y/K); larger p: the S → ∞ cost model (PAPER.md's formula
+    with the (1 + 1/K) factor), labelled "model"."""
+    from optcc.algorithms import baselines as BL
+    from optcc.algorithms.registry import R2CCL_CHUNKS
+    try:
         if small:
             s = max(8, cluster.p)
-            _add_schedule(out, "r2ccl", build(cluster, 4, s), t0, lb, prove, notes)
-            out["algorithms"]["r2ccl"]["source"] = f"schedule (K = 4, S = {s})"
+            _add_schedule(out, "r2ccl", record.build(cluster, 1), t0, lb, prove, notes)
+            out["algorithms"]["r2ccl"]["source"] = f"schedule (K = {R2CCL_CHUNKS}, S = {s})"
         else:
-            out["algorithms"]["r2ccl"] = _entry(closed(cluster, 4, None), t0, lb, None, "model (K = 4, S → ∞)")
+            closed = BL.r2ccl_slot_time if cluster.g == 1 else BL.r2ccl_server_slot_time
+            out["algorithms"]["r2ccl"] = _entry(closed(cluster, R2CCL_CHUNKS, None), t0, lb, None,
+                                                f"model (K = {R2CCL_CHUNKS}, S → ∞)")
     except OptccError as exc:
         _unavailable(out, "r2ccl", str(exc))
+
+
+_ROWS = {"optcc": _add_optcc, "ring": _add_ring, "hierarchical_ring": _add_hierarchical, "r2ccl": _add_r2ccl}
+# how compare shows these records (row names and sources of issue #5); any other record with
+# compare=True gets _add_record
 
 
 def _entry(time_units: Fraction, t0: Fraction, lb: Fraction | None, proved, source: str, **extra) -> dict:

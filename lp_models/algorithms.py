@@ -1,0 +1,46 @@
+"""The LP schedules as records of the algorithm table (optcc.algorithms.registry): importing this
+module registers `lp_shared` and `lp_exclusive` (the CLI does, before it reads `--algo`).
+
+They live here, not in the core table, because they need the fluid LP (lp_models is above core);
+each builds lp_models.to_schedule.lp_schedule with k segments and the default LP solver.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from optcc.algorithms import registry
+from optcc.cluster import Cluster
+from optcc.schedule import Schedule
+
+
+def _builder(capacity: str):
+    def build(cluster: Cluster, k: int) -> Schedule:
+        from lp_models.to_schedule import lp_schedule
+        return lp_schedule(cluster, k, capacity)
+    return build
+
+
+def _slot_time(capacity: str):
+    def slot(cluster: Cluster, k: int) -> Fraction:
+        """Exact: the built schedule's slot time (its shares come from the LP solution)."""
+        from optcc.timing import slot_time
+        return slot_time(_builder(capacity)(cluster, k))
+    return slot
+
+
+def _accepts(cluster: Cluster) -> tuple[bool, str]:
+    if cluster.g != 1:
+        return False, "the LP schedule covers one GPU per server (g = 1)"
+    return True, ""
+
+
+RECORDS = tuple(
+    registry.Algorithm(f"lp_{capacity}", _builder(capacity), _slot_time(capacity), _accepts,
+                       "none derived: the LP schedule's critical path was never counted",
+                       f"derived: the {capacity}-capacity fluid LP optimum as a pipelined star schedule "
+                       "(lp_models.to_schedule, docs/lp_models.md)")
+    for capacity in ("shared", "exclusive"))
+
+for _record in RECORDS:
+    if _record.name not in registry.names():
+        registry.register(_record)
