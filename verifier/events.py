@@ -1,28 +1,33 @@
 """Per-piece event order on the integer time grid, and the rank-relabelled signature of a piece.
 
-Order at one instant (optcc.schedule semantics, same tie-break as optcc.simulate):
-landings (phase 0), then local ops (phase 1), then reads (phase 2); ties by index.
+The one order every property uses, the order both runners execute (gpu_runner.plan, the
+streaming program of verifier.streaming): at one instant landings (phase 0), then local ops
+(phase 1), then reads (phase 2); landings of one instant in posting order
+(optcc.schedule.posting_order: start, src, dst, piece, index); local ops and reads of one
+instant by index (they commute: scalings of one value, and reads change nothing).
 """
 from __future__ import annotations
 
-from optcc.schedule import Schedule
+from optcc.schedule import Schedule, posting_order
 from optcc.timing import IntegerTimes
 
 LAND, LOCAL, READ = 0, 1, 2
 
 
 def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
-    """For every piece, its events (time, phase, index) sorted in execution order."""
-    events: list[list] = [[] for _ in schedule.pieces]
-    starts, ends = grid.starts, grid.ends
-    for i, f in enumerate(schedule.flows):
-        ev = events[f.piece]
-        ev.append((starts[i], READ, i))
-        ev.append((ends[i], LAND, i))
+    """For every piece, its events (time, phase, index) sorted in execution order (module docstring)."""
+    keyed: list[list] = [[] for _ in schedule.pieces]
+    starts, ends, flows = grid.starts, grid.ends, schedule.flows
+    for n, i in enumerate(posting_order(schedule, starts)):
+        ev = keyed[flows[i].piece]
+        ev.append((starts[i], READ, i, i))
+        ev.append((ends[i], LAND, n, i))
     for j, op in enumerate(schedule.local_ops):
-        events[op.piece].append((grid.op_times[j], LOCAL, j))
-    for ev in events:
+        keyed[op.piece].append((grid.op_times[j], LOCAL, j, j))
+    events: list[list] = []
+    for ev in keyed:
         ev.sort()
+        events.append([(t, phase, i) for t, phase, _, i in ev])
     return events
 
 

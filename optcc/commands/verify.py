@@ -22,10 +22,14 @@ def register(sub) -> None:
 def run(args) -> int:
     from verifier import prove_allreduce, write_certificate
 
+    from gpu_runner.plan_check import add_runnable, runnable_result
+
     schedule = Schedule.load(args.file)
     proof = prove_allreduce(schedule, dtype=args.dtype)
-    if proof.proved and args.certificate:
+    runnable = runnable_result(schedule)          # the runner's own plans (gpu_runner.plan_check)
+    if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
+    add_runnable(proof, runnable)
     if args.json:
         out = proof.to_json()
         out = {"proved": out["proved"], "properties": out["properties"],
@@ -51,6 +55,8 @@ def run(args) -> int:
             print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
         if "numerics" in f:
             print("numerics: " + f["numerics"]["message"])
+        if "runnable" in f:
+            print("runnable: " + f["runnable"])
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:
