@@ -8,7 +8,7 @@ instant by index (they commute: scalings of one value, and reads change nothing)
 """
 from __future__ import annotations
 
-from optcc.schedule import Schedule, posting_order
+from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes
 
 LAND, LOCAL, READ = 0, 1, 2
@@ -16,18 +16,31 @@ LAND, LOCAL, READ = 0, 1, 2
 
 def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
     """For every piece, its events (time, phase, index) sorted in execution order (module docstring)."""
-    keyed: list[list] = [[] for _ in schedule.pieces]
-    starts, ends, flows = grid.starts, grid.ends, schedule.flows
-    for n, i in enumerate(posting_order(schedule, starts)):
-        ev = keyed[flows[i].piece]
-        ev.append((starts[i], READ, i, i))
-        ev.append((ends[i], LAND, n, i))
+    events: list[list] = [[] for _ in schedule.pieces]
+    flows, starts, ends = schedule.flows, grid.starts, grid.ends
+    for i, f in enumerate(flows):
+        ev = events[f.piece]
+        ev.append((starts[i], READ, i))
+        ev.append((ends[i], LAND, i))
     for j, op in enumerate(schedule.local_ops):
-        keyed[op.piece].append((grid.op_times[j], LOCAL, j, j))
-    events: list[list] = []
-    for ev in keyed:
+        events[op.piece].append((grid.op_times[j], LOCAL, j))
+
+    def posting(e):        # optcc.schedule.posting_order's key; the piece is the same
+        i = e[2]
+        return starts[i], flows[i].src, flows[i].dst, i
+
+    for ev in events:
         ev.sort()
-        events.append([(t, phase, i) for t, phase, _, i in ev])
+        k, n = 0, len(ev)
+        while k < n:                  # landings of one instant: posting order, not index order
+            if ev[k][1] != LAND or k + 1 == n or ev[k + 1][:2] != ev[k][:2]:
+                k += 1
+                continue
+            m = k + 1
+            while m < n and ev[m][:2] == ev[k][:2]:
+                m += 1
+            ev[k:m] = sorted(ev[k:m], key=posting)
+            k = m
     return events
 
 
