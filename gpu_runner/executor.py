@@ -7,6 +7,12 @@ pre-built P2POps and does in-place add_/copy_/mul_ on views bound once per tenso
 `run_virtual(schedule, tensors)` executes all ranks in one process with the same plans and
 scratch (a "send" copies into the receiver's scratch slot): a fast exact oracle for tests
 and the single-GPU data-path check (gpu_checks.py), no process group needed.
+
+Both execute only a schedule that passed gpu_runner.proof.gate (proved or certified in this
+process, or now; `certificate=` a certificate file); `unsafe=True` skips that, for tests that
+must run a wrong schedule. The Executor re-checks the schedule's sha256 before building a
+plan, so a schedule edited after its proof is refused too. Every plan is checked against the
+schedule (gpu_runner.plan_check, the "runnable" property) before it runs.
 """
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import torch
 import torch.distributed as dist
 
 from gpu_runner.plan import RankPlan, build_all_plans, build_plan
+from gpu_runner.plan_check import check_plan, check_plans
+from gpu_runner.proof import gate
 from optcc.schedule import Schedule
 
 SUPPORTED_DTYPES = {
@@ -69,7 +77,10 @@ class _Bound:
 class Executor:
     """Runs one Schedule on this rank of a process group; caches plans/scratch per tensor shape."""
 
-    def __init__(self, schedule: Schedule, rank: int, group=None, group_ranks=None, watchdog=None):
+    def __init__(self, schedule: Schedule, rank: int, group=None, group_ranks=None, watchdog=None, *,
+                 certificate: str | None = None, unsafe: bool = False):
+        self.proof = gate(schedule, certificate, unsafe)       # OptccError for an unproved schedule
+        self._sha = None if unsafe else schedule.sha256()
         self.schedule = schedule
         self.rank = rank
         self.group = group
@@ -82,7 +93,13 @@ class Executor:
     def plan(self, numel: int) -> RankPlan:
         plan = self._plans.get(numel)
         if plan is None:
-            plan = self._plans[numel] = build_plan(self.schedule, self.rank, numel)
+            if self._sha is not None and self.schedule.sha256() != self._sha:
+                raise RunnerError("the schedule was modified after it was proved; refusing to run it")
+            plan = build_plan(self.schedule, self.rank, numel)
+            ok, cx = check_plan(self.schedule, plan)
+            if not ok:
+                raise RunnerError(f"runnable: {cx['message']}; refusing to run it")
+            self._plans[numel] = plan
         return plan
 
     def prepare(self, tensor: torch.Tensor) -> _Bound:
@@ -156,8 +173,11 @@ class Executor:
         return tensor
 
 
-def run_virtual(schedule: Schedule, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Execute every rank's plan in one process (no communication library); tensors[r] in place."""
+def run_virtual(schedule: Schedule, tensors: list[torch.Tensor], *, certificate: str | None = None,
+                unsafe: bool = False) -> list[torch.Tensor]:
+    """Execute every rank's plan in one process (no communication library); tensors[r] in place.
+    Refuses (OptccError) a schedule gpu_runner.proof.gate does not let through."""
+    gate(schedule, certificate, unsafe)
     p = schedule.cluster.p
     if len(tensors) != p:
         raise RunnerError(f"expected {p} tensors, got {len(tensors)}")
@@ -166,6 +186,9 @@ def run_virtual(schedule: Schedule, tensors: list[torch.Tensor]) -> list[torch.T
     if any(f.numel() != numel or f.dtype != flats[0].dtype for f in flats):
         raise RunnerError("all ranks' tensors must have the same number of elements and dtype")
     plans = build_all_plans(schedule, numel)
+    ok, cx = check_plans(schedule, plans)
+    if not ok:
+        raise RunnerError(f"runnable: {cx['message']}; refusing to run it")
     scratch = [torch.empty(max(pl.scratch_numel, 1), dtype=f.dtype, device=f.device)
                for pl, f in zip(plans, flats)]
     recv_slot = {}

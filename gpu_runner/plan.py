@@ -8,7 +8,7 @@
   copy: x = scratch), local ops at t scale in place, then the flows that start at t are
   posted as ONE batch (sends and receives, in the global order optcc.schedule.posting_order
   (start, src, dst, piece, index) that both ends of every pair compute alike, so pairs match;
-  the verifier's "runnable" property checks that order).
+  gpu_runner.plan_check, the "runnable" property, checks every plan against the schedule).
 - Received data lands in a scratch buffer slot reserved from the flow's start to its end. A
   send reads the tensor directly, unless this rank modifies that piece while the flow is in
   flight, in which case it is first copied ("snapshot") into a scratch slot. Slots are given

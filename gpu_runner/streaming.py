@@ -6,7 +6,9 @@ piece is in flight; posts to one peer go in posting order, at most `window` in f
 to another peer than the previous one on its link waits for it when the schedule ends it first
 (port order), and with `recv_order` (runner "streaming-ordered") receives do the same. The
 program and its dependencies come from verifier.streaming, which proves every interleaving safe
-(no hazard, no deadlock); the constructor refuses a schedule it does not prove.
+(no hazard, no deadlock); the constructor refuses a schedule it does not prove, and, like
+every entry point that executes a schedule, one gpu_runner.proof.gate does not let through
+(unproved and uncertified; `unsafe=True` skips only the latter, for tests).
 
 Completions are observed by one waiter thread per peer that waits on that peer's works in
 posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
@@ -33,6 +35,7 @@ import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
 from gpu_runner.plan import ALIGN, piece_ranges
+from gpu_runner.proof import gate
 from verifier.streaming import DEFAULT_WINDOW, prove_streaming
 
 POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
@@ -82,7 +85,9 @@ class StreamingExecutor:
     """Runs one Schedule on this rank, streaming; same interface as executor.Executor."""
 
     def __init__(self, schedule, rank: int, group=None, group_ranks=None, watchdog=None,
-                 window: int = DEFAULT_WINDOW, program=None, recv_order: bool = False):
+                 window: int = DEFAULT_WINDOW, program=None, recv_order: bool = False, *,
+                 certificate: str | None = None, unsafe: bool = False):
+        self.proof = gate(schedule, certificate, unsafe)       # OptccError for an unproved schedule
         self.schedule = schedule
         self.rank = rank
         self.group = group

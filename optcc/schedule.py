@@ -224,8 +224,8 @@ class Schedule:
 
 def posting_order(schedule: Schedule, starts=None) -> list[int]:
     """Flow indices sorted by (start, src, dst, piece, index): the one order in which every rank
-    posts its flows (gpu_runner.plan) and the verifier checks them ("runnable"), so both ends of
-    every pair post alike. `starts`: per-flow start times in any order-preserving encoding
+    posts its flows (gpu_runner.plan), so both ends of every pair post alike, and in which
+    landings of one instant are applied, by the runners and every verifier property. `starts`: per-flow start times in any order-preserving encoding
     (e.g. optcc.timing.IntegerTimes.starts, faster to compare); default the flows' own starts."""
     flows = schedule.flows
     starts = [f.start for f in flows] if starts is None else starts

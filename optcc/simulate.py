@@ -2,7 +2,9 @@
 
 A fast test oracle, not the proof (the verifier proves). Each piece is represented by a short
 vector of random integers per rank, so sums are exact (int64) and signed coefficients work.
-Semantics are those of optcc.schedule: at one instant, landings, then local ops, then reads.
+Semantics are those of optcc.schedule: at one instant, landings (in posting order,
+optcc.schedule.posting_order, as the runners and the verifier apply them), then local ops,
+then reads.
 """
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optcc.schedule import Schedule
+from optcc.schedule import Schedule, posting_order
 from optcc.timing import durations
 
 
@@ -34,16 +36,16 @@ def simulate(schedule: Schedule, inputs: np.ndarray | None = None, width: int = 
         inputs = rng.integers(-1000, 1001, size=(c.p, n_pieces, width), dtype=np.int64)
     values = inputs.copy()
     durs = durations(schedule)
-    events = []
-    for i, (f, d) in enumerate(zip(schedule.flows, durs)):
-        events.append((f.start, 2, i))
-        events.append((f.start + d, 0, i))
-    for j, op in enumerate(schedule.local_ops):
-        events.append((op.time, 1, j))
-    events.sort()
     flows = schedule.flows
+    events = []
+    for n, i in enumerate(posting_order(schedule)):
+        events.append((flows[i].start, 2, i, i))
+        events.append((flows[i].start + durs[i], 0, n, i))
+    for j, op in enumerate(schedule.local_ops):
+        events.append((op.time, 1, j, j))
+    events.sort()
     inflight: dict[int, np.ndarray] = {}
-    for _, phase, i in events:
+    for _, phase, _, i in events:
         if phase == 2:
             f = flows[i]
             inflight[i] = values[f.src, f.piece].copy()

@@ -5,10 +5,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from gpu_runner.executor import RunnerError, run_virtual  # noqa: E402
+from gpu_runner.executor import Executor, RunnerError, run_virtual  # noqa: E402
 from gpu_runner.plan import build_all_plans, build_plan, piece_ranges  # noqa: E402
 from optcc.algorithms import build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
+from optcc.errors import OptccError  # noqa: E402
 from optcc.schedule import Flow, LocalOp, Schedule  # noqa: E402
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64]
@@ -117,12 +118,19 @@ def test_snapshot_is_planned_for_a_piece_modified_in_flight():
 
 
 def test_wrong_schedule_gives_wrong_answer():
-    """The executor really executes: dropping the last copy leaves rank 1 without the sum."""
+    """The executor really executes (unsafe=True, the test path): dropping the last copy leaves
+    rank 1 without the sum. Without unsafe the library gate refuses it, naming the failure."""
     s = signed_schedule()
     broken = Schedule(s.cluster, s.pieces, s.flows[:-1], s.local_ops).validate()
     xs = inputs(2, 9, torch.int64)
     total = xs[0] + xs[1]
-    run_virtual(broken, xs)
+    with pytest.raises(OptccError, match="sum: rank 1 ends with a wrong value of piece 0"):
+        run_virtual(broken, [x.clone() for x in xs])
+    with pytest.raises(OptccError, match="sum: rank 1"):
+        Executor(broken, 0)
+    with pytest.raises(OptccError, match="unsafe"):
+        run_virtual(broken, xs, unsafe="yes")
+    run_virtual(broken, xs, unsafe=True)
     assert torch.equal(xs[0], total) and not torch.equal(xs[1], total)
 
 

@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_runner.executor import run_virtual  # noqa: E402
+from gpu_runner.plan_check import check_plans  # noqa: E402
 from gpu_runner.launch import launch, prepare_schedule, worker_certificate  # noqa: E402
 from gpu_runner.plan import build_all_plans  # noqa: E402
 from optcc.algorithms import baselines, build_schedule  # noqa: E402
@@ -30,14 +31,15 @@ BASELINES = {
 
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_runner_posts_in_the_order_the_verifier_checks(name):
-    """Each rank's plan posts its flows in the order the verifier's 'runnable' property checks
-    (runner_posts), and every pair's transfers line up on both ends (same flow, same element
-    range) for any length."""
+    """Each rank's plan posts its flows in posting order (runner_posts) and passes the 'runnable'
+    check of gpu_runner.plan_check, and every pair's transfers line up on both ends (same flow,
+    same element range) for any length."""
     s = BASELINES[name]()
     plans = build_all_plans(s, 10**6)                  # every piece gets an element: no flow skipped
     assert [[t.flow for t in plan.transfers] for plan in plans] == runner_posts(s, IntegerTimes(s))
     for numel in (5, 1001):                            # 5: most pieces get no element
         plans = build_all_plans(s, numel)
+        assert check_plans(s, plans) == (True, None)
         pair_seq = {}
         for plan in plans:
             for t in plan.transfers:
@@ -68,7 +70,7 @@ def test_optcc_run_flat_ring_g2_p4_on_gloo(tmp_path):
     assert out.returncode == 0, out.stderr
     res = json.loads(out.stdout)
     assert res["correct"] and res["wrong"] == 0 and res["backend"] == "gloo" and res["world_size"] == 4
-    assert res["algorithm"] == "flat_ring" and "runnable" in res["proof"]
+    assert res["algorithm"] == "flat_ring" and res["proof"].startswith("proved by the verifier (sum, causality")
 
 
 @pytest.mark.parametrize("name,dtype", [("hierarchical ring p=4 g=2", "int32"), ("two per pair p=2", "int64")])

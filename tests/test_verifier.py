@@ -231,10 +231,12 @@ def test_stated_time_must_match():
 
 
 def test_property_subset_and_unknown_name():
-    proof = prove_allreduce(ring(3, 1, 1), properties=["sum", "runnable"])
-    assert proof.properties == {"sum": True, "runnable": True} and proof.proved
+    proof = prove_allreduce(ring(3, 1, 1), properties=["sum", "capacity"])
+    assert proof.properties == {"sum": True, "capacity": True} and proof.proved
     with pytest.raises(OptccError):
         prove_allreduce(ring(3, 1, 1), properties=["speed"])
+    with pytest.raises(OptccError):          # checked on the runner's own plans: gpu_runner.plan_check
+        prove_allreduce(ring(3, 1, 1), properties=["runnable"])
 
 
 def test_certificate_round_trip(tmp_path):

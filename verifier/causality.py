@@ -1,35 +1,35 @@
-"""Property "causality": exactly what the runner relies on to compute the schedule's values.
+"""Property "causality": the computed values do not hinge on how same-instant landings are ordered.
 
-The runner (gpu_runner.plan / executor) realizes the schedule's stated-time semantics
-(optcc.schedule) exactly: a send carries the value its source holds at the flow's start (it
-reads the tensor at posting, or a snapshot taken then when the piece changes while the flow
-is in flight); a receive lands in a private scratch slot and is applied at the flow's end;
-at one instant landings come first, then local ops, then reads. So a read racing an in-flight
-write, a local op during one, or two writes in flight at once are all executed as the
-schedule states, and the sum property (computed in that semantics) covers them.
+Both runners (gpu_runner.plan / executor, and the streaming program of verifier.streaming)
+realize the schedule's stated-time semantics exactly: a send carries the value its source
+holds at the flow's start (it reads the tensor at posting, or a snapshot taken then when the
+piece changes while the flow is in flight); a receive lands in a private scratch slot and is
+applied at the flow's end; at one instant landings come first, in posting order
+(optcc.schedule.posting_order: start, src, dst, piece, index), then local ops, then reads.
+Every property walks the schedule in exactly that order (verifier.events.piece_events), so the
+sum property alone is about what the runners compute.
 
-The one place where the runner and the verifier may differ is the ORDER of landings on one
-(rank, piece) at the same instant: the sum property applies them by flow index, the runner in
-posting order (start, src, dst, piece, index). The rule: such same-instant landings must
+This property adds one demand: several landings at one instant on one (rank, piece) must
 commute — all additions (exact addition commutes), or all copies of one and the same value
-(symbolically equal) — unless the value they produce never reaches a final value (it is
-overwritten everywhere: dead traffic; found by propagating a taint from the landings through
-later reads, additions and copies, an overwrite dropping the old taint). Then both orders give
-the same exact values and the sum proof holds for what the runner computes.
-(Earlier rules also refused reads racing in-flight writes and any overlapping copy; the runner
-executes those correctly — tests/test_trust_causality.py runs both kinds on gloo — so they were
-false alarms. The first violation in time is reported, naming the flows.)
+(symbolically equal, computed in the runners' order) — unless what they produce never reaches
+a final value (dead traffic: a taint propagated from such landings through later reads,
+additions and copies, an overwrite dropping the old taint). At every same-instant group the
+taint is the union over the group (and the old taint unless all members are copies), which
+over-approximates the influence under ANY order of the group, so a proof here means: every
+order of same-instant landings gives the runners' final values. A schedule whose correctness
+rests on the tie-break (e.g. a copy and an add landing together) is refused, conservatively;
+the first such group in time is reported, naming its flows, rank and piece.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 
-from verifier.events import LAND, READ
+from verifier.events import LAND, LOCAL, READ, piece_events
 from verifier.linear import add_scaled
 
 
-def check_causality(schedule, grid):
-    """Return (ok, counterexample or None)."""
+def check_causality(schedule, grid, events=None):
+    """Return (ok, counterexample or None); `events`: verifier.events.piece_events if already made."""
     flows = schedule.flows
     ends = grid.ends
     groups: dict[tuple, list[int]] = defaultdict(list)
@@ -38,12 +38,14 @@ def check_causality(schedule, grid):
     collisions = {k: v for k, v in groups.items() if len(v) > 1 and any(flows[i].op != "add" for i in v)}
     if not collisions:
         return True, None
-    carried = _carried_values(schedule, grid, {k[1] for k in collisions})
+    pieces = {k[1] for k in collisions}
+    events = events if events is not None else piece_events(schedule, grid)
+    carried = _carried_values(schedule, events, pieces)
     suspects = {k: v for k, v in collisions.items()
                 if not (all(flows[i].op == "copy" for i in v) and len({carried[i] for i in v}) == 1)}
     if not suspects:
         return True, None
-    live = _reaching_final(schedule, grid, {i for v in suspects.values() for i in v})
+    live = _reaching_final(schedule, events, {i for v in suspects.values() for i in v})
     bad = sorted((k[2], k) for k, v in suspects.items() if live.intersection(v))
     if not bad:
         return True, None
@@ -51,67 +53,64 @@ def check_causality(schedule, grid):
     return False, _collision(schedule, grid, key, suspects[key])
 
 
-def _carried_values(schedule, grid, pieces) -> dict[int, tuple]:
-    """Exact value (sorted coefficient items) each flow of `pieces` carries, in stated-time order."""
+def _carried_values(schedule, events, pieces) -> dict[int, tuple]:
+    """Exact value (sorted coefficient items) each flow of `pieces` carries, in the runners' order."""
     flows, ops = schedule.flows, schedule.local_ops
-    events = []
-    for i, f in enumerate(flows):
-        if f.piece in pieces:
-            events.append((grid.starts[i], READ, i))
-            events.append((grid.ends[i], LAND, i))
-    for j, op in enumerate(ops):
-        if op.piece in pieces:
-            events.append((grid.op_times[j], 1, j))
-    events.sort()
-    values: dict[tuple, dict] = {}
     out: dict[int, tuple] = {}
-    live: dict[int, dict] = {}
-    for _, phase, i in events:
-        if phase == READ:
-            f = flows[i]
-            v = values.get((f.src, f.piece), {f.src: 1})
-            live[i] = v
-            out[i] = tuple(sorted(v.items()))
-        elif phase == LAND:
-            f = flows[i]
-            v = live.pop(i)
-            old = values.get((f.dst, f.piece), {f.dst: 1})
-            values[(f.dst, f.piece)] = add_scaled(old, f.coef, v) if f.op == "add" else dict(v)
-        else:
-            op = ops[i]
-            old = values.get((op.rank, op.piece), {op.rank: 1})
-            values[(op.rank, op.piece)] = {r: op.coef * c for r, c in old.items()}
+    for piece in pieces:
+        values: dict[int, dict] = {}
+        live: dict[int, dict] = {}
+        for _, phase, i in events[piece]:
+            if phase == READ:
+                f = flows[i]
+                v = values.get(f.src, {f.src: 1})
+                live[i] = v
+                out[i] = tuple(sorted(v.items()))
+            elif phase == LAND:
+                f = flows[i]
+                v = live.pop(i)
+                old = values.get(f.dst, {f.dst: 1})
+                values[f.dst] = add_scaled(old, f.coef, v) if f.op == "add" else dict(v)
+            else:
+                op = ops[i]
+                old = values.get(op.rank, {op.rank: 1})
+                values[op.rank] = {r: op.coef * c for r, c in old.items()}
     return out
 
 
-def _reaching_final(schedule, grid, suspects: set[int]) -> set[int]:
-    """The suspect flows whose carried value reaches some rank's final value of its piece."""
+def _reaching_final(schedule, events, suspects: set[int]) -> set[int]:
+    """The suspect flows whose carried value may reach some rank's final value of its piece,
+    under any order of same-instant landings (module docstring)."""
     flows = schedule.flows
     pieces = {flows[i].piece for i in suspects}
-    events = defaultdict(list)
-    for i, f in enumerate(flows):
-        if f.piece in pieces:
-            events[f.piece].append((grid.starts[i], READ, i))
-            events[f.piece].append((grid.ends[i], LAND, i))
-    for j, op in enumerate(schedule.local_ops):       # local ops keep taint; order only matters for ties
-        if op.piece in pieces:
-            events[op.piece].append((grid.op_times[j], 1, -1 - j))
     live: set[int] = set()
     empty = frozenset()
-    for piece, ev in events.items():
-        ev.sort()
+    for piece in pieces:
         taint: dict[int, frozenset] = {}
         carried: dict[int, frozenset] = {}
-        for _, phase, i in ev:
+        ev = events[piece]
+        k = 0
+        while k < len(ev):
+            t, phase, i = ev[k]
             if phase == READ:
-                t = taint.get(flows[i].src, empty)
-                carried[i] = t | {i} if i in suspects else t
-            elif phase == LAND:
-                f = flows[i]
-                c = carried.pop(i)
-                taint[f.dst] = (taint.get(f.dst, empty) | c) if f.op == "add" else c
-        for t in taint.values():
-            live |= t
+                c = taint.get(flows[i].src, empty)
+                carried[i] = c | {i} if i in suspects else c
+                k += 1
+                continue
+            if phase == LOCAL:                     # a scaling keeps the taint
+                k += 1
+                continue
+            landing: dict[int, list[int]] = defaultdict(list)   # dst -> flows landing at t
+            while k < len(ev) and ev[k][0] == t and ev[k][1] == LAND:
+                landing[flows[ev[k][2]].dst].append(ev[k][2])
+                k += 1
+            for dst, members in landing.items():
+                new = frozenset().union(*(carried.pop(j) for j in members))
+                if any(flows[j].op == "add" for j in members):
+                    new |= taint.get(dst, empty)
+                taint[dst] = new
+        for c in taint.values():
+            live |= c
     return live & suspects
 
 
@@ -128,6 +127,6 @@ def _collision(schedule, grid, key, members) -> dict:
     return {"property": "causality", "kind": "same-instant landings that do not commute", "rank": rank,
             "piece": piece, "flows": fl,
             "message": f"{'; '.join(f['text'] for f in fl)} all land on rank {rank}'s piece {piece} at "
-                       f"{fl[0]['end']} and do not commute (not all additions, not copies of one value): "
-                       f"the runner applies them in posting order (start, src, dst, piece, index), the "
-                       f"proof in flow order, and the result reaches a final value"}
+                       f"{fl[0]['end']} and do not commute (not all additions, not copies of one value), and the result "
+                       f"reaches a final value: the final values hinge on the tie-break (the runners "
+                       f"apply them in posting order: start, src, dst, piece, index)"}

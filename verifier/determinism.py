@@ -3,11 +3,9 @@
 torch.distributed.all_reduce promises results bitwise identical on all ranks. Over floats
 that holds when every rank's final value of a piece comes from the same *summation tree*:
 the same inputs combined by the same operations in the same order. We execute each piece
-symbolically in the order the RUNNER applies operations (gpu_runner.plan): at one instant,
-landings, then local ops, then reads, and landings that end at the same instant in the
-global posting order (start, src, dst, piece, index) of optcc.schedule.posting_order — not
-by flow index, which is the verifier's tie order for the (order-free, exact) sum property.
-The trees are hash-consed:
+symbolically in the order the runners apply operations, the one order of every property
+(verifier.events.piece_events: at one instant landings in posting order, then local ops,
+then reads). The trees are hash-consed:
 
   leaf x_r                       rank r's input
   add(a, b)                      a + b      (coef 1; IEEE-754 addition is commutative, so
@@ -28,7 +26,7 @@ It needs no Z3 and works for any Schedule (the MSCCL importer reuses it).
 """
 from __future__ import annotations
 
-from verifier.events import LAND, LOCAL, READ, label_ranks, piece_signature
+from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import execute_signature
 
 LEAF, ADD, AXPY, SCALE = "x", "+", "axpy", "scale"
@@ -101,16 +99,8 @@ def execute_trees(signature: tuple, table: TreeTable) -> dict[int, int]:
 
 
 def runner_events(schedule, grid) -> list[list[tuple[int, int, int]]]:
-    """Per piece, events (time, phase, index) in the runner's order (module docstring)."""
-    flows, starts, ends = schedule.flows, grid.starts, grid.ends
-    keyed: list[list] = [[] for _ in schedule.pieces]
-    for i, f in enumerate(flows):
-        keyed[f.piece].append(((starts[i], READ, i), (starts[i], READ, 0, 0, 0, i)))
-        keyed[f.piece].append(((ends[i], LAND, i), (ends[i], LAND, starts[i], f.src, f.dst, i)))
-    for j, op in enumerate(schedule.local_ops):
-        t = grid.op_times[j]
-        keyed[op.piece].append(((t, LOCAL, j), (t, LOCAL, 0, 0, 0, j)))
-    return [[e for e, _ in sorted(ev, key=lambda x: x[1])] for ev in keyed]
+    """Per piece, events (time, phase, index) in the runners' order: verifier.events.piece_events."""
+    return piece_events(schedule, grid)
 
 
 def check_determinism(schedule, grid=None):

@@ -1,7 +1,10 @@
 """Per-piece event order on the integer time grid, and the rank-relabelled signature of a piece.
 
-Order at one instant (optcc.schedule semantics, same tie-break as optcc.simulate):
-landings (phase 0), then local ops (phase 1), then reads (phase 2); ties by index.
+The one order every property uses, the order both runners execute (gpu_runner.plan, the
+streaming program of verifier.streaming): at one instant landings (phase 0), then local ops
+(phase 1), then reads (phase 2); landings of one instant in posting order
+(optcc.schedule.posting_order: start, src, dst, piece, index); local ops and reads of one
+instant by index (they commute: scalings of one value, and reads change nothing).
 """
 from __future__ import annotations
 
@@ -12,17 +15,32 @@ LAND, LOCAL, READ = 0, 1, 2
 
 
 def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
-    """For every piece, its events (time, phase, index) sorted in execution order."""
+    """For every piece, its events (time, phase, index) sorted in execution order (module docstring)."""
     events: list[list] = [[] for _ in schedule.pieces]
-    starts, ends = grid.starts, grid.ends
-    for i, f in enumerate(schedule.flows):
+    flows, starts, ends = schedule.flows, grid.starts, grid.ends
+    for i, f in enumerate(flows):
         ev = events[f.piece]
         ev.append((starts[i], READ, i))
         ev.append((ends[i], LAND, i))
     for j, op in enumerate(schedule.local_ops):
         events[op.piece].append((grid.op_times[j], LOCAL, j))
+
+    def posting(e):        # optcc.schedule.posting_order's key; the piece is the same
+        i = e[2]
+        return starts[i], flows[i].src, flows[i].dst, i
+
     for ev in events:
         ev.sort()
+        k, n = 0, len(ev)
+        while k < n:                  # landings of one instant: posting order, not index order
+            if ev[k][1] != LAND or k + 1 == n or ev[k + 1][:2] != ev[k][:2]:
+                k += 1
+                continue
+            m = k + 1
+            while m < n and ev[m][:2] == ev[k][:2]:
+                m += 1
+            ev[k:m] = sorted(ev[k:m], key=posting)
+            k = m
     return events
 
 

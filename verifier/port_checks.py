@@ -1,8 +1,12 @@
-"""Properties "capacity" and "runnable" (both about what happens on ports at one time).
+"""Property "capacity", and the posting-list rules R1-R3 behind "runnable".
 
 capacity: delegated to optcc.timing.check_capacity (the one timing model; the schedule's
   meta["capacity"] picks "exclusive", the paper's rule, or "shared").
-runnable: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis-pair data.
+check_runnable: R1-R3 below on given posting lists. On the lists `runner_posts` derives from
+  the schedule they hold for every validated schedule (durations are positive and the lists
+  are posting_order itself), so this is no longer a proved property of prove_allreduce: the
+  "runnable" property checks the runner's own programs (gpu_runner.plan_check). What the rules
+  mean: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis-pair data.
   The runner posts, on every rank, one batch_isend_irecv batch per distinct start time, in
   increasing time; inside a batch, in the global order (start, src, dst, piece, index)
   (optcc.schedule.posting_order, which the runner calls too), each flow is an isend on src and an

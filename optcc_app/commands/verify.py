@@ -20,18 +20,15 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from verifier import prove_allreduce, write_certificate
+    from optcc_app.compose.verification import verify_schedule
+    from verifier import write_certificate
 
     schedule = Schedule.load(args.file)
-    proof = prove_allreduce(schedule, dtype=args.dtype)
-    from lp_models.schedule_point import check_lp_bound
-    lp = check_lp_bound(schedule)          # reported property `bound` (docs/bounds.md)
-    proof.reported["bound"] = lp["holds"]
-    proof.facts["lp_bound"] = lp
-    if not lp["holds"]:
-        proof.reported_counterexamples["bound"] = lp.get("counterexample", {})
-    if proof.proved and args.certificate:
+    proof, lp, runnable = verify_schedule(schedule, args.dtype)
+    if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
+    from gpu_runner.plan_check import add_runnable
+    add_runnable(proof, runnable)
     if args.json:
         out = proof.to_json()
         out = {"proved": out["proved"], "properties": out["properties"],
@@ -58,6 +55,8 @@ def run(args) -> int:
         if "numerics" in f:
             print("numerics: " + f["numerics"]["message"])
         print("bound: " + lp["message"])
+        if "runnable" in f:
+            print("runnable: " + f["runnable"])
         if f.get("note"):
             print("note: " + f["note"])
         if proof.counterexample:
