@@ -101,6 +101,20 @@ def check_fits(schedule, max_steps: int) -> None:
                              "(fewer segments, or --max-steps 256)")
 
 
+def _first_spread(schedule, max_steps: int) -> dict:
+    """Lanes per ordered pair to start from: the pair's steps (both directions share a thread
+    block) over max_steps, so a balanced layout fits at the first try."""
+    _, parts = chunk_layout(schedule)
+    load: dict[tuple, int] = {}
+    for f in schedule.flows:
+        pair = (min(f.src, f.dst), max(f.src, f.dst))
+        load[pair] = load.get(pair, 0) + len(parts[f.piece])
+    out = {}
+    for (a, b), n in load.items():
+        out[(a, b)] = out[(b, a)] = max(1, -(-n // max_steps))
+    return out
+
+
 def _groups(schedule) -> tuple[int, dict]:
     """H channel groups and each unordered pair's group, so that no rank has more than
     MAX_TBS_PER_CHANNEL peers in one group (greedy, least-loaded group of both ends)."""
@@ -229,7 +243,7 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
     d, _ = chunk_layout(schedule)
     grid = IntegerTimes(schedule)
     groups = _groups(schedule)
-    spread: dict[tuple, int] = {}
+    spread = _first_spread(schedule, max_steps)
     p = schedule.cluster.p
     attempt = 0
     while True:
