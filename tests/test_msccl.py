@@ -378,3 +378,9 @@ def test_the_fast_element_pattern_reads_what_the_runtime_loop_reads(monkeypatch)
     fast = [tree(parse.parse_xml(t)) for t in texts]
     monkeypatch.setattr(parse, "_ELEMENT", re.compile(r"(?!)"))
     assert [tree(parse.parse_xml(t)) for t in texts] == fast
+
+
+def test_non_ascii_digits_are_not_integers():
+    with pytest.raises(OptccError) as err:                 # int("٣") is 3 in Python; strtol reads 0
+        verify_xml(RING.replace('nchunksperloop="3"', 'nchunksperloop="٣"'))
+    assert err.value.field == "line 1 <algo> nchunksperloop" and "as 0" in err.value.message

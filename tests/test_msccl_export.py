@@ -117,16 +117,28 @@ def test_every_offset_mutant_of_an_export_is_refuted():
 
 
 def test_export_deps_count_the_nops_as_the_runtime_does():
-    """With g = 2 the export orders thread blocks with nops; its deps are the runtime's step
-    numbers. The same file numbered by real steps only (what optcc wrote before) races: a wait
-    ends at an earlier step's flag."""
+    """With g = 2 and every conflict kept as a dependency the export orders thread blocks with
+    nops; its deps are the runtime's step numbers. The same file numbered by real steps only
+    (what optcc wrote before) races: a wait ends at an earlier step's flag."""
     import msccl_cases as mc
-    text, _ = export_xml(build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1))
+    schedule = build_schedule("optcc", Cluster.build(8, 2, {0: 2, 1: 2}), 1)
+    text, _ = export_xml(schedule, reduce_deps=False)
     assert verify_xml(text).proved
     old = mc.renumber_without_nops(text)
     assert 'type="nop"' in text and old != text
     proof = verify_xml(old)
     assert not proof.properties["sum"] and proof.counterexamples["sum"]["kind"] == "race"
+    reduced, facts = export_xml(schedule)                 # implied dependencies left out: no nops here
+    assert reduced.count('type="nop"') == 0 < text.count('type="nop"') and verify_xml(reduced).proved
+
+
+def test_implied_dependencies_are_left_out():
+    schedule = build_schedule("optcc", Cluster.build(16, 1, {0: 2}), 4)
+    full, full_facts = export_xml(schedule, reduce_deps=False)
+    reduced, facts = export_xml(schedule)
+    assert full.count('type="nop"') == 622 and reduced.count('type="nop"') == 0
+    assert facts["steps"] == full_facts["steps"] - 622 == 3600
+    assert verify_xml(reduced).proved and verify_xml(full).proved
 
 
 def test_more_than_32_peers_are_spread_over_channels():

@@ -167,7 +167,9 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
             if len(msg[0]) != st.cnt and run.mismatch is None:
                 run.mismatch = {"receiver": describe(tb, st), "sender": msg[2], "sent": len(msg[0]), "cnt": st.cnt}
         vc[gid] += 1
-        info = describe(tb, st)
+        info = st.info
+        if info is None:
+            info = st.info = describe(tb, st)
         out = []
         for j in range(st.cnt):
             src = cell(tb.rank, st.srcbuf, st.srcoff + j)

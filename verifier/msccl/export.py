@@ -16,7 +16,9 @@ Mapping (docs/msccl.md):
   (the Schedule's rule); across the thread blocks of a rank, read-after-write, write-after-write
   and write-after-read on one part become dependencies on the latest conflicting step of each
   other thread block, the first on the step itself and the rest on `nop`s right before it, with
-  hasdep="1" on every step waited on. `deps` is the runtime's step number (verifier.msccl.model):
+  hasdep="1" on every step waited on. A dependency implied by what the thread block already
+  waited for, or by another of its dependencies (a wait on step k of o covers what o had waited
+  for by step k), is left out: fewer nops. `deps` is the runtime's step number (verifier.msccl.model):
   every `nop` written carries a dependency, so it is the step's index in its thread block.
 Refused (OptccError, before any building where a count shows it): local ops and coefficients
 other than 1, which MSCCL has no step for; a rank with more than 64 peers or that needs more
@@ -25,6 +27,7 @@ than 64 thread blocks (single-straggler OptCC beyond p = 65); more than 32 chann
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
@@ -98,6 +101,20 @@ def check_fits(schedule, max_steps: int) -> None:
                              "(fewer segments, or --max-steps 256)")
 
 
+def _first_spread(schedule, max_steps: int) -> dict:
+    """Lanes per ordered pair to start from: the pair's steps (both directions share a thread
+    block) over max_steps, so a balanced layout fits at the first try."""
+    _, parts = chunk_layout(schedule)
+    load: dict[tuple, int] = {}
+    for f in schedule.flows:
+        pair = (min(f.src, f.dst), max(f.src, f.dst))
+        load[pair] = load.get(pair, 0) + len(parts[f.piece])
+    out = {}
+    for (a, b), n in load.items():
+        out[(a, b)] = out[(b, a)] = max(1, -(-n // max_steps))
+    return out
+
+
 def _groups(schedule) -> tuple[int, dict]:
     """H channel groups and each unordered pair's group, so that no rank has more than
     MAX_TBS_PER_CHANNEL peers in one group (greedy, least-loaded group of both ends)."""
@@ -136,8 +153,9 @@ def _channels(schedule, grid, spread: dict, h: int, group: dict) -> list[int]:
     return chan
 
 
-def build_program(schedule, spread: dict | None = None, grid=None, groups=None):
-    """Per rank: {(peer, chan): [step dicts]} in program order, and the number of channels."""
+def build_program(schedule, spread: dict | None = None, grid=None, groups=None, reduce_deps: bool = True):
+    """Per rank: {(peer, chan): [step dicts]} in program order, and the number of channels.
+    reduce_deps=False keeps every conflict as a dependency, implied ones included."""
     check_expressible(schedule)
     grid = grid or IntegerTimes(schedule)
     h, group = groups or _groups(schedule)
@@ -152,6 +170,8 @@ def build_program(schedule, spread: dict | None = None, grid=None, groups=None):
     last_write: dict[tuple, tuple] = {}           # (rank, piece, part) -> (tb key, step number)
     reads: dict[tuple, dict] = {}                 # (rank, piece, part) -> {tb key: step number}
     waited: set = set()
+    know: dict[tuple, dict] = {}                  # (rank, tb key) -> {other tb key: step known complete}
+    hist: dict[tuple, tuple[list, list]] = {}     # (rank, tb key) -> (step numbers, knowledge from then on)
     for _, _, i, rank, peer, kind in events:
         f = schedule.flows[i]
         key = (peer, chan[i])
@@ -166,13 +186,24 @@ def build_program(schedule, spread: dict | None = None, grid=None, groups=None):
                 for other, k in reads.get(cell, {}).items():
                     if other != key and k > deps.get(other, -1):
                         deps[other] = k
-            dep_list = sorted(deps.items())
+            dep_list = (_reduce(deps, know.setdefault((rank, key), {}), hist, rank) if reduce_deps
+                        else sorted(deps.items()))
             for other, k in dep_list[1:]:
                 prog.append({"type": "nop", "off": -1, "cnt": 0, "dep": (other, k)})
             here = len(prog)                  # the runtime's step number: every nop here carries a dependency
             prog.append({"type": kind, "off": off, "cnt": cnt, "dep": dep_list[0] if dep_list else None})
             for other, k in dep_list:
                 waited.add((rank, other, k))
+            if dep_list and reduce_deps:
+                mine = know[(rank, key)]
+                for other, k in dep_list:
+                    for o, n in _known_at(hist, rank, other, k).items():
+                        if n > mine.get(o, -1):
+                            mine[o] = n
+                    mine[other] = max(mine.get(other, -1), k)
+                nums, snaps = hist.setdefault((rank, key), ([], []))
+                nums.append(here)
+                snaps.append(dict(mine))
             if kind == "s":
                 reads.setdefault(cell, {})[key] = here
             else:
@@ -186,21 +217,38 @@ def build_program(schedule, spread: dict | None = None, grid=None, groups=None):
     return tbs, 1 + max(chan, default=0)
 
 
+def _known_at(hist: dict, rank: int, tb, k: int) -> dict:
+    """What thread block tb knew complete (by its waits) when its step k ran."""
+    nums, snaps = hist.get((rank, tb), ((), ()))
+    at = bisect_right(nums, k)
+    return snaps[at - 1] if at else {}
+
+
+def _reduce(deps: dict, mine: dict, hist: dict, rank: int) -> list:
+    """The dependencies not implied by what this thread block knows, or by another one of them
+    (a wait on (o, k) also covers everything o had waited for by its step k): fewer nops."""
+    todo = {o: k for o, k in deps.items() if mine.get(o, -1) < k}
+    implied = {o: {**_known_at(hist, rank, o, k)} for o, k in todo.items()}
+    return sorted((o, k) for o, k in todo.items()
+                  if not any(implied[d].get(o, -1) >= k for d in todo if d != o))
+
+
 def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None,
-               progress=None) -> tuple[str, dict]:
+               progress=None, reduce_deps: bool = True) -> tuple[str, dict]:
     """The XML text and facts {D, channels, thread_blocks, steps, max_tb_steps}; OptccError if
-    impossible. progress(message), when given, hears of every layout tried."""
+    impossible. progress(message), when given, hears of every layout tried; reduce_deps as in
+    build_program."""
     check_expressible(schedule)
     check_fits(schedule, max_steps)
     d, _ = chunk_layout(schedule)
     grid = IntegerTimes(schedule)
     groups = _groups(schedule)
-    spread: dict[tuple, int] = {}
+    spread = _first_spread(schedule, max_steps)
     p = schedule.cluster.p
     attempt = 0
     while True:
         attempt += 1
-        tbs, nchannels = build_program(schedule, spread, grid, groups)
+        tbs, nchannels = build_program(schedule, spread, grid, groups, reduce_deps)
         longest = max((len(prog) for progs in tbs for prog in progs.values()), default=0)
         most_tbs = max((len(progs) for progs in tbs), default=0)
         if progress:

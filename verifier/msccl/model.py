@@ -66,6 +66,7 @@ class Step:
     kernel: int = -1                                   # the runtime's step counter when it publishes
     waits: list[tuple[int, int, int]] = field(default_factory=list)   # (tb, step number, line)
     fused: bool = False                                # an `re` continuing the previous one's transmission
+    info: dict | None = None                           # execute.describe(), computed once
 
 
 @dataclass

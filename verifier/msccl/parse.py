@@ -61,6 +61,11 @@ class Node:
         return self.attrs[attr]
 
     def int(self, attr: str) -> int:
+        raw = self.attrs.get(attr)
+        if raw is not None and len(raw) <= 9 and raw.isascii() and raw.isdigit() and (raw[0] != "0" or raw == "0"):
+            return int(raw)                             # the common case: small plain decimal
+        if raw == "-1":
+            return -1
         raw = self.text(attr)
         if not _DECIMAL.match(raw):
             read = c_strtol(raw)
@@ -170,8 +175,9 @@ class _Reader:
         fast = _ELEMENT.match(self.text, self.pos - 1)
         if fast:
             attrs = _ATTR.findall(fast.group(2))
-            if (len(attrs) <= MAX_ATTR_COUNT and len(fast.group(1)) < MAX_STR_LEN - 1
-                    and all(len(k) < MAX_STR_LEN - 1 and len(v) < MAX_STR_LEN for k, v in attrs)):
+            if len(attrs) <= MAX_ATTR_COUNT and (fast.end() - fast.start() < MAX_STR_LEN - 1 or (
+                    len(fast.group(1)) < MAX_STR_LEN - 1
+                    and all(len(k) < MAX_STR_LEN - 1 and len(v) < MAX_STR_LEN for k, v in attrs))):
                 node = Node(fast.group(1), {}, line)
                 for k, v in attrs:
                     node.attrs.setdefault(k, v)                 # the runtime finds the first match
