@@ -8,7 +8,9 @@ that sets the model field the library named, optcc/commands/_fields.py; argparse
 3 a run that could not finish (RunFailed: a rank died or hung) or an internal error (any
 other exception is a bug, printed as one line `optcc: internal error: ...`;
 OPTCC_TRACEBACK=1 adds the traceback), so that a crash never looks like a refutation.
-A reader closing the pipe (`optcc ... | head`) exits 141 quietly.
+Argparse's usage errors are one line too (`optcc: error: --flag: message`, exit 2).
+A reader closing the pipe (`optcc ... | head`) exits 141 quietly. SIGTERM and SIGHUP unwind like
+Ctrl-C (workers stopped, temporary folders removed) and exit 128 + the signal number.
 """
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ import argparse
 import importlib
 import pkgutil
 import os
+import re
+import signal
 import sys
+import threading
 import traceback
 
 from optcc.errors import OptccError, RunFailed
@@ -24,8 +29,51 @@ from optcc.errors import OptccError, RunFailed
 EXIT_INTERNAL = 3
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line like every other error (subparsers inherit it)."""
+
+    def error(self, message):
+        print(f"optcc: error: {usage_error(message)} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
+def usage_error(message: str) -> str:
+    """argparse's message as `FLAG: message` ("argument --size: invalid int value: 'x'" → "--size: …")."""
+    if message.startswith("argument ") and ": " in message:
+        name, rest = message[len("argument "):].split(": ", 1)
+        return f"{name}: {rest}"
+    m = re.fullmatch(r"the following arguments are required: (.+)", message)
+    if m:
+        return f"{m.group(1)}: required"
+    m = re.fullmatch(r"unrecognized arguments: (\S+)(.*)", message)
+    if m:
+        return f"{m.group(1)}: unrecognized argument" + (f" (all unrecognized: {m.group(1)}{m.group(2)})"
+                                                        if m.group(2).strip() else "")
+    m = re.fullmatch(r"one of the arguments (.+) is required", message)
+    if m:
+        return f"{m.group(1).split()[0]}: one of {', '.join(m.group(1).split())} is required"
+    m = re.fullmatch(r"ambiguous option: (\S+) (.+)", message)
+    if m:
+        return f"{m.group(1)}: ambiguous option, {m.group(2)}"
+    return f"usage: {message}"
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP, raised in the main thread so that every `finally` and `with` runs."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    for s in (signal.SIGTERM, signal.SIGHUP):   # a second signal must not interrupt the clean-up
+        signal.signal(s, lambda *a: None)
+    raise Terminated(signum)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="optcc",
         description="AllReduce under network failures: bounds, optimal schedules, proofs, runs.",
     )
@@ -42,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)} if main_thread else {}
     try:
         code = args.handler(args)
         sys.stdout.flush()                   # a closed pipe shows here, not at interpreter exit
@@ -58,6 +108,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"optcc: terminated by {signal.Signals(e.signum).name}", file=sys.stderr)
+        return 128 + e.signum
     except Exception as e:  # noqa: BLE001 - a bug: one line, exit 3, never exit 1 ("refuted")
         first = (str(e).strip().splitlines() or [""])[0][:300]
         print(f"optcc: internal error: {type(e).__name__}: {first} (please report; "
@@ -65,6 +118,9 @@ def main(argv=None) -> int:
         if os.environ.get("OPTCC_TRACEBACK"):
             traceback.print_exc()
         return EXIT_INTERNAL
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return 0 if code is None else code
 
 

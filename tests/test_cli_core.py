@@ -81,3 +81,62 @@ def test_a_closed_pipe_ends_quietly():
     finally:
         os.close(write_end)
     assert done.stderr == "" and done.returncode == 141
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["run", "--nproc", "2"], "optcc: error: --schedule: required (see optcc run --help)"),
+    (["run", "--nproc", "x", "--schedule", "s.json"], "optcc: error: --nproc: invalid int value: 'x' (see optcc run --help)"),
+    (["bound", "--p", "3", "--bogus"], "optcc: error: --bogus: unrecognized argument (see optcc --help)"),
+    (["bench", "--nproc", "2"], "optcc: error: --schedule: one of --schedule, --algo is required (see optcc bench --help)"),
+    ([], "optcc: error: COMMAND: required (see optcc --help)"),
+])
+def test_usage_errors_are_one_line_naming_the_flag(argv, line, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [line]
+
+
+@pytest.mark.parametrize("value", [[1], True, {"a": 1}, "abc", "1/0", 1e400])
+def test_meta_slot_time_of_the_wrong_type_exits_2(value, tmp_path, capsys):
+    import json as _json
+    path = tmp_path / "s.json"
+    assert main(["schedule", "--algo", "ring", "--p", "3", "-o", str(path)]) == 0
+    data = _json.loads(path.read_text())
+    data["meta"]["slot_time"] = value
+    path.write_text(_json.dumps(data))
+    capsys.readouterr()
+    for command in ("verify", "time"):
+        assert main([command, str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("optcc: error: meta.slot_time: ") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, package", [
+    (["run", "--nproc", "2", "--schedule", "s.json"], "torch"),
+    (["bench", "--nproc", "2", "--algo", "torch"], "torch"),
+    (["probe", "--nproc", "2"], "torch"),
+    (["testbed", "--p", "3", "--straggler", "0:2", "--rate", "100"], "torch"),
+])
+def test_a_missing_torch_is_named_with_its_install_command_before_any_work(argv, package, monkeypatch, capsys):
+    import sys as _sys
+    import gpu_runner.launch as launch_mod
+    monkeypatch.setitem(_sys.modules, package, None)          # `import torch` fails, find_spec finds nothing
+    monkeypatch.setattr(launch_mod, "launch", lambda *a, **k: pytest.fail("a rank was started"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"optcc: error: {argv[0]}: needs torch")
+    assert "pip install torch==2.13.0, then pip install 'optcc[runner]'" in err
+
+
+def test_a_missing_matplotlib_stops_testbed_and_paper_checks_before_they_measure(monkeypatch, capsys):
+    import sys as _sys
+    monkeypatch.setitem(_sys.modules, "matplotlib", None)
+    import paper_checks.report as report
+    monkeypatch.setattr(report, "run_paper_checks", lambda *a: pytest.fail("the checks ran"))
+    assert main(["paper-checks", "--figures", "figs-never-made"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("optcc: error: paper-checks: needs matplotlib") and "pip install matplotlib" in err
+    if "torch" in _sys.modules or __import__("importlib").util.find_spec("torch"):
+        assert main(["testbed", "--p", "3", "--straggler", "0:2", "--rate", "100"]) == 2
+        assert "optcc: error: testbed: needs matplotlib" in capsys.readouterr().err
