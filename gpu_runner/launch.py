@@ -208,6 +208,8 @@ def _rank_errors(tmp: str, codes: list, exit_s: list, killed: dict) -> list[str]
             lines[r] = killed[r][1]
         elif pick:
             lines[r] = pick[0].split(": error: ", 1)[-1]
+        else:                        # it said nothing: died abruptly (os._exit, a signal)
+            lines[r] = _exit_words(rc)
 
     def blame(r):
         if r in killed:

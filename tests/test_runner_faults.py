@@ -165,3 +165,20 @@ def test_a_stopped_rank_ends_the_run_within_the_timeout_and_is_named_first(runni
     assert exited <= TIMEOUT + 15, exited
     assert _wait_gone(list(workers.values()) + others, 5) == []
     assert _wait_clean(tmp, 5) == []
+
+
+def test_failure_lines_name_the_likeliest_cause_first(tmp_path):
+    """Killed as stopped, then self-inflicted failures by exit time (a silent os._exit too), then
+    killed as hung, then the peers that timed out waiting."""
+    from gpu_runner.launch import _rank_errors
+    err = {0: "optcc-runner rank 0: error: timed out after 5.8 s (timeout 5 s) waiting for x; a peer rank is dead or hung\n",
+           1: "optcc-runner rank 1: error: RuntimeError: [gloo] Timed out waiting 5000ms for recv\n",
+           2: "", 3: "", 4: "optcc-runner rank 4: error: RuntimeError: Connection closed by peer\n", 5: ""}
+    for r, text in err.items():
+        (tmp_path / f"rank{r}.err").write_text(text)
+    codes = [124, 3, 17, -9, 3, -9]
+    exit_s = [6.0, 5.5, 2.0, 6.5, 2.5, 9.0]
+    killed = {3: ("stopped", "stopped (state T)"), 5: ("hung", "hung: still running")}
+    lines = _rank_errors(str(tmp_path), codes, exit_s, killed)
+    assert [ln.split(":", 1)[0] for ln in lines] == ["rank 3", "rank 2", "rank 4", "rank 5", "rank 1", "rank 0"]
+    assert lines[1] == "rank 2: exited with code 17"
