@@ -140,3 +140,31 @@ def test_a_missing_matplotlib_stops_testbed_and_paper_checks_before_they_measure
     if "torch" in _sys.modules or __import__("importlib").util.find_spec("torch"):
         assert main(["testbed", "--p", "3", "--straggler", "0:2", "--rate", "100"]) == 2
         assert "optcc: error: testbed: needs matplotlib" in capsys.readouterr().err
+
+
+def test_testbed_prints_its_table_before_a_failing_chart(tmp_path, monkeypatch, capsys):
+    """Minutes of measurement are never lost to a plotting error: the table is out first, then exit 3."""
+    import gpu_runner.testbed as testbed
+    rows = [{"name": n, "seconds": s, "correct": True, "ratio_to_fault_free": s / 1.0, "ratio_to_lower_bound": s / 0.9}
+            for n, s in (("torch fault-free", 1.0), ("torch straggler", 2.0), ("optcc straggler", 1.1))]
+    measured = {"p": 3, "straggler": 0, "ell": 2.0, "rate_mbit": 40, "straggler_rate_mbit": 20, "size": 1 << 20,
+                "iters": 1, "lower_bound_seconds": 0.9, "t0_seconds": 0.8, "optcc_schedule_seconds": 1.0, "rows": rows,
+                "speedup_optcc_vs_torch": 2.0 / 1.1, "optcc_over_lower_bound": 1.1 / 0.9,
+                "targets": {"speedup_ge_1.5": True, "within_15pct_of_bound": True}}
+    seen = {}
+
+    def fake_run(*args, **kw):
+        seen["plot"] = args[9]
+        return dict(measured)
+    monkeypatch.setattr(testbed, "run_testbed", fake_run)
+
+    def broken_chart(result, path):
+        raise RuntimeError("no display")
+    monkeypatch.setattr(testbed, "write_chart", broken_chart)
+    png = str(tmp_path / "tb.png")
+    assert main(["testbed", "--p", "3", "--straggler", "0:2", "--rate", "40", "--plot", png]) == 3
+    out, err = capsys.readouterr()
+    assert seen["plot"] is None                               # run_testbed itself draws nothing
+    assert "optcc straggler" in out and "1.100" in out        # the measured table is printed
+    assert err.strip().splitlines() == ["optcc: error: --plot: the results above were measured and printed, but "
+                                        "the chart could not be drawn: RuntimeError: no display"]
