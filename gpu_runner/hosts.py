@@ -4,13 +4,12 @@ Every process contributes (host name, LOCAL_RANK, LOCAL_WORLD_SIZE) to one all_g
 each then computes the same placement, so either every rank runs or every rank raises the same
 error (no rank waits for a peer that gave up). OPTCC_HOSTNAME overrides socket.gethostname(),
 so that tests (and containers with meaningless host names) can say which host a process is on.
+gpu_runner.launch checks the same placement before it starts local ranks (check_placement).
 """
 from __future__ import annotations
 
 import os
 import socket
-
-import torch.distributed as dist
 
 from optcc.hosts import place_processes
 
@@ -28,6 +27,7 @@ def _env_int(name: str):
 
 def placement(schedule, group=None):
     """(schedule rank of this process, schedule rank -> global rank or None, facts for the result)."""
+    import torch.distributed as dist
     rank = dist.get_rank(group)
     if not schedule.cluster.hosts:
         return rank, None, {}

@@ -3,9 +3,14 @@
 Each worker is `python -m gpu_runner ...` with the env:// variables set. Its stdout/stderr go
 to files in a private temporary folder. When one worker fails, the others get `timeout_s` plus
 a grace period to finish (they exit by themselves: watchdog.py); whatever is still running then
-is killed by its process id (each worker runs in its own session). On Ctrl-C every worker is
-killed before the KeyboardInterrupt propagates. `prefix(rank)` may wrap the command (the
-testbed runs each rank inside its own network namespace).
+is killed by its process group (each worker runs in its own session). A rank that cannot exit
+by itself is killed as soon as that is known: one stopped (SIGSTOP, a debugger; state T in
+/proc) once a peer has failed or after `timeout_s` stopped, and one still running GRACE_S after every other rank has exited
+with a failure; it is named first. Any exception (Ctrl-C, the CLI's SIGTERM) kills every worker
+before it propagates. Workers also die with the launcher however it ends: each sets the Linux
+parent-death signal (watchdog.die_with_launcher), and gpu_runner/reaper.py, a small process that
+outlives the launcher, kills the worker groups and removes the temporary folders that are left.
+`prefix(rank)` may wrap the command (the testbed runs each rank inside its own network namespace).
 """
 from __future__ import annotations
 
@@ -16,14 +21,17 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from gpu_runner.watchdog import EXIT_WRONG
+from gpu_runner.watchdog import EXIT_TIMEOUT, EXIT_WRONG, LAUNCHER_PID_ENV
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
 GRACE_S = 3.0
+STOPPED_S = 0.5      # a rank seen stopped this long, once a peer failed, is killed at once
 
 
 @dataclass
@@ -48,8 +56,55 @@ class LaunchResult:
         parts = list(self.errors)
         for r, rc in enumerate(self.returncodes):
             if rc != 0 and not any(e.startswith(f"rank {r}:") for e in parts):
-                parts.append(f"rank {r}: exited with code {rc}" + (" (killed)" if rc is not None and rc < 0 else ""))
+                parts.append(f"rank {r}: {_exit_words(rc)}")
         return "; ".join(parts) if parts else "no result from rank 0"
+
+
+def _exit_words(rc) -> str:
+    if rc is not None and rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exited with code {rc}"
+
+
+class _Reaper:
+    """The launcher's side of gpu_runner/reaper.py: started on first use, one per process."""
+
+    def __init__(self):
+        self._proc = None
+        self._pid = None
+        self._lock = threading.Lock()
+
+    def tell(self, verb: str, arg) -> None:
+        line = f"{verb} {arg}\n"
+        with self._lock:
+            try:
+                if self._proc is None or self._pid != os.getpid() or self._proc.poll() is not None:
+                    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reaper.py")
+                    self._proc = subprocess.Popen([sys.executable, "-I", "-S", script], stdin=subprocess.PIPE,
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                  start_new_session=True, text=True)
+                    self._pid = os.getpid()
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+            except OSError:
+                pass          # best effort: the launcher's own cleanup still runs
+
+
+_REAPER = _Reaper()
+
+
+@contextmanager
+def private_tempdir(prefix: str):
+    """A temporary folder removed on exit, on any exception, and by the reaper if this process is killed."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        _REAPER.tell("dir", tmp)
+        try:
+            yield tmp
+        finally:
+            _REAPER.tell("undir", tmp)
 
 
 def free_port() -> int:
@@ -58,23 +113,55 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def rank_envs(nproc: int, master_addr: str, port, env_extra=None) -> list[dict]:
+    """The environment of each local rank (env:// variables, then `env_extra`, per rank if callable)."""
+    envs = []
+    for r in range(nproc):
+        env = dict(os.environ)
+        env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
+                    "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
+                    "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1", LAUNCHER_PID_ENV: str(os.getpid())})
+        env.update(env_extra(r) if callable(env_extra) else (env_extra or {}))
+        envs.append(env)
+    return envs
+
+
+def check_placement(schedule: Schedule, envs: list[dict]) -> None:
+    """A cluster that names hosts, checked against the local ranks' host names (OPTCC_HOSTNAME or
+    this machine's) and LOCAL_RANK / LOCAL_WORLD_SIZE before any rank starts: OptccError("hosts")."""
+    if not schedule.cluster.hosts:
+        return
+    from gpu_runner.hosts import HOSTNAME_ENV, host_name
+    from optcc.hosts import place_processes
+
+    def num(env, key):
+        try:
+            return int(env[key])
+        except (KeyError, ValueError):
+            return None
+    names = [env.get(HOSTNAME_ENV) or host_name() for env in envs]
+    place_processes(schedule.cluster, names, [num(e, "LOCAL_RANK") for e in envs],
+                    [num(e, "LOCAL_WORLD_SIZE") for e in envs])
+
+
 def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "127.0.0.1",
            master_port: int | None = None, prefix=None, env_extra: dict | None = None,
-           wall_limit_s: float | None = None) -> LaunchResult:
-    """Run `python -m gpu_runner worker_args` on `nproc` local ranks; rank 0's JSON comes back."""
+           wall_limit_s: float | None = None, schedule: Schedule | None = None) -> LaunchResult:
+    """Run `python -m gpu_runner worker_args` on `nproc` local ranks; rank 0's JSON comes back.
+    With `schedule` (and no `prefix`, which may change the host), a cluster that names hosts is
+    checked against the ranks before any starts (check_placement)."""
     port = master_port or free_port()
+    envs = rank_envs(nproc, master_addr, port, env_extra)
+    if schedule is not None and prefix is None:
+        check_placement(schedule, envs)
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="optcc-run-") as tmp:
+    with private_tempdir("optcc-run-") as tmp:
         result_path = os.path.join(tmp, "result.json")
         procs = []
         logs = []
         try:
             for r in range(nproc):
-                env = dict(os.environ)
-                env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
-                            "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
-                            "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1"})
-                env.update(env_extra(r) if callable(env_extra) else (env_extra or {}))   # per rank if callable
+                env = envs[r]
                 cmd = [sys.executable, "-m", "gpu_runner", *worker_args, "--timeout", str(timeout_s)]
                 if r == 0:
                     cmd += ["--result", result_path]
@@ -83,25 +170,21 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 out = open(os.path.join(tmp, f"rank{r}.out"), "w")
                 err = open(os.path.join(tmp, f"rank{r}.err"), "w")
                 logs.append((out, err))
-                procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, env=env,
-                                              start_new_session=True))
-            codes, exit_s = _wait_all(procs, timeout_s, wall_limit_s, start)
+                proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+                procs.append(proc)
+                _REAPER.tell("group", proc.pid)
+            codes, exit_s, killed = _wait_all(procs, timeout_s, wall_limit_s, start)
         except BaseException:
             _kill(procs)
             raise
         finally:
+            for proc in procs:
+                if proc.returncode is not None:
+                    _REAPER.tell("ungroup", proc.pid)
             for out, err in logs:
                 out.close()
                 err.close()
-        errors = []
-        order = sorted(range(nproc), key=lambda r: (codes[r] == 0, r))
-        for r in order:
-            with open(os.path.join(tmp, f"rank{r}.err")) as fh:
-                lines = [ln.strip() for ln in fh if "error" in ln.lower() and ln.strip()]
-            mine = [ln for ln in lines if ln.startswith("optcc-runner rank")]
-            pick = mine[:1] or lines[-1:]
-            if codes[r] != 0 and pick:
-                errors.append(f"rank {r}: " + pick[0].split(": error: ", 1)[-1])
+        errors = _rank_errors(tmp, codes, exit_s, killed)
         result = None
         if os.path.exists(result_path):
             with open(result_path) as fh:
@@ -109,9 +192,50 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
         return LaunchResult(result, codes, errors, time.monotonic() - start, exit_s)
 
 
+def _rank_errors(tmp: str, codes: list, exit_s: list, killed: dict) -> list[str]:
+    """One "rank R: ..." line per failed rank, the likeliest cause first: a rank the launcher
+    killed as stopped, then ranks that failed by themselves other than by a timeout (earliest
+    first), then ranks killed as hung, then ranks that timed out waiting for a peer."""
+    lines = {}
+    for r, rc in enumerate(codes):
+        if rc == 0:
+            continue
+        with open(os.path.join(tmp, f"rank{r}.err")) as fh:
+            found = [ln.strip() for ln in fh if "error" in ln.lower() and ln.strip()]
+        mine = [ln for ln in found if ln.startswith(("optcc-runner rank", "optcc-probe rank"))]
+        pick = mine[:1] or found[-1:]
+        if r in killed:
+            lines[r] = killed[r][1]
+        elif pick:
+            lines[r] = pick[0].split(": error: ", 1)[-1]
+        else:                        # it said nothing: died abruptly (os._exit, a signal)
+            lines[r] = _exit_words(rc)
+
+    def blame(r):
+        if r in killed:
+            return (0 if killed[r][0] == "stopped" else 2, exit_s[r] or 0.0, r)
+        timed_out = codes[r] == EXIT_TIMEOUT or "timed out" in lines[r].lower()
+        return (3 if timed_out else 1, exit_s[r] or 0.0, r)
+    return [f"rank {r}: {lines[r]}" for r in sorted(lines, key=blame)]
+
+
+def is_stopped(pid: int) -> bool:
+    """The process is stopped (SIGSTOP, SIGTSTP, a debugger): state T or t in /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in ("T", "t")
+
+
 def _wait_all(procs, timeout_s, wall_limit_s, start):
+    """(return codes, seconds to each exit, {rank: (why, message)} of the ranks killed here)."""
     first_failure = None
+    all_others_done = {}                 # rank -> when every other rank had exited, one failing
+    stopped_since = {}                   # rank -> when it was first seen stopped
     exit_s = [None] * len(procs)
+    killed: dict[int, tuple[str, str]] = {}
     while True:
         codes = [p.poll() for p in procs]
         now = time.monotonic()
@@ -119,15 +243,34 @@ def _wait_all(procs, timeout_s, wall_limit_s, start):
             if c is not None and exit_s[r] is None:
                 exit_s[r] = now - start
         if all(c is not None for c in codes):
-            return codes, exit_s
+            return codes, exit_s, killed
+        failed = any(c not in (None, 0, EXIT_WRONG) for c in codes)
         if first_failure is None and any(c not in (None, 0) for c in codes):
             first_failure = now
+        running = [r for r, c in enumerate(codes) if c is None]
+        doomed = {}
+        for r in running:             # stopped for STOPPED_S on end (a tracer's stops are brief)
+            if not is_stopped(procs[r].pid):
+                stopped_since.pop(r, None)
+            elif (now - stopped_since.setdefault(r, now) >= (STOPPED_S if failed else timeout_s)):
+                doomed[r] = ("stopped", f"stopped (state T: SIGSTOP or a debugger) while its peers waited "
+                                        f"for it; killed after {now - start:.1f} s")
+        if failed:
+            if len(running) == 1:
+                since = all_others_done.setdefault(running[0], now)
+                if now - since > GRACE_S and running[0] not in doomed:
+                    doomed[running[0]] = ("hung", f"hung: still running {GRACE_S:g} s after every other rank "
+                                                  f"had exited; killed after {now - start:.1f} s")
         late = first_failure is not None and now - first_failure > timeout_s + GRACE_S
         if late or (wall_limit_s is not None and now - start > wall_limit_s):
-            _kill([p for p, c in zip(procs, codes) if c is None])
-            codes = [p.wait() for p in procs]
-            now = time.monotonic()
-            return codes, [e if e is not None else now - start for e in exit_s]
+            why = (f"still running {now - first_failure:.1f} s after the first failure" if late
+                   else f"still running at the wall limit of {wall_limit_s:g} s")
+            for r in running:
+                doomed.setdefault(r, ("hung", f"hung: {why}; killed"))
+        if doomed:
+            _kill([procs[r] for r in doomed])
+            killed.update(doomed)
+            continue
         time.sleep(0.05)
 
 
@@ -205,10 +348,11 @@ def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=
     schedule = Schedule.load(path)
     if schedule.sha256() != sha256:
         raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
-    with tempfile.TemporaryDirectory(prefix="optcc-cert-") as tmp:
+    with private_tempdir("optcc-cert-") as tmp:
         cert = worker_certificate(schedule, tmp, certificate)
         args = ["--schedule", path, "--certificate", cert, "--size", str(size), "--dtype", dtype,
                 "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
         if allow_worse_numerics:
             args.append("--allow-worse-numerics")
+        kw.setdefault("schedule", schedule)
         return launch(nproc, args, timeout_s, **kw)

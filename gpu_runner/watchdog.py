@@ -16,6 +16,33 @@ import traceback
 EXIT_TIMEOUT = 124
 EXIT_ERROR = 3
 EXIT_WRONG = 1      # the run finished and its result is wrong (worker.py)
+LAUNCHER_PID_ENV = "OPTCC_LAUNCHER_PID"   # set by gpu_runner.launch: the process this rank dies with
+PR_SET_PDEATHSIG = 1                      # <linux/prctl.h>
+
+
+def die_with_launcher() -> bool:
+    """Linux: SIGKILL this process when its parent, the launcher named by OPTCC_LAUNCHER_PID, dies
+    (prctl(PR_SET_PDEATHSIG) through ctypes); exit at once if the launcher is already gone (it
+    died before the call). True when armed. Without the variable (torchrun) or off Linux: no-op."""
+    launcher = os.environ.get(LAUNCHER_PID_ENV, "")
+    if not launcher.isdigit() or not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import signal
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != int(launcher):       # a forking wrapper in between, or the launcher is gone
+        try:
+            os.kill(int(launcher), 0)
+        except ProcessLookupError:
+            os._exit(EXIT_ERROR)
+        except PermissionError:
+            pass
+    return True
 
 
 class Watchdog:
@@ -64,6 +91,7 @@ def run_rank(name: str, body, args) -> int:
     `NAME rank R: error: TYPE: message` and exit EXIT_ERROR at once (os._exit: no hang in
     process-group teardown after a peer failed). OPTCC_RUNNER_TRACEBACK=1 adds the traceback."""
     rank = int(os.environ.get("RANK", "0"))
+    die_with_launcher()
     try:
         return body(args, rank)
     except SystemExit:

@@ -203,6 +203,11 @@ class Schedule:
         meta = data.get("meta", {})
         if not isinstance(meta, dict):
             raise OptccError("meta", "expected an object")
+        if "slot_time" in meta:          # the stated finish time the verifier's `time` compares (a number)
+            stated = meta["slot_time"]
+            if not isinstance(stated, (int, float, str)) or isinstance(stated, bool):
+                raise OptccError("meta.slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {stated!r}")
+            parse_fraction(stated, "meta.slot_time")
         return cls(cluster, pieces, flows, local_ops, meta).validate()
 
     def canonical_bytes(self) -> bytes:

@@ -8,7 +8,8 @@ that sets the model field the library named, optcc_app/commands/_fields.py; argp
 3 a run that could not finish (RunFailed: a rank died or hung) or an internal error (any
 other exception is a bug, printed as one line `optcc: internal error: ...`;
 OPTCC_TRACEBACK=1 adds the traceback), so that a crash never looks like a refutation.
-A reader closing the pipe (`optcc ... | head`) exits 141 quietly.
+A reader closing the pipe (`optcc ... | head`) exits 141 quietly. SIGTERM and SIGHUP unwind like
+Ctrl-C (workers stopped, temporary folders removed) and exit 128 + the signal number.
 """
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ import difflib
 import importlib
 import os
 import pkgutil
+import re
+import signal
 import sys
+import threading
 import traceback
 
 from optcc.errors import OptccError, RunFailed
@@ -28,34 +32,61 @@ EXIT_USAGE = 2
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line like every other error of ours
-    (`optcc: error: --flag: message`, exit 2), with a suggestion for a mistyped flag."""
+    (`optcc: error: --flag: message`, exit 2), with a suggestion for a mistyped flag, command or
+    choice, else a pointer to --help (subparsers inherit it)."""
 
     def error(self, message: str):
-        print(f"optcc: error: {_one_line_usage_error(self, message)}", file=sys.stderr)
+        text, suggested = _one_line_usage_error(self, message)
+        print(f"optcc: error: {text}" + ("" if suggested else f" (see {self.prog} --help)"), file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
 
-def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> str:
-    if message.startswith("unrecognized arguments:"):
-        unknown = message.split(":", 1)[1].split()
-        flag = next((u.split("=", 1)[0] for u in unknown if u.startswith("-")), unknown[0] if unknown else "")
-        known = _all_flags(parser)
-        close = difflib.get_close_matches(flag, known, n=1)
-        hint = f"; did you mean {close[0]}?" if close else f" (see `{parser.prog} --help`)"
-        return f"{flag}: unknown flag{hint}"
-    if message.startswith("argument "):          # "argument --p: invalid int value: 'x'"
-        name, _, rest = message[len("argument "):].partition(": ")
-        if rest.startswith("invalid choice:"):      # "invalid choice: 'x' (choose from 'a', 'b')"
+def _one_line_usage_error(parser: argparse.ArgumentParser, message: str) -> tuple[str, bool]:
+    """argparse's message as `FLAG: message`, and whether it carries a "did you mean"."""
+    m = re.fullmatch(r"unrecognized arguments: (\S+)(.*)", message)
+    if m:
+        flag = m.group(1).split("=", 1)[0]
+        more = any(w.startswith("-") for w in m.group(2).split())      # not just the flag's value
+        others = f" (all unrecognized: {m.group(1)}{m.group(2)})" if more else ""
+        close = difflib.get_close_matches(flag, _all_flags(parser), n=1, cutoff=0.75) if flag.startswith("-") else []
+        if close:
+            return f"{flag}: unrecognized argument; did you mean {close[0]}?{others}", True
+        return f"{flag}: unrecognized argument{others}", False
+    if message.startswith("argument ") and ": " in message:    # "argument --p: invalid int value: 'x'"
+        name, rest = message[len("argument "):].split(": ", 1)
+        name = name.split("/")[0]
+        if rest.startswith("invalid choice:"):                 # "invalid choice: 'x' (choose from 'a', 'b')"
             given = rest.split("'")[1] if rest.count("'") >= 2 else ""
             choices = rest.partition("(choose from ")[2].rstrip(")").replace("'", "").split(", ")
             close = difflib.get_close_matches(given, choices, n=1)
             if close:
-                rest = f"{rest.partition(' (')[0]}; did you mean {close[0]}?"
-        return f"{name.split('/')[0]}: {rest}"
-    if message.startswith("the following arguments are required:"):
-        names = message.split(":", 1)[1].strip()
-        return f"{names.split(',')[0].split('/')[0]}: required (see `{parser.prog} --help`)"
-    return message
+                return f"{name}: {rest.partition(' (')[0]}; did you mean {close[0]}?", True
+        return f"{name}: {rest}", False
+    m = re.fullmatch(r"the following arguments are required: (.+)", message)
+    if m:
+        return f"{m.group(1).split(',')[0].split('/')[0]}: required", False
+    m = re.fullmatch(r"one of the arguments (.+) is required", message)
+    if m:
+        return f"{m.group(1).split()[0]}: one of {', '.join(m.group(1).split())} is required", False
+    m = re.fullmatch(r"ambiguous option: (\S+) (.+)", message)
+    if m:
+        return f"{m.group(1)}: ambiguous option, {m.group(2)}", False
+    return f"usage: {message}", False
+
+
+class Terminated(BaseException):
+    """SIGTERM/SIGHUP, raised in the main thread so that every `finally` and `with` runs
+    (workers stopped, temporary folders removed)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, frame):
+    for s in (signal.SIGTERM, signal.SIGHUP):   # a second signal must not interrupt the clean-up
+        signal.signal(s, lambda *a: None)
+    raise Terminated(signum)
 
 
 def _all_flags(parser: argparse.ArgumentParser) -> list[str]:
@@ -106,6 +137,8 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:           # --help, --version, a usage error: a code, as for every command
         return e.code if isinstance(e.code, int) else EXIT_USAGE
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)} if main_thread else {}
     try:
         code = args.handler(args)
         sys.stdout.flush()                   # a closed pipe shows here, not at interpreter exit
@@ -122,6 +155,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("optcc: interrupted", file=sys.stderr)
         return 130
+    except Terminated as e:
+        print(f"optcc: terminated by {signal.Signals(e.signum).name}", file=sys.stderr)
+        return 128 + e.signum
     except Exception as e:  # noqa: BLE001 - a bug: one line, exit 3, never exit 1 ("refuted")
         first = (str(e).strip().splitlines() or [""])[0][:300]
         print(f"optcc: internal error: {type(e).__name__}: {first} (please report; "
@@ -129,6 +165,9 @@ def main(argv=None) -> int:
         if os.environ.get("OPTCC_TRACEBACK"):
             traceback.print_exc()
         return EXIT_INTERNAL
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     return 0 if code is None else code
 
 

@@ -46,11 +46,11 @@ def test_help_lists_every_command(capsys):
 @pytest.mark.parametrize("argv, line", [
     (["shedule", "--p", "4"], "optcc: error: COMMAND: invalid choice: 'shedule'; did you mean schedule?"),
     (["schedule", "--algo", "ring", "--p", "4", "--stragler", "0:2", "-o", "x.json"],
-     "optcc: error: --stragler: unknown flag; did you mean --straggler?"),
+     "optcc: error: --stragler: unrecognized argument; did you mean --straggler?"),
     (["schedule", "--algo", "rign", "--p", "4", "-o", "x.json"],
      "optcc: error: --algo: unknown algorithm 'rign'; did you mean ring? (known: {known})"),
-    (["schedule", "--algo", "ring", "--p", "x", "-o", "x.json"], "optcc: error: --p: invalid int value: 'x'"),
-    (["schedule", "--p", "4", "-o", "x.json"], "optcc: error: --algo: required (see `optcc schedule --help`)"),
+    (["schedule", "--algo", "ring", "--p", "x", "-o", "x.json"], "optcc: error: --p: invalid int value: 'x' (see optcc schedule --help)"),
+    (["schedule", "--p", "4", "-o", "x.json"], "optcc: error: --algo: required (see optcc schedule --help)"),
 ])
 def test_usage_errors_are_one_line_naming_the_flag(argv, line, capsys, tmp_path, monkeypatch):
     from optcc_app.cli import main

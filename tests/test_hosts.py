@@ -88,11 +88,49 @@ def test_slow_server_by_host_with_two_gpus_each(tmp_path):
     assert res.result["schedule_rank_of_process"] == [2, 3, 0, 1]
 
 
+def test_unknown_host_is_refused_before_any_rank_starts(tmp_path, monkeypatch):
+    import subprocess
+    started = []
+    real_popen = subprocess.Popen
+
+    def popen(cmd, *a, **k):
+        if "gpu_runner" in cmd:                    # [python, -m, gpu_runner, ...]: a rank
+            started.append(cmd)
+        return real_popen(cmd, *a, **k)
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(OptccError) as e:
+        _launch(tmp_path, {"p": 4, "stragglers": [{"host": "nodeZ", "ell": 2}]},
+                ["nodeA", "nodeB", "nodeC", "nodeD"], 1, timeout=20.0)
+    assert e.value.field == "hosts" and "'nodeZ'" in e.value.message and "not among the hosts" in e.value.message
+    assert started == []
+
+
+def test_cli_refuses_a_host_cluster_that_this_machine_cannot_place(tmp_path, capsys):
+    """`optcc run` of a schedule naming host nodeZ on one local machine: exit 2 naming the hosts, no rank started."""
+    from optcc.algorithms import build_schedule
+    from optcc_app.cli import main
+    path = str(tmp_path / "s.json")
+    build_schedule("optcc", Cluster.from_json({"p": 4, "stragglers": [{"host": "nodeZ", "ell": 2}]}), 2).save(path)
+    assert main(["run", "--nproc", "4", "--schedule", path, "--backend", "gloo", "--runner", "step"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("optcc: error: hosts: LOCAL_WORLD_SIZE is 4 but the cluster has g = 1")
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_unknown_host_ends_every_rank_with_the_error(tmp_path):
-    res = _launch(tmp_path, {"p": 4, "stragglers": [{"host": "nodeZ", "ell": 2}]},
-                  ["nodeA", "nodeB", "nodeC", "nodeD"], 1, timeout=20.0)
+    """Where the launcher cannot check (torchrun, or launch() without the schedule), the ranks refuse together."""
+    pytest.importorskip("torch")
+    from gpu_runner.launch import launch, prepare_schedule, worker_certificate
+    from optcc.algorithms import build_schedule
+    path = str(tmp_path / "s.json")
+    build_schedule("optcc", Cluster.from_json({"p": 4, "stragglers": [{"host": "nodeZ", "ell": 2}]}), 2).save(path)
+    schedule, _ = prepare_schedule(path, 4)
+    hosts = ["nodeA", "nodeB", "nodeC", "nodeD"]
+    res = launch(4, ["--schedule", path, "--certificate", worker_certificate(schedule, str(tmp_path)),
+                     "--size", "8008", "--dtype", "int64"], 60.0,
+                 env_extra=lambda r: {"OPTCC_HOSTNAME": hosts[r], "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1"})
     assert not res.ok and all(rc not in (0, None) for rc in res.returncodes)
-    assert res.wall_s < 20.0                                     # refused at start-up, nobody waits
+    assert res.wall_s < 60.0                     # refused at start-up (torch's import aside), nobody waits
     text = res.describe_failure()
     assert all(f"rank {r}:" in text for r in range(4)) and "nodeZ" in text and "not among the hosts" in text
 

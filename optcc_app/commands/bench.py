@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
 from optcc_app.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
                                     print_table, require_cuda_for_nccl, segments_from_args)
 from optcc.errors import OptccError, RunFailed
+from optcc.needs import require
 
 
 def register(sub) -> None:
@@ -37,12 +37,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    try:
-        from gpu_runner.bench import HEADERS, format_table, sweep, table_rows
-        from optcc.sizes import parse_bytes
-        from gpu_runner.launch import check_runner, launch, prepare_schedule, worker_certificate
-    except ImportError as e:
-        raise OptccError("bench", f"needs the 'runner' extra (torch): {e}") from None
+    require("bench", "torch")
+    from gpu_runner.bench import HEADERS, format_table, sweep, table_rows
+    from optcc.sizes import parse_bytes
+    from gpu_runner.launch import check_runner, launch, prepare_schedule, private_tempdir, worker_certificate
     if args.nproc < 2:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.iters < 1 or args.warmup_iters < 0:
@@ -59,7 +57,8 @@ def run(args) -> int:
     if args.p is None and not args.cluster:
         args.p = args.nproc                  # cluster flags default to one rank per process
     k = None                                 # segments: only when the schedule is built here
-    with tempfile.TemporaryDirectory(prefix="optcc-bench-") as tmp:
+    schedule = None                          # torch's own all_reduce runs no schedule
+    with private_tempdir("optcc-bench-") as tmp:
         if args.schedule or args.algo in ("optcc", "ring"):
             if args.schedule:
                 path = args.schedule
@@ -84,7 +83,7 @@ def run(args) -> int:
                 raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
             worker = ["--algo", "torch", *common]
             label = "torch.distributed.all_reduce"
-        res = launch(args.nproc, worker, args.timeout)
+        res = launch(args.nproc, worker, args.timeout, schedule=schedule)
     if not res.ok:
         raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
     rows = table_rows(res.result, cluster)

@@ -5,6 +5,7 @@ import os
 
 from optcc_app.commands._common import print_json
 from optcc.errors import OptccError
+from optcc.needs import require
 
 
 def register(sub) -> None:
@@ -17,6 +18,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from paper_checks.report import render_text, run_paper_checks
     if args.figures is not None:
+        require("paper-checks", "matplotlib", because="--figures draws PNGs")
         if os.path.exists(args.figures) and not os.path.isdir(args.figures):
             raise OptccError("--figures", f"{args.figures!r} exists and is not a directory")
         try:

@@ -7,6 +7,7 @@ import math
 from optcc.cluster import MAX_P, parse_straggler
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
 from optcc.errors import OptccError
+from optcc.needs import require
 from optcc.files import check_writable, write_text_atomic
 from optcc.jsonout import dumps
 
@@ -37,11 +38,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    require("probe", "torch")
     _validate(args)
-    try:
-        from gpu_runner.probe import probe_local, probe_testbed
-    except ImportError as e:
-        raise OptccError("probe", f"needs the 'runner' extra (torch): {e}") from None
+    from gpu_runner.probe import probe_local, probe_testbed
     extra = ["--inject-fault", args.inject_fault] if args.inject_fault else []
     if args.testbed:
         stragglers = _stragglers(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
+from optcc.needs import require
 
 
 def register(sub) -> None:
@@ -31,6 +32,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    require("run", "torch")
     if args.nproc < 2:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.size <= 0:
@@ -42,10 +44,7 @@ def run(args) -> int:
                                    f"got {args.size} bytes")
     if args.iters < 1 or args.warmup < 0:
         raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
-    try:
-        from gpu_runner.launch import check_runner, launch_trusted, prepare_schedule
-    except ImportError as e:
-        raise OptccError("run", f"needs the 'runner' extra (torch): {e}") from None
+    from gpu_runner.launch import check_runner, launch_trusted, prepare_schedule
     require_cuda_for_nccl(args.backend)
     schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
                                       args.allow_worse_numerics)

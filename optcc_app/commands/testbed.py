@@ -7,7 +7,9 @@ import sys
 from optcc.cluster import parse_straggler
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
 from gpu_runner.worker import RUNNERS   # torch-free module
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
+from optcc.files import check_writable
+from optcc.needs import require
 
 
 def register(sub) -> None:
@@ -39,10 +41,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    try:
-        from gpu_runner.testbed import run_testbed
-    except ImportError as e:
-        raise OptccError("testbed", f"needs the 'runner' extra (torch): {e}") from None
+    require("testbed", "torch")
+    if args.plot:
+        require("testbed", "matplotlib", because="the --plot chart; --plot '' skips it")
+    from gpu_runner.testbed import run_testbed
     if args.p < 2:
         raise OptccError("--p", f"expected at least 2 ranks, got {args.p}")
     rank, ell = parse_straggler(args.straggler)
@@ -68,12 +70,16 @@ def run(args) -> int:
         raise OptccError("--iters", f"expected at least 1 timed run, got {args.iters}")
     if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
         raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
+    if args.plot:
+        check_writable(args.plot, "--plot")          # before minutes of measuring, not after
     log = (lambda m: None) if args.json else (lambda m: print("# " + m, file=sys.stderr, flush=True))
     if args.sizes is not None:
         return _run_sizes(args, rank, ell, log)
     res = run_testbed(args.p, rank, ell, args.rate, args.size, args.segments, args.iters, args.warmup,
-                      args.timeout, args.plot, with_ring=not args.no_ring, log=log, delay_ms=args.delay_ms,
-                      runner=args.runner)
+                      args.timeout, None, with_ring=not args.no_ring, log=log, delay_ms=args.delay_ms,
+                      runner=args.runner)                  # the chart is drawn after the table is out
+    if args.plot:
+        res["plot"] = args.plot
     if args.json:
         print_json(res)
     else:
@@ -89,8 +95,23 @@ def run(args) -> int:
         print(f"OptCC vs torch all_reduce on the straggler network: {res['speedup_optcc_vs_torch']:.3f}x "
               f"(target ≥ 1.5: {'met' if t['speedup_ge_1.5'] else 'NOT met'}); OptCC / lower bound "
               f"{res['optcc_over_lower_bound']:.3f} (target ≤ 1.15: {'met' if t['within_15pct_of_bound'] else 'NOT met'})")
-        print(f"chart: {res['plot']}")
+    from gpu_runner.testbed import write_chart
+    _draw(write_chart, res, args)
     return 0 if all(r["correct"] for r in res["rows"]) else 1
+
+
+def _draw(draw, res, args) -> None:
+    """Draw the chart after the table (or JSON) is out, so that a plotting error loses no measurement."""
+    sys.stdout.flush()
+    if not args.plot:
+        return
+    try:
+        draw(res, args.plot)
+    except Exception as e:  # noqa: BLE001 - any plotting failure: the measured results are already printed
+        raise RunFailed("--plot", f"the results above were measured and printed, but the chart could not be "
+                                  f"drawn: {type(e).__name__}: {e}") from None
+    if not args.json:
+        print(f"chart: {args.plot}")
 
 
 def _run_sizes(args, rank, ell, log) -> int:
@@ -100,7 +121,9 @@ def _run_sizes(args, rank, ell, log) -> int:
     if not sizes:
         raise OptccError("--sizes", "expected a comma-separated list of sizes, e.g. 1M,4M")
     res = run_sizes(args.p, rank, ell, args.rate, sizes, args.segments, args.iters, args.warmup,
-                    args.timeout, args.delay_ms, plot=args.plot, log=log)
+                    args.timeout, args.delay_ms, plot=None, log=log)   # the chart comes after the table
+    if args.plot:
+        res["plot"] = args.plot
     if args.json:
         print_json(res)
     else:
@@ -117,7 +140,8 @@ def _run_sizes(args, rank, ell, log) -> int:
               f"{'no measured size' if below is None else f'{below} bytes'} upwards")
         for note in res["notes"]:
             print(f"# {note}")
-        print(f"chart: {res['plot']}")
+    from gpu_runner.testbed_sizes import write_sizes_chart
+    _draw(write_sizes_chart, res, args)
     return 0 if all(r["correct"] for r in res["rows"]) else 1
 
 
