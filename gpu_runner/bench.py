@@ -1,8 +1,16 @@
-"""nccl-tests style benchmark rows: size, count, type, time_us, algbw, busbw, #wrong, lb_us, eff.
+"""Benchmark rows and their text in nccl-tests' own layout (all_reduce_perf), so that scripts
+written for nccl-tests output parse ours.
 
 algbw = size / time and busbw = algbw · 2(p−1)/p are nccl-tests' definitions for AllReduce
 (its PERFORMANCE.md). lb_us is our lower bound for the cluster (bounds.closed_form.lower_bound,
 in n/B, times size/B; latency α not included) and eff = lb_us / time_us (1.0 = at the bound).
+
+The text: `#` lines (a run line, the two-line column header and the units line), one line per
+size with `size count type redop root`, then out-of-place `time algbw busbw #wrong`, then
+in-place the same, then our `lb_us eff`; the footers `# Out of bounds values : N OK|FAILED` and
+`# Avg bus bandwidth    : X` (mean busbw over every size and both placements, as nccl-tests).
+The runners work in place, so the out-of-place columns repeat the in-place measurement (the
+header says so); the wrong count is counted once in the footer.
 """
 from __future__ import annotations
 
@@ -11,7 +19,8 @@ from optcc.errors import OptccError
 from optcc.sizes import parse_bytes  # noqa: F401  (the commands' size parser; one for all)
 from optcc.timing import units_to_seconds
 
-HEADERS = ("size", "count", "type", "time_us", "algbw", "busbw", "#wrong", "lb_us", "eff")
+# nccl-tests' type names (ncclDataType_t as all_reduce_perf prints them)
+NCCL_TYPE = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", "int32": "int32", "int64": "int64"}
 
 
 def sweep(begin: int, end: int, factor: int) -> list[int]:
@@ -42,10 +51,46 @@ def table_rows(result: dict, cluster) -> list[dict]:
     return rows
 
 
-def format_table(rows) -> list[list]:
-    out = []
+def _num(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: 2, 1 or 0 decimals as the integer part grows, then exponent form."""
+    power, val = 0, 1
+    while value >= val:
+        power += 1
+        val *= 10
+    if power < width - 2:
+        return f"{value:{width}.2f}"
+    if power < width - 1:
+        return f"{value:{width}.1f}"
+    if power < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
+
+
+_WIDTHS = (12, 12, 8, 6, 6, 7, 6, 6, 6, 7, 6, 6, 6, 8, 6)   # nccl-tests' columns, then lb_us and eff
+
+
+def _line(cells, head: bool = False) -> str:
+    """Cells right-aligned to nccl-tests' widths, two spaces apart; a header line starts with '# '."""
+    text = "  ".join(f"{c:>{w}}" for c, w in zip(cells, _WIDTHS))
+    return ("# " + text[2:]).rstrip() if head else text
+
+
+def nccl_lines(rows, run_line: str, notes=()) -> list[str]:
+    """The benchmark as all_reduce_perf prints it (formats of nccl-tests' src/util.cu), with
+    `# ` + each of `notes` above the header and lb_us/eff as two extra columns."""
+    out = [f"# {run_line}", "#", *(f"# {n}" for n in notes), "#",
+           "# " + " " * 50 + "           out-of-place                       in-place",
+           _line(("size", "count", "type", "redop", "root") + ("time", "algbw", "busbw", "#wrong") * 2
+                 + ("lb_us", "eff"), head=True),
+           _line(("(B)", "(elements)", "", "", "") + ("(us)", "(GB/s)", "(GB/s)", "") * 2 + ("(us)", ""), head=True)]
+    wrong, busbw = 0, []
     for r in rows:
-        out.append([r["size"], r["count"], r["type"], f"{r['time_us']:.1f}", f"{r['algbw']:.4f}",
-                    f"{r['busbw']:.4f}", r["wrong"], f"{r['lb_us']:.1f}",
-                    "-" if r["eff"] is None else f"{r['eff']:.4f}"])
+        place = (_num(r["time_us"], 7), _num(r["algbw"], 6), _num(r["busbw"], 6), f"{r['wrong']:g}")
+        eff = "-" if r["eff"] is None else f"{r['eff']:.4f}"
+        out.append(_line((r["size"], r["count"], NCCL_TYPE.get(r["type"], r["type"]), "sum", -1) + place * 2
+                         + (_num(r["lb_us"], 8), eff)))
+        wrong += r["wrong"]
+        busbw += [r["busbw"], r["busbw"]]
+    avg = sum(busbw) / len(busbw) if busbw else 0.0
+    out += [f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}", f"# Avg bus bandwidth    : {avg:g}", "#"]
     return out

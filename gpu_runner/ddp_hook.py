@@ -20,8 +20,6 @@ A thread left running is killed by interpreter shutdown, and one killed while it
 from a C++ call (Future.set_result, a gloo wait) aborts the process with "terminate called
 without an active exception"; so an atexit handler closes every state still open.
 """
-from __future__ import annotations
-
 import atexit
 import queue
 import threading
@@ -125,7 +123,7 @@ class OptccHookState:
         if not done:
             raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
 
-    def __enter__(self) -> OptccHookState:
+    def __enter__(self) -> "OptccHookState":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -182,7 +180,9 @@ def _close_open() -> None:
         _stop(jobs, thread, executor, EXIT_JOIN_S)
 
 
-def optcc_hook(state: OptccHookState, bucket) -> torch.futures.Future:
+# Real annotation objects, not strings (so no `from __future__ import annotations` here): DDP's
+# register_comm_hook compares them with dist.GradBucket and torch.futures.Future[torch.Tensor].
+def optcc_hook(state: OptccHookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """All-reduce (average) one DDP gradient bucket with the state's schedule; returns at once."""
     tensor = bucket.buffer()
     tensor.div_(state.schedule.cluster.p)

@@ -17,8 +17,14 @@ rate is S / (T(S) − c) (derived: T(x) = c + x / rate; see flow_rates).
 
 ℓ_r = B / min(send_r, recv_r), with B the healthy rate: `bandwidth` if given, else the fastest
 rank's min(send, recv) (the errors being one-sided, as above; on the testbed the median of the
-healthy ranks read up to 10% low on a loaded machine). Ranks with ℓ below `min_ell` count as
-healthy in the cluster JSON (measurement noise is not a straggler).
+healthy ranks read up to 10% low on a loaded machine).
+
+Which ranks are stragglers (derived; see decide): a rank is named slow only when its slowdown is
+beyond the measured spread. The spread s is the largest (max − min)/max over the repetitions of
+any rank's send or receive rate: how far a rate read low here. A best rate can then be up to a
+factor 1 − s below the true one, so ℓ_low = ℓ_r · (1 − s) is the smallest slowdown the samples
+support; rank r is a straggler (ℓ_r in the cluster JSON) iff ℓ_low ≥ `min_ell`, else it gets
+ℓ = 1. With one repetition there is no spread, so no rank is named (use --repeats ≥ 2).
 
 Runs as `python -m gpu_runner.probe` (or `python -m gpu_runner probe`) on every rank, under
 torchrun, gpu_runner.launch or the testbed; rank 0 writes the result (--result FILE) and/or prints it (--json).
@@ -86,17 +92,43 @@ def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwi
     recv_best = [max(x) for x in recv]
     nic = [min(a, b) for a, b in zip(send_best, recv_best)]
     healthy_rate = float(bandwidth) if bandwidth else max(nic)
-    ranks, stragglers = [], {}
+    ranks = []
     for r in range(p):
-        ell = max(1.0, healthy_rate / nic[r])
         ranks.append({"rank": r, "host": hosts[r], "send_bytes_per_s": send_best[r],
-                      "recv_bytes_per_s": recv_best[r], "ell": ell,
+                      "recv_bytes_per_s": recv_best[r], "ell": max(1.0, healthy_rate / nic[r]),
                       "send_spread": _spread(send[r]), "recv_spread": _spread(recv[r])})
-        if ell >= min_ell:
-            stragglers[r] = Fraction(str(round(ell, 2)))
+    verdict = decide(ranks, len(rates), min_ell)
+    stragglers = {r["rank"]: Fraction(str(round(r["ell"], 2))) for r in ranks if r["straggler"]}
     cluster = Cluster.build(p, stragglers=stragglers, bandwidth=Fraction(round(healthy_rate)))
     return {"ranks": ranks, "cluster": cluster.to_json(), "size": size, "repeats": len(rates),
-            "healthy_bytes_per_s": healthy_rate, "bandwidth_given": bool(bandwidth), "min_ell": min_ell}
+            "healthy_bytes_per_s": healthy_rate, "bandwidth_given": bool(bandwidth), "min_ell": min_ell,
+            **verdict}
+
+
+def decide(ranks: list[dict], repeats: int, min_ell: float) -> dict:
+    """Mark each rank's `straggler`, `ell_low` and `decision` (rule of the module docstring:
+    straggler iff ℓ · (1 − spread) ≥ min_ell, spread = the largest send/recv spread of any rank;
+    no straggler from one repetition). Returns {"spread": s, "decision": one line}."""
+    spread = max((max(r["send_spread"], r["recv_spread"]) for r in ranks), default=0.0)
+    for r in ranks:
+        r["ell_low"] = r["ell"] * (1 - spread)
+        if repeats < 2:
+            r["straggler"], r["decision"] = False, "undecided: one repetition, no spread"
+        elif r["ell_low"] >= min_ell:
+            r["straggler"], r["decision"] = True, f"slow: ℓ·(1 − spread) = {r['ell_low']:.3f} ≥ {min_ell:g}"
+        elif r["ell"] >= min_ell:
+            r["straggler"], r["decision"] = False, f"within the spread: ℓ·(1 − spread) = {r['ell_low']:.3f} < {min_ell:g}"
+        else:
+            r["straggler"], r["decision"] = False, f"healthy: ℓ < {min_ell:g}"
+    named = [r["rank"] for r in ranks if r["straggler"]]
+    if repeats < 2:
+        line = "no straggler named: one repetition measures no spread (use --repeats 2 or more)"
+    elif named:
+        line = (f"stragglers {', '.join(map(str, named))}: ℓ·(1 − spread) ≥ {min_ell:g} "
+                f"at spread {spread:.1%}")
+    else:
+        line = f"no straggler: no rank's ℓ·(1 − spread) reaches {min_ell:g} at spread {spread:.1%}"
+    return {"spread": spread, "decision": line}
 
 
 def _spread(xs: list[float]) -> float:

@@ -10,7 +10,7 @@ import importlib.util
 
 from optcc.errors import OptccError
 
-DISTRIBUTION = "optcc"        # the name pip installs this project under
+DISTRIBUTION = "optcc-allreduce"   # the name pip installs this project under (pyproject.toml)
 TORCH_VERSION = "2.13.0"      # the torch the README and CI install (a CPU build on machines without CUDA)
 
 INSTALL = {

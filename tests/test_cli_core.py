@@ -124,7 +124,7 @@ def test_a_missing_torch_is_named_with_its_install_command_before_any_work(argv,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith(f"optcc: error: {argv[0]}: needs torch")
-    assert "pip install torch==2.13.0, then pip install 'optcc[runner]'" in err
+    assert "pip install torch==2.13.0, then pip install 'optcc-allreduce[runner]'" in err
 
 
 def test_a_missing_matplotlib_stops_testbed_and_paper_checks_before_they_measure(monkeypatch, capsys):

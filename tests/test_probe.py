@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from gpu_runner.probe import estimate, flow_rates
+from gpu_runner.probe import decide, estimate, flow_rates
 from optcc.cluster import Cluster
 
 
@@ -65,6 +65,76 @@ def test_estimate_best_repetition_spread_given_bandwidth_and_threshold():
     assert res["cluster"]["stragglers"] == []        # ℓ = 1.05 < 1.1: noise, not a straggler
 
 
+def test_identical_ranks_with_noisy_repetitions_give_no_straggler():
+    """Identical ranks (true rate B) whose repetitions read up to 60% low, differently per rank:
+    the best repetition of rank 2 is B/2 (ℓ = 2 by the best-of estimate), but the spread is 60%,
+    so ℓ·(1 − s) = 0.8 < 1.1 and the cluster file gets no straggler."""
+    B, p = 1e6, 3
+    slow = [[1.0, 1.0, 2.5], [1.0, 1.0, 1.2], [2.0, 2.5, 2.5]]       # slow[r][rep]: rank r read B/x
+    rates = [[[0.0 if s == d else B / max(slow[s][k], slow[d][k]) for d in range(p)] for s in range(p)]
+             for k in range(3)]
+    res = estimate(rates, 1000, ["a", "b", "c"])
+    assert [r["ell"] for r in res["ranks"]] == pytest.approx([1.0, 1.0, 2.0])   # the old estimate
+    assert res["spread"] == pytest.approx(0.6)
+    assert res["ranks"][2]["ell_low"] == pytest.approx(0.8) and not res["ranks"][2]["straggler"]
+    assert res["cluster"]["stragglers"] == []
+    assert res["decision"] == "no straggler: no rank's ℓ·(1 − spread) reaches 1.1 at spread 60.0%"
+
+
+# `optcc probe --nproc N --json` on this machine (2 shared cores, load average ~15), identical
+# ranks: (ℓ, send spread, recv spread) per rank. The best-of estimate alone named stragglers in
+# three of these four runs (ℓ = 2.23 and 1.165, 1.128, 2.034).
+MEASURED_IDENTICAL = [
+    [(2.230, 0.413, 0.790), (1.000, 0.751, 0.433), (1.000, 0.405, 0.712), (1.165, 0.245, 0.430)],
+    [(1.128, 0.472, 0.321), (1.000, 0.550, 0.864), (1.000, 0.788, 0.550)],
+    [(1.000, 0.845, 0.571), (2.034, 0.537, 0.566), (1.000, 0.758, 0.867)],
+    [(1.021, 0.555, 0.499), (1.021, 0.583, 0.621), (1.000, 0.602, 0.912)],
+]
+# `sudo optcc probe --testbed --p 8 --straggler 0:2 --rate 40 ...` (docs/gpu_runner.md): rank 0
+# shaped to half rate, the others healthy
+MEASURED_SHAPED = [(1.975, 0.005, 0.012), (1.013, 0.063, 0.010), (1.018, 0.035, 0.032), (1.001, 0.025, 0.023),
+                   (1.001, 0.026, 0.037), (1.014, 0.017, 0.021), (1.000, 0.012, 0.062), (1.026, 0.040, 0.028)]
+
+
+def _ranks(rows):
+    return [{"rank": r, "ell": e, "send_spread": a, "recv_spread": b} for r, (e, a, b) in enumerate(rows)]
+
+
+@pytest.mark.parametrize("rows", MEASURED_IDENTICAL)
+def test_decide_names_no_straggler_on_measured_identical_ranks(rows):
+    ranks = _ranks(rows)
+    out = decide(ranks, 3, 1.1)
+    assert not any(r["straggler"] for r in ranks), ranks
+    assert out["spread"] == max(max(a, b) for _, a, b in rows)
+    assert out["decision"].startswith("no straggler")
+
+
+def test_decide_finds_the_measured_shaped_straggler():
+    ranks = _ranks(MEASURED_SHAPED)
+    out = decide(ranks, 3, 1.1)
+    assert [r["rank"] for r in ranks if r["straggler"]] == [0]
+    assert out["spread"] == pytest.approx(0.063)
+    assert ranks[0]["ell_low"] == pytest.approx(1.975 * (1 - 0.063))
+    assert out["decision"] == "stragglers 0: ℓ·(1 − spread) ≥ 1.1 at spread 6.3%"
+
+
+def test_shaped_2x_rank_is_found_through_the_estimator():
+    """Rank 0 at half rate both ways, repetitions within 5%: named, ℓ = 2 in the cluster file."""
+    B = 4e6
+    res = estimate(_rates([B / 2, B, B, B], [B / 2, B, B, B], reps=3, jitter=(0.0, 0.05, 0.02)), 1 << 20,
+                   ["a", "b", "c", "d"])
+    assert res["spread"] == pytest.approx(1 - 1 / 1.05)
+    assert [r["straggler"] for r in res["ranks"]] == [True, False, False, False]
+    assert Cluster.from_json(res["cluster"]).stragglers == {0: 2}
+
+
+def test_one_repetition_names_no_straggler():
+    B = 4e6
+    res = estimate(_rates([B / 2, B, B], [B / 2, B, B], reps=1), 1 << 20, ["a", "b", "c"])
+    assert res["ranks"][0]["ell"] == pytest.approx(2.0) and res["cluster"]["stragglers"] == []
+    assert "one repetition" in res["decision"]
+
+
 def _optcc(*args, timeout=120, cwd=None, env=None):
     return subprocess.run([sys.executable, "-m", "optcc", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd, env=env)
@@ -83,6 +153,9 @@ def test_local_probe_json_and_cluster_file_feed_schedule(tmp_path):
         assert r["send_bytes_per_s"] > 0 and r["recv_bytes_per_s"] > 0 and r["ell"] >= 1
         assert r["host"] == "node-a"
     assert json.loads(out.read_text()) == got["cluster"]
+    # identical ranks on one machine: no straggler invented, whatever the noise
+    assert got["cluster"]["stragglers"] == [] and got["decision"].startswith("no straggler"), got
+    assert not any(r["straggler"] for r in got["ranks"]) and 0 <= got["spread"] < 1
     sched = _optcc("schedule", "--algo", "optcc", "--cluster", str(out), "--segments", "2",   # no --p needed
                    "-o", str(tmp_path / "s.json"))
     assert sched.returncode == 0, sched.stderr

@@ -48,3 +48,9 @@ def test_the_python_api_example_runs_as_shown(tmp_path, monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0 and runner.tries >= 15
+
+
+def test_install_hints_name_the_distribution_pyproject_declares():
+    import tomllib
+    from optcc.needs import DISTRIBUTION
+    assert DISTRIBUTION == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]

@@ -5,13 +5,13 @@ import os
 
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
 from optcc_app.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
-                                    print_table, require_cuda_for_nccl, segments_from_args)
+                                        require_cuda_for_nccl, segments_from_args)
 from optcc.errors import OptccError, RunFailed
 from optcc.needs import require
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("bench", help="nccl-tests style AllReduce benchmark (size, time, algbw, busbw, lb, eff)")
+    parser = sub.add_parser("bench", help="AllReduce benchmark in nccl-tests' output layout (plus lb_us, eff)")
     parser.add_argument("--nproc", type=int, required=True, help="number of local ranks")
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--schedule", metavar="FILE", help="Schedule JSON (proved before it runs)")
@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     require("bench", "torch")
-    from gpu_runner.bench import HEADERS, format_table, sweep, table_rows
+    from gpu_runner.bench import nccl_lines, sweep, table_rows
     from optcc.sizes import parse_bytes
     from gpu_runner.launch import check_runner, launch, prepare_schedule, private_tempdir, worker_certificate
     if args.nproc < 2:
@@ -46,7 +46,8 @@ def run(args) -> int:
     if args.iters < 1 or args.warmup_iters < 0:
         raise OptccError("-n", "expected -n ≥ 1 and -w ≥ 0")
     positive_seconds(args.timeout, "--timeout")
-    sizes = sweep(parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e"), args.stepfactor)
+    lo, hi = parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e")
+    sizes = sweep(lo, hi, args.stepfactor)
     elem = ELEMENT_BYTES[args.dtype]
     if any(s % elem for s in sizes):
         raise OptccError("-b", f"every size must be a whole number of {args.dtype} elements ({elem} bytes), "
@@ -93,8 +94,10 @@ def run(args) -> int:
                     "world_size": res.result["world_size"], "warmup": args.warmup_iters,
                     "iters": args.iters, "segments": k, "rows": rows})
     else:
-        print(f"# {label} on {cluster.describe()}, {res.result['world_size']} ranks "
-              f"({res.result['backend']}), warmup {args.warmup_iters}, iters {args.iters}")
-        print(f"# algbw/busbw in GB/s; lb_us = lower bound at B = {float(cluster.bandwidth):.4g} B/s; eff = lb/time")
-        print_table(HEADERS, format_table(rows))
+        run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {args.stepfactor}(factor) "
+                    f"warmup iters: {args.warmup_iters} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
+        notes = (f"{label} on {cluster.describe()}, {res.result['world_size']} ranks ({res.result['backend']})",
+                 "in place: the out-of-place columns repeat the in-place run; "
+                 f"lb_us = lower bound at B = {float(cluster.bandwidth):.4g} B/s; eff = lb_us/time")
+        print("\n".join(nccl_lines(rows, run_line, notes)))
     return 0 if all(r["wrong"] == 0 for r in rows) else 1

@@ -57,11 +57,15 @@ def run(args) -> int:
           f"{res['size']} bytes per stream; healthy B = {res['healthy_bytes_per_s'] / 1e6:.3f} MB/s "
           f"({'given' if res['bandwidth_given'] else 'fastest rank'})")
     shaped = res.get("testbed", {}).get("shaped_ell")
-    headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell"] + (["shaped ell"] if shaped else [])
+    headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell", "ell·(1−s)", "slow"] + (
+        ["shaped ell"] if shaped else [])
     print_table(headers, [[r["rank"], r["host"], f"{r['send_bytes_per_s'] / 1e6:.3f}", f"{r['send_spread']:.1%}",
-                           f"{r['recv_bytes_per_s'] / 1e6:.3f}", f"{r['recv_spread']:.1%}", f"{r['ell']:.3f}"]
+                           f"{r['recv_bytes_per_s'] / 1e6:.3f}", f"{r['recv_spread']:.1%}", f"{r['ell']:.3f}",
+                           f"{r['ell_low']:.3f}", "yes" if r["straggler"] else "no"]
                           + ([f"{shaped[r['rank']]:g}"] if shaped else []) for r in res["ranks"]])
-    print(f"# best of the repetitions; ± = spread (max − min) / max over them; ℓ < {res['min_ell']:g} counts as healthy")
+    print(f"# best of the repetitions; ± = spread (max − min) / max over them; spread s = {res['spread']:.1%} "
+          f"(the largest ±); slow iff ℓ·(1 − s) ≥ {res['min_ell']:g}, else ℓ = 1 is written")
+    print(f"# {res['decision']}")
     print(f"wrote {args.out}: stragglers "
           + (", ".join(f"{s['rank']}:{s['ell']}" for s in res["cluster"]["stragglers"]) or "none"))
     return 0
