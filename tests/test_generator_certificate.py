@@ -166,11 +166,13 @@ def test_generator_mutants_build_wrong_schedules(monkeypatch):
     for name, edits in GENERATOR_MUTANTS.items():
         monkeypatch.setattr(FO, "optcc_flows", generator_mutant(edits))
         wrong = False
-        for p, k, st in INSTANCES[:2]:
+        for p, k, st in INSTANCES:
             try:
-                wrong = wrong or not prove_allreduce(optcc_allreduce(Cluster.build(p, 1, st), k)).proved
+                wrong = not prove_allreduce(optcc_allreduce(Cluster.build(p, 1, st), k)).proved
             except OptccError:
                 wrong = True
+            if wrong:
+                break
         assert wrong, name
 
 
