@@ -3,7 +3,9 @@
 Calls the real verifier: `verifier.prove_allreduce(schedule)` (a Z3 proof), or, when a
 certificate file is given, `verifier.check_certificate(schedule, path)` (re-executes the
 schedule symbolically and re-checks the certificate's witness: no Z3, about linear time) or,
-for a generator certificate (verifier.parametric), its check for this size. Nothing here
+for a generator certificate (verifier.parametric.certificate), its check: the generator's
+obligations re-proved by Z3 (once per process), the schedule compared with the proved formulas'
+enumeration on its parameters and every duration with the timing model. Nothing here
 decides correctness by itself. `require_numerics` adds the
 floating-point side (verifier.numerics) for the dtype about to run.
 

@@ -64,9 +64,14 @@ def test_round_trip_and_build_schedule():
 
 
 def test_ring_offsets_tile_every_link_period():
-    """The per-link claim of the docstring: RS and AG hops and the link's window cover Z_2H once."""
+    """The per-link claim of the docstring: RS and AG hops and the link's window cover Z_2H once
+    (τ_RS, τ_AG as the generator's families state them)."""
+    from optcc.algorithms.families import INT, Params
+    from optcc.algorithms.families import optcc as FO
     for H in list(range(2, 130)) + [999, 1000, 9999]:
-        rs, ag = mod._ring_offsets(H)
+        P = Params(H + 1, 1, 1, 0)
+        rs = [0] + [FO._tau_rs(INT, P, j) for j in range(1, H)]
+        ag = [FO._tau_ag(INT, P, j) for j in range(H - 1)]
         q = [(2 * j + rs[j]) % (2 * H) for j in range(1, H)] + [(2 * j + ag[j]) % (2 * H) for j in range(H - 1)]
         assert sorted(q + [0, 1]) == list(range(2 * H)), H
         assert all(rs[j + 1] > rs[j] for j in range(1, H - 1)) and (H == 1 or rs[H - 1] <= -1)

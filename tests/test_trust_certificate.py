@@ -102,3 +102,27 @@ def test_run_with_a_real_certificate_on_gloo(tmp_path, capsys):
                  "--timeout", "60", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["correct"] is True and "re-checked (witness, causality, runnable)" in out["proof"]
+
+
+def test_final_table_matches_a_plain_symbolic_run_and_digests_the_table():
+    """The linear-time table (one check per distinct final expression) finds the same first wrong
+    (piece, rank) as a direct run of every piece, and tables that differ have different digests."""
+    from verifier.events import piece_events
+    from verifier.provenance import run_piece
+    from optcc.timing import IntegerTimes
+    base = build_schedule("optcc", Cluster.build(5, 1, [(1, 2)]), 2)
+    digests = set()
+    for drop in (None, 0, 7, len(base.flows) // 2, len(base.flows) - 1):
+        flows = base.flows if drop is None else base.flows[:drop] + base.flows[drop + 1:]
+        s = Schedule(base.cluster, base.pieces, flows, base.local_ops, base.meta)
+        want = None
+        for piece, events in enumerate(piece_events(s, IntegerTimes(s))):
+            finals = run_piece(s, events)
+            for r in range(s.cluster.p):
+                coefs = finals[r].coefs if r in finals else {r: 1}
+                if want is None and (len(coefs) != s.cluster.p or any(c != 1 for c in coefs.values())):
+                    want = (piece, r)
+        digest, wrong = final_table(s)
+        assert wrong == want and (drop is None) == (wrong is None)
+        digests.add(digest)
+    assert len(digests) == 5

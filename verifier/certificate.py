@@ -38,27 +38,40 @@ VERIFIER_VERSION = "optcc-verifier/2"   # bump whenever a property's rule change
 
 
 def final_table(schedule, grid=None):
-    """Exact symbolic execution: (sha256 of the final coefficient table, first wrong (piece, rank) or None)."""
+    """Exact symbolic execution: (sha256 of the final coefficient table, first wrong (piece, rank) or None).
+
+    Linear in the flows: every distinct final expression (over the piece's rank labels, shared by
+    pieces with one signature) is checked and digested once; a piece then costs O(p): its
+    label -> rank map and, per rank, the digest of the expression it ends with. That encodes the
+    whole table (rank r's coefficients are the expression's, relabelled by the map)."""
     grid = grid or IntegerTimes(schedule)
     p = schedule.cluster.p
     table = ExpressionTable()
     digest = hashlib.sha256()
     first_wrong = None
     cache: dict = {}
+    seen: dict[int, tuple[str, bool]] = {}      # expression id -> (its digest, is the full sum)
+    untouched = (hashlib.sha256(b"input").hexdigest()[:32], p == 1)
     for piece, events in enumerate(piece_events(schedule, grid)):
         sig = piece_signature(schedule, events)
         finals = cache.get(sig)
         if finals is None:
             finals = cache[sig] = execute_signature(sig, table)
         ranks = label_ranks(schedule, events)
-        rows = {}
+        by_rank = [untouched] * p                 # a rank the piece never reaches keeps x_r
         for label, expr in finals.items():
-            rows[ranks[label]] = sorted((ranks[lbl], c) for lbl, c in table.coefs[expr].items())
-        for r in range(p):
-            row = rows.get(r, [(r, 1)])
-            if first_wrong is None and (len(row) != p or any(c != 1 for _, c in row)):
+            known = seen.get(expr)
+            if known is None:
+                coefs = table.coefs[expr]
+                known = seen[expr] = (
+                    hashlib.sha256(json.dumps(sorted(coefs.items()), separators=(",", ":")).encode()).hexdigest()[:32],
+                    len(coefs) == p and all(c == 1 for c in coefs.values()))
+            by_rank[ranks[label]] = known
+        if first_wrong is None:
+            r = next((r for r in range(p) if not by_rank[r][1]), None)
+            if r is not None:
                 first_wrong = (piece, r)
-            digest.update(json.dumps([piece, r, row], separators=(",", ":")).encode())
+        digest.update(json.dumps([piece, ranks, [k for k, _ in by_rank]], separators=(",", ":")).encode())
     return digest.hexdigest(), first_wrong
 
 

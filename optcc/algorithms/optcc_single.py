@@ -63,6 +63,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from optcc.algorithms import check_segments
+from optcc.algorithms.families import optcc as _F
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -82,28 +83,9 @@ def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
     return rank, ell
 
 
-def _ring_offsets(H: int) -> tuple[list[int], list[int]]:
-    """τ_RS[j] (index j = 1..H−1, index 0 unused) and τ_AG[j] (j = 0..H−2), in slots."""
-    rs = [0] * H
-    ag = [0] * max(H - 1, 0)
-    for j in range(1, H):
-        if H % 2:
-            rs[j] = 2 * j + 1 - 2 * H
-        else:
-            rs[j] = 2 * j - 1 - 2 * H if j <= H // 2 else 2 * j + 1 - 2 * H
-    for j in range(H - 1):
-        if H % 2:
-            ag[j] = 2 * j + 4
-        else:
-            ag[j] = 2 * j + 4 if j <= H // 2 - 2 else 2 * j + 6
-    return rs, ag
-
-
 def _shard_size(H: int, k: int, ell: Fraction) -> Fraction:
-    """δ: the shard size (fraction of n)."""
-    if ell >= 2 or H == 1:
-        return Fraction(1, k * H)
-    return 1 / (k * H + (k - 1) * (2 / ell - 1))
+    """δ: the shard size (fraction of n); the families' shard_size (H = 1: one exchange)."""
+    return Fraction(1, k * H) if H == 1 else _F.shard_size(H, k, ell)
 
 
 def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:
@@ -132,56 +114,9 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         h = 1 - s_rank
         flows = [Flow(h, s_rank, 0, "add", Fraction(0)), Flow(s_rank, h, 0, "add", Fraction(0))]
         return Schedule(cluster, [Fraction(1)], flows, meta=meta)
-    healthy = [r for r in range(p) if r != s_rank]
-    d = _shard_size(H, k, ell)
-    small = ell < 2
-    x = (2 / ell - 1) * d if small else Fraction(0)       # P2P piece size
-    lam = d if small else ell * d / 2                        # slot length
-    # Integer tick grid: δ, λ, ℓδ all multiples of `unit`.
-    unit = _gcd_frac(_gcd_frac(d, lam), ell * d)
-    dt, lt, ut = int(d / unit), int(lam / unit), int(ell * d / unit)
-    at = tick_clock(unit)
-    rs, ag = _ring_offsets(H)
-    O = (H - 1) * dt                                         # prologue length in ticks
-    flows: list[Flow] = []
-    app = flows.append
-    # Prologue: synchronous ring reduce-scatter of segment 0 (node i sends shard i−t−1).
-    for t in range(H - 1):
-        st = at(t * dt)
-        for i in range(H):
-            app(Flow(healthy[i], healthy[(i + 1) % H], (i - t - 1) % H, "add", st))
-    last_end = 0
-    for sigma in range(k):
-        for o in range(H):
-            piece = sigma * H + o
-            base = O + (2 * H * sigma + 2 * (H - 1 - o)) * lt
-            if sigma >= 1:
-                for j in range(1, H):
-                    a = (o + j) % H
-                    app(Flow(healthy[a], healthy[(a + 1) % H], piece, "add", at(base + rs[j] * lt)))
-            app(Flow(healthy[o], s_rank, piece, "add", at(base)))
-            app(Flow(s_rank, healthy[o], piece, "copy", at(base + 2 * lt)))
-            last_end = max(last_end, base + 2 * lt + ut)
-            if small and sigma <= k - 2:
-                pp = k * H + sigma
-                app(Flow(healthy[o], s_rank, pp, "add", at(base + ut)))
-                nb = base + 2 * H * lt                     # job (σ+1, o)'s base
-                app(Flow(s_rank, healthy[o], pp, "copy", at(nb + 2 * lt + ut)))
-                last_end = max(last_end, nb + 4 * lt)
-            if sigma <= k - 2:
-                for j in range(H - 1):
-                    a = (o + j) % H
-                    st = base + ag[j] * lt
-                    app(Flow(healthy[a], healthy[(a + 1) % H], piece, "copy", at(st)))
-                    last_end = max(last_end, st + dt)
-    # Epilogue: synchronous ring all-gather of segment k−1 (node i sends shard i−t).
-    E = last_end
-    base_piece = (k - 1) * H
-    for t in range(H - 1):
-        st = at(E + t * dt)
-        for i in range(H):
-            app(Flow(healthy[i], healthy[(i + 1) % H], base_piece + (i - t) % H, "copy", st))
-    pieces = [d] * (k * H) + [x] * (k - 1 if small else 0)
+    # The flows are the enumeration of the proved flow families (optcc.algorithms.families.optcc),
+    # the formulas verifier.parametric proves for every p ≥ 3, k, ℓ and straggler rank.
+    pieces, flows = _F.optcc_flows(p, k, s_rank, ell)
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
@@ -196,13 +131,6 @@ def tick_clock(unit: Fraction):
             f = cache[ticks] = ticks * unit
         return f
     return at
-
-
-def _gcd_frac(a: Fraction, b: Fraction) -> Fraction:
-    """Greatest common divisor of two positive fractions."""
-    from math import gcd
-    den = a.denominator * b.denominator // gcd(a.denominator, b.denominator)
-    return Fraction(gcd(int(a * den), int(b * den)), den)
 
 
 def slot_table(schedule: Schedule, slot: Fraction | None = None) -> str:

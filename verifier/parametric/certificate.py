@@ -1,15 +1,31 @@
 """Generator certificates: `optcc prove-all` proved a construction's families for all sizes;
-a schedule is covered when regenerating it from its own parameters gives the same sha256.
+a schedule is covered when it is exactly the proved formulas' enumeration on its own parameters.
 
-The certificate names the construction, the quantified range and a digest of the sources the
-proof is about (the family formulas and the obligations); a changed source invalidates it.
-The check is only as good as the regeneration: the schedule must be byte-for-byte (sha256 of
-its canonical JSON) the enumeration of the proved families on its cluster and segment count.
+The certificate (format "optcc-generator-certificate/2") names the construction, the range,
+`sources_sha256` (every module that determines a schedule, its durations or canonical form:
+the import closure of the construction, its families, optcc.cluster/timing/schedule and the
+obligations) and a WITNESS, `obligations_sha256`: the digest of the exact obligations proved.
+Checking one (`generator_certificate_check`), cheapest first:
+  1. format, construction, range (g = 1, at most one straggler, p ≥ p_min);
+  2. work limits before any regeneration: segments and p²·k (check_work), then the flow and
+     piece counts the families have on these parameters against the schedule's own;
+  3. `sources_sha256` against the sources as they are now (any edit invalidates it);
+  4. the obligations rebuilt from the sources, their digest against the witness, and every
+     one re-proved by Z3 (seconds, once per process): a hand-written "proved" is never taken;
+  5. the instance: the verifier enumerates the families itself, over spans the obligations
+     prove cover every domain, mapping nodes, pieces and slots to ranks, indices and times
+     with the very terms the obligations are stated over (rank_of, piece_of, phases, sizes);
+     the schedule must be that enumeration byte for byte (sha256), and the timing model's
+     duration of every flow (optcc.timing.durations, Cluster.nic_time) must equal the proved
+     duration (family dur × slot). The generator's own loops and glue are thereby checked,
+     not trusted.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import z3
@@ -17,20 +33,56 @@ import z3
 from optcc.errors import OptccError
 from optcc.files import read_json, write_text_atomic
 
-FORMAT = "optcc-generator-certificate/1"
+FORMAT = "optcc-generator-certificate/2"
 _ROOT = Path(__file__).resolve().parents[2]
-_SOURCES = {"ring": ["optcc/algorithms/families/__init__.py", "optcc/algorithms/families/ring.py",
-                     "optcc/algorithms/ring.py"],
-            "optcc": ["optcc/algorithms/families/__init__.py", "optcc/algorithms/families/optcc.py"]}
+_COMMON = ["optcc/cluster.py", "optcc/timing.py", "optcc/schedule.py", "optcc/algorithms/__init__.py",
+           "optcc/algorithms/families/__init__.py"]
+_SOURCES = {"ring": ["optcc/algorithms/ring.py", "optcc/algorithms/families/ring.py"],
+            "optcc": ["optcc/algorithms/optcc_single.py", "optcc/algorithms/families/optcc.py"]}
 _MIN_P = {"ring": 2, "optcc": 3}
+_OURS = ("optcc", "verifier", "bounds")
+
+
+def _module_file(name: str) -> Path | None:
+    base = _ROOT.joinpath(*name.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def source_files(algo: str) -> list[str]:
+    """The roots for `algo` (construction, families, core model, every verifier/parametric module)
+    and the module-level import closure of those within this project, with package __init__s."""
+    todo = [_ROOT / r for r in _COMMON + _SOURCES.get(algo, [])]
+    todo += sorted((_ROOT / "verifier" / "parametric").glob("*.py"))
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        rel = path.relative_to(_ROOT)
+        for i in range(1, len(rel.parts)):          # the packages a module import executes
+            init = _ROOT.joinpath(*rel.parts[:i], "__init__.py")
+            if init.is_file():
+                todo.append(init)
+        for node in ast.parse(path.read_text()).body:
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if name.split(".")[0] in _OURS and (f := _module_file(name)) is not None:
+                    todo.append(f)
+    return sorted(str(p.relative_to(_ROOT)) for p in seen)
 
 
 def sources_digest(algo: str) -> str:
-    """sha256 over the family sources of `algo` and every verifier/parametric module."""
-    files = _SOURCES.get(algo, []) + sorted(
-        str(p.relative_to(_ROOT)) for p in (_ROOT / "verifier" / "parametric").glob("*.py"))
+    """sha256 over `source_files(algo)` (names and contents)."""
     h = hashlib.sha256()
-    for rel in files:
+    for rel in source_files(algo):
         h.update(rel.encode() + b"\0" + (_ROOT / rel).read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -41,64 +93,210 @@ def write_generator_certificate(result: dict, path: str) -> None:
         raise OptccError("certificate", "only a proved construction gets a generator certificate")
     data = {"format": FORMAT, "algo": result["algo"], "proved": True, "for_all": result["for_all"],
             "properties": result["properties"], "obligations": result["obligations"],
+            "witness": {"obligations_sha256": result["obligations_sha256"]},
             "sources_sha256": sources_digest(result["algo"]), "z3_version": z3.get_version_string()}
     write_text_atomic(path, json.dumps(data, indent=2) + "\n", "certificate")
 
 
 def is_generator_certificate(path: str) -> bool:
-    """Whether `path` is a regular JSON file in the generator format (never waits on a FIFO)."""
+    """Whether `path` is a regular JSON file in a generator format, any version (a stale one is
+    then refused by the generator check, not mistaken for a per-instance certificate)."""
     try:
         data = read_json(path, "certificate")
     except OptccError:
         return False
-    return isinstance(data, dict) and data.get("format") == FORMAT
+    return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-generator-certificate/")
 
 
-def _regenerate(algo: str, schedule):
-    """The proved families enumerated on the schedule's own cluster and segment count."""
-    from optcc.algorithms import check_segments
-    from optcc.algorithms.families.optcc import optcc_flows
-    from optcc.algorithms.ring import ring_allreduce
-    from optcc.schedule import Schedule
-    k = check_segments(schedule.meta.get("segments"))
-    c = schedule.cluster
+_REPROVED: dict = {}      # (algo, sources digest) -> (obligations digest, None or the failure)
+
+
+def reprove(algo: str) -> tuple[str, str | None]:
+    """(digest of the obligations as the sources state them now, None if Z3 proves every one,
+    else the first failure). Once per process and sources digest: the obligations are a
+    function of the sources."""
+    from verifier.parametric.obligations import discharge
+    from verifier.parametric.prove import obligations, obligations_digest
+    key = (algo, sources_digest(algo))
+    if key not in _REPROVED:
+        _, obs = obligations(algo)
+        why = None
+        for ob in obs:
+            r = discharge(ob)
+            if r["status"] != "proved":
+                why = f"obligation {r['obligation']!r} ({r['property']}) is {r['status']}"
+                break
+        _REPROVED[key] = (obligations_digest(obs), why)
+    return _REPROVED[key]
+
+
+def _evaluate(term, P, values) -> Fraction:
+    """A Z3 term of the parameters P at concrete values, as an exact Fraction."""
+    sub = [(v, z3.IntVal(x) if v.is_int() else z3.RealVal(str(x))) for v, x in zip(P, values)]
+    r = z3.simplify(z3.substitute(z3.ToReal(term) if z3.is_int(term) else term, *sub))
+    if not z3.is_rational_value(r):
+        raise OptccError("certificate", f"cannot evaluate {term} on the instance")
+    return Fraction(r.numerator_as_long(), r.denominator_as_long())
+
+
+def _params(algo: str, c) -> tuple[int, Fraction]:
+    (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
+    return s, Fraction(ell)
+
+
+def expected_counts(algo: str, p: int, k: int, ell: Fraction) -> tuple[int, int]:
+    """(flows, pieces) the families have on (p, k, ℓ): a size check before any enumeration."""
     if algo == "ring":
-        return ring_allreduce(c, k)                 # ring_allreduce is the family enumeration
-    (s, ell), = c.stragglers.items() if c.stragglers else [(0, 1)]
-    meta = schedule.meta                            # descriptive, but its semantic keys must agree
-    want = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "straggler": s}
+        return 2 * k * (p - 1) * p, k * p
+    H, small = p - 1, ell < 2
+    flows = 2 * (H - 1) * H + 2 * (k - 1) * H * (H - 1) + 2 * k * H + (2 * (k - 1) * H if small else 0)
+    return flows, k * H + (k - 1 if small else 0)
+
+
+def reference(algo: str, c, k: int):
+    """(pieces, flows, durations) enumerated by the verifier from the proved terms (module doc, 5)."""
+    from optcc.algorithms.families import INT, Params
+    from optcc.schedule import Flow
+    s, ell = _params(algo, c)
+    p = c.p
+    P = Params(p, k, ell, s)
+    if algo == "ring":
+        from optcc.algorithms.families import ring as F
+        from verifier.parametric import ring as PV
+        Pz, _ = PV.params()
+        units = [_evaluate(PV.unit(Pz), Pz, P)] * 1
+        origins = [Fraction(0)]
+        pieces = [_evaluate(PV.shard_size(Pz), Pz, P)] * (k * p)
+
+        def rank(n):
+            return n
+    else:
+        from optcc.algorithms.families import optcc as F
+        from verifier.parametric import optcc as PV
+        Pz, _ = PV.params()
+        o, u = PV.phases(Pz)
+        origins = [_evaluate(t, Pz, P) for t in o]
+        units = [_evaluate(t, Pz, P) for t in u]
+        d, x = (_evaluate(t, Pz, P) for t in PV.sizes(Pz))
+        pieces = [d] * (k * (p - 1)) + ([x] * (k - 1) if ell < 2 else [])
+        H = p - 1
+
+        def rank(n):
+            return PV.rank_of(INT, n, H, s)
+    fams = {f.name: f for f in F.FAMILIES}
+    sp = {name: [range(lo, hi + 1) for lo, hi in r] for name, r in PV.spans(P).items()}
+    flows, durs, starts = [], [], {}
+
+    def emit(fam, idx):
+        if not all(fam.domain(INT, P, *idx)):
+            return
+        T = fam.terms(INT, P, *idx)
+        t = origins[T.phase] + (T.box + T.offset) * units[T.phase]
+        t = starts.setdefault(t, t)
+        flows.append(Flow(rank(T.src), rank(T.dst), PV.piece_of(P, T.piece), fam.op, t))
+        durs.append(T.dur * units[T.phase])
+
+    def every(name, *outer):
+        r = sp[name]
+        if len(outer) == 0:
+            for a in r[0]:
+                for b in r[1]:
+                    emit(fams[name], (a, b))
+        elif len(r) == 2:
+            emit(fams[name], outer)
+        else:
+            for j in r[2]:
+                emit(fams[name], (*outer, j))
+
+    if algo == "ring":
+        rs, ag = F.FAMILIES
+        if sp[rs.name][0] != sp[ag.name][0] or sp[rs.name][2] != sp[ag.name][2]:
+            raise OptccError("certificate", "the ring families' spans disagree on σ or i")
+        for sigma in sp[rs.name][0]:
+            for fam in (rs, ag):
+                for h in sp[fam.name][1]:
+                    for i in sp[fam.name][2]:
+                        emit(fam, (sigma, h, i))
+    else:
+        pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
+        job = sp[up.name][:2]
+        if any(sp[f.name][:2] != job for f in (rs, down, p2p_up, p2p_down, ag)):
+            raise OptccError("certificate", "the pipeline families' spans disagree on (σ, o)")
+        every(pro.name)
+        for sigma in job[0]:
+            for o in job[1]:
+                for fam in (rs, up, down, p2p_up, p2p_down, ag):
+                    every(fam.name, sigma, o)
+        every(epi.name)
+    return pieces, flows, durs
+
+
+def _semantic_meta(algo: str, schedule, k: int) -> None:
+    want = {"algorithm": algo, "segments": k, "capacity": "exclusive"}
+    if algo == "optcc":
+        want["straggler"] = _params(algo, schedule.cluster)[0]
+    meta = schedule.meta
     if any(meta.get(key) != v for key, v in want.items()):
         raise OptccError("meta", f"expected {want} in the schedule's meta")
-    pieces, flows = optcc_flows(c.p, k, s, ell)
-    return Schedule(c, pieces, flows, meta=meta)
 
 
 def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
+    from optcc.algorithms import check_segments, check_work
+    from optcc.schedule import Schedule
+    from optcc.timing import durations
     try:
         data = read_json(path, "certificate")
     except OptccError as e:
         return False, f"cannot read {path}: {e.message}"
     if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("proved") is not True:
-        return False, f"{path} is not a proved generator certificate"
+        got = data.get("format") if isinstance(data, dict) else None
+        return False, f"{path} is not a proved {FORMAT} certificate (format {got!r}; run prove-all again)"
     algo = data.get("algo")
     if algo not in _SOURCES or schedule.meta.get("algorithm") != algo:
         return False, f"certificate is for {algo!r}, schedule says {schedule.meta.get('algorithm')!r}"
     props = data.get("properties")
     if not isinstance(props, dict) or any(v != "proved" for v in props.values()) or "sum" not in props:
         return False, "certificate does not prove every property"
-    if data.get("sources_sha256") != sources_digest(algo):
-        return False, "the family sources changed since the proof (sources_sha256 differs); run prove-all again"
+    witness = data.get("witness")
+    if not isinstance(witness, dict) or not isinstance(witness.get("obligations_sha256"), str):
+        return False, "certificate carries no witness (witness.obligations_sha256)"
     c = schedule.cluster
     if c.g != 1 or len(c.stragglers) > 1 or c.p < _MIN_P[algo]:
         return False, (f"the proof covers g = 1, p ≥ {_MIN_P[algo]} and at most one straggler, "
                        f"not {c.describe()}")
     try:
-        again = _regenerate(algo, schedule)
+        k = check_segments(schedule.meta.get("segments"))
+        check_work(c, k)
+        _semantic_meta(algo, schedule, k)
     except OptccError as e:
         return False, f"cannot regenerate the schedule from its parameters: {e}"
+    _, ell = _params(algo, c)
+    n_flows, n_pieces = expected_counts(algo, c.p, k, ell)
+    if (len(schedule.flows), len(schedule.pieces), len(schedule.local_ops)) != (n_flows, n_pieces, 0):
+        return False, (f"the proved {algo} generator has {n_flows} flows, {n_pieces} pieces and no local ops "
+                       f"on these parameters; the schedule has {len(schedule.flows)}, {len(schedule.pieces)}, "
+                       f"{len(schedule.local_ops)}")
+    if data.get("sources_sha256") != sources_digest(algo):
+        return False, ("the sources that determine the schedule changed since the proof (sources_sha256 "
+                       "differs); run prove-all again")
+    digest, failure = reprove(algo)
+    if witness["obligations_sha256"] != digest:
+        return False, "the witness names other obligations than the sources state (obligations_sha256 differs)"
+    if failure is not None:
+        return False, f"re-proving the generator: {failure}: the certificate is forged or stale"
+    try:
+        pieces, flows, durs = reference(algo, c, k)
+    except OptccError as e:
+        return False, f"cannot enumerate the proved families: {e.message}"
+    again = Schedule(c, pieces, flows, meta=schedule.meta)
     if again.sha256() != schedule.sha256():
-        return False, (f"the schedule (sha256 {schedule.sha256()[:16]}…) is not what the proved {algo} "
-                       f"generator produces for its cluster and segments ({again.sha256()[:16]}…)")
-    return True, (f"{algo} generator proved for {data['for_all']}; schedule regenerated, "
-                  f"sha256 {schedule.sha256()[:16]}… matches")
+        return False, (f"the schedule (sha256 {schedule.sha256()[:16]}…) is not the enumeration of the proved "
+                       f"{algo} families for its cluster and segments ({again.sha256()[:16]}…)")
+    for i, (model, proved) in enumerate(zip(durations(schedule), durs)):
+        if model != proved:
+            f = schedule.flows[i]
+            return False, (f"flow {i} ({f.src} -> {f.dst}, piece {f.piece}) lasts {model} in the timing model, "
+                           f"the proof assumes {proved}")
+    return True, (f"{algo} generator re-proved for {data['for_all']}; schedule is its enumeration, "
+                  f"sha256 {schedule.sha256()[:16]}…, durations as proved")

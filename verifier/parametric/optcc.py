@@ -179,9 +179,9 @@ def finish(C: Construction) -> list[Obligation]:
                     [(lambda P: [z3.Or(P.ell >= 2, P.k == 1)], down, last_down),
                      (lambda P: [P.ell < 2, P.k >= 2], p2p_down, last_p2p)])
     out += _ends_by(C, [epi], lambda A, P: P.p - 2, "epilogue slot H−1", [(lambda P: [], epi, last_step)])
-    H, k, ell, d, lam, L, x = _real(C.P)
-    out.append(Obligation("finish", "(H−1)δ + L·λ + (H−1)δ is optcc_slot_time's closed form", C.assume,
-                          2 * (H - 1) * d + L * lam == closed_form(H, k, ell), [], C.P))
+    H, k, ell, *_ = _real(C.P)
+    d, x = sizes(C.P)
+    out.append(phase_lemma(C))
     out.append(Obligation("well_formed", "piece sizes are positive and add up to 1", C.assume,
                           z3.And(d > 0, z3.Implies(ell < 2, x > 0), k * H * d + (k - 1) * x == 1), [], C.P))
     return out
@@ -194,30 +194,96 @@ def bound(C: Construction) -> list[Obligation]:
                        z3.And(T >= ell, T >= 2 * ell * H / (ell * H + 1)), [], C.P)]
 
 
+def rank_of(A, n, H, s):
+    """Node ↦ rank (node H is the straggler S): the map the lemma proves and the instance check uses."""
+    return A.ite(n == H, s, A.ite(n >= s, n + 1, n))
+
+
+def piece_of(P, key):
+    """Piece key ↦ schedule index: (σ, o) ↦ σH + o, (σ,) ↦ kH + σ (lemma and instance check)."""
+    H = P.p - 1
+    return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
+
+
+def phases(P):
+    """(origins, units) of the three phases in time (n/B), as Z3 terms of the parameters: prologue
+    at 0 in slots δ, pipeline at (H−1)δ in slots λ, epilogue at (H−1)δ + L·λ in slots δ."""
+    H, k, ell, d, lam, L, x = _real(P)
+    o1 = (H - 1) * d
+    return (z3.RealVal(0), o1, o1 + L * lam), (d, lam, d)
+
+
+def sizes(P):
+    """(shard size δ, P2P piece size x) as Z3 terms."""
+    _, _, _, d, _, _, x = _real(P)
+    return d, x
+
+
+def spans(P):
+    """Index ranges (inclusive) the instance check enumerates, per family name; `span_lemmas`
+    proves every domain point lies inside them, so enumerating them misses no flow."""
+    H, k = P.p - 1, P.k
+    ring = [(0, H - 2), (0, H - 1)]
+    job = [(0, k - 1), (0, H - 1)]
+    return {"optcc.prologue_rs": ring, "optcc.epilogue_ag": ring,
+            "optcc.rs_hop": job + [(1, H - 1)], "optcc.ag_hop": job + [(0, H - 2)],
+            "optcc.upload": job, "optcc.download": job, "optcc.p2p_upload": job, "optcc.p2p_download": job}
+
+
+def span_lemmas(C: Construction) -> list[Obligation]:
+    out = []
+    sp = spans(C.P)
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        rng = sp.get(fam.name)
+        goal = z3.BoolVal(False) if rng is None else z3.And(
+            *[z3.And(i >= lo, i <= hi) for i, (lo, hi) in zip(idx, rng)])
+        out.append(Obligation("well_formed", f"{fam.name}: every domain point lies in the enumerated span",
+                              C.assume + fam.domain(A, C.P, *idx) + A.product_lemmas(), goal,
+                              list(A.side), C.P, [(fam, idx)]))
+    return out
+
+
+def phase_lemma(C: Construction) -> Obligation:
+    """Phases follow one another in time (each starts when the previous one's last slot ends, the
+    limits `finish` proves), their slots are positive, and the last ends at the closed form."""
+    P = C.P
+    H, k, ell, *_ = _real(P)
+    (o0, o1, o2), (u0, u1, u2) = phases(P)
+    L = z3.If(z3.And(ell < 2, P.k == 1), 2 * H + ell, 2 * H * k + 2)
+    return Obligation("finish", "phase origins: prologue, pipeline, epilogue back to back; end = closed form",
+                      C.assume, z3.And(u0 > 0, u1 > 0, u2 > 0, o0 == 0, o1 == o0 + (H - 1) * u0,
+                                       o2 == o1 + L * u1, o2 + (H - 1) * u2 == closed_form(H, k, ell)), [], P)
+
+
 def rank_lemma() -> Obligation:
     """Node ↦ rank is injective, so exclusivity per node is exclusivity per rank."""
     p, s, a, b = z3.Ints("p s a b")
     H = p - 1
-
-    def rank(n):
-        return z3.If(n == H, s, z3.If(n >= s, n + 1, n))
+    A = Z3Arith()
     return Obligation("lemmas", "node ↦ rank is injective and onto 0..p−1",
                       [p >= 3, s >= 0, s < p, a >= 0, a <= H, b >= 0, b <= H],
-                      z3.And(z3.Implies(rank(a) == rank(b), a == b), rank(a) >= 0, rank(a) < p))
+                      z3.And(z3.Implies(rank_of(A, a, H, s) == rank_of(A, b, H, s), a == b),
+                             rank_of(A, a, H, s) >= 0, rank_of(A, a, H, s) < p))
 
 
 def piece_lemma() -> Obligation:
-    """Keys (σ, o) ↦ σH + o and (σ,) ↦ kH + σ are injective and never collide."""
-    H, k, s1, s2, o1, o2 = z3.Ints("H k s1 s2 o1 o2")
+    """Keys (σ, o) ↦ σH + o and (σ,) ↦ kH + σ are injective and never collide (piece_of)."""
+    p, k, s1, s2, o1, o2 = z3.Ints("p k s1 s2 o1 o2")
+    P = Params(p, k, None, None)
+    H = p - 1
     rng = [H >= 2, k >= 1, s1 >= 0, s1 < k, s2 >= 0, s2 < k, o1 >= 0, o1 < H, o2 >= 0, o2 < H]
-    return Obligation("lemmas", "shard pieces σH + o are distinct and below the P2P pieces kH + σ", rng,
-                      z3.And(z3.Implies(s1 * H + o1 == s2 * H + o2, z3.And(s1 == s2, o1 == o2)),
-                             s1 * H + o1 < k * H))
+    a, b = piece_of(P, (s1, o1)), piece_of(P, (s2, o2))
+    q1, q2 = piece_of(P, (s1,)), piece_of(P, (s2,))
+    return Obligation("lemmas", "shard pieces σH + o are distinct, below the P2P pieces kH + σ, all in range", rng,
+                      z3.And(z3.Implies(a == b, z3.And(s1 == s2, o1 == o2)), a >= 0, a < k * H,
+                             z3.Implies(q1 == q2, s1 == s2), q1 >= k * H, q1 < k * H + k))
 
 
 def obligations(families=None) -> list[Obligation]:
     from verifier.parametric import generic as G
     fams = families or F.FAMILIES
     C = construction(fams)
-    return ([rank_lemma(), piece_lemma()] + G.well_formed(C) + G.sum_property(C, shard_chain(fams))
+    return ([rank_lemma(), piece_lemma()] + span_lemmas(C) + G.well_formed(C) + G.sum_property(C, shard_chain(fams))
             + G.sum_property(C, p2p_chain(fams)) + G.ports(C) + G.causality(C) + finish(C) + bound(C))

@@ -1,6 +1,7 @@
 """prove_all: every obligation of one construction's families, for all sizes, in one Z3 run."""
 from __future__ import annotations
 
+import hashlib
 import time
 
 import z3
@@ -21,13 +22,24 @@ def obligations(algo: str, families=None):
         from verifier.parametric import ring as R
         fams = families or R.R.FAMILIES
         C = R.construction(fams)
-        obs = (common + [R.piece_lemma()] + G.well_formed(C) + G.sum_property(C, R.chain(fams))
+        obs = (common + [R.piece_lemma()] + R.span_lemmas(C) + G.well_formed(C) + G.sum_property(C, R.chain(fams))
                + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C))
         return R.FOR_ALL, obs
     if algo == "optcc":
         from verifier.parametric import optcc as O
         return O.FOR_ALL, common + O.obligations(families)
     raise OptccError("algo", f"unknown construction {algo!r} (known: {', '.join(ALGOS)})")
+
+
+def obligations_digest(obs) -> str:
+    """sha256 of exactly what is proved: every obligation's property, name, assumptions, side
+    conditions, premise and goal (Z3 s-expressions)."""
+    h = hashlib.sha256()
+    for ob in obs:
+        parts = [ob.prop, ob.name, z3.And(*ob.assumptions).sexpr(), z3.And(*ob.side).sexpr(),
+                 z3.And(*ob.premise).sexpr(), z3.BoolVal(True).sexpr() if ob.goal is True else ob.goal.sexpr()]
+        h.update("\0".join(parts).encode() + b"\1")
+    return h.hexdigest()
 
 
 def prove_all(algo: str, families=None, timeout_ms: int = TIMEOUT_MS, fail_fast: bool = False) -> dict:
@@ -51,4 +63,5 @@ def prove_all(algo: str, families=None, timeout_ms: int = TIMEOUT_MS, fail_fast:
             "properties": props, "obligations": len(results),
             "seconds": round(time.perf_counter() - t0, 3),
             "failures": [r for r in results if r["status"] != "proved"],
+            "obligations_sha256": obligations_digest(obs),
             "z3_version": z3.get_version_string()}

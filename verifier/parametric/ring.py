@@ -93,9 +93,10 @@ def finish(C: Construction) -> list[Obligation]:
                           z3.And(*ag.domain(A, P, *idx), T.box + T.offset + T.dur == F),
                           list(A.side), P, [(ag, idx)]))
     p, k = z3.ToReal(P.p), z3.ToReal(P.k)
-    step = P.ell / (k * p)                 # slot = shard 1/(kp) at the slowest rate ℓ
-    out.append(Obligation("finish", "slot k·2(p−1) is time 2(p−1)ℓ/p", C.assume,
-                          k * (2 * p - 2) * step == closed_form(p, P.ell), [], P))
+    step = unit(P)
+    out.append(Obligation("finish", "slot k·2(p−1) is time 2(p−1)ℓ/p; slots and pieces positive, pieces add to 1",
+                          C.assume, z3.And(k * (2 * p - 2) * step == closed_form(p, P.ell), step > 0,
+                                           shard_size(P) > 0, k * p * shard_size(P) == 1), [], P))
     return out
 
 
@@ -108,9 +109,45 @@ def bound(C: Construction) -> list[Obligation]:
                        z3.And(T >= cut, T >= volume), [], P)]
 
 
+def unit(P):
+    """One slot in time (n/B): a shard 1/(kp) at the slowest rate ℓ."""
+    return P.ell / (z3.ToReal(P.k) * z3.ToReal(P.p))
+
+
+def shard_size(P):
+    return 1 / (z3.ToReal(P.k) * z3.ToReal(P.p))
+
+
+def piece_of(P, key):
+    """Piece key (σ, c) ↦ schedule index σ·p + c (the lemma and the instance check)."""
+    return key[0] * P.p + key[1]
+
+
+def spans(P):
+    """Index ranges (inclusive) the instance check enumerates; `span_lemmas` proves the domains lie inside."""
+    rng = [(0, P.k - 1), (0, P.p - 2), (0, P.p - 1)]
+    return {"ring.reduce_scatter": rng, "ring.all_gather": rng}
+
+
+def span_lemmas(C: Construction) -> list[Obligation]:
+    out = []
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        rng = spans(C.P).get(fam.name)
+        goal = z3.BoolVal(False) if rng is None else z3.And(
+            *[z3.And(i >= lo, i <= hi) for i, (lo, hi) in zip(idx, rng)])
+        out.append(Obligation("well_formed", f"{fam.name}: every domain point lies in the enumerated span",
+                              C.assume + fam.domain(A, C.P, *idx) + A.product_lemmas(), goal,
+                              list(A.side), C.P, [(fam, idx)]))
+    return out
+
+
 def piece_lemma() -> Obligation:
-    """Piece (σ, c) ↦ σ·p + c is injective for 0 ≤ c < p: equal keys are equal pieces."""
-    p, s1, s2, c1, c2 = z3.Ints("p s1 s2 c1 c2")
-    return Obligation("lemmas", "σ·p + c determines (σ, c) when 0 ≤ c < p",
-                      [p >= 1, s1 >= 0, s2 >= 0, c1 >= 0, c1 < p, c2 >= 0, c2 < p, s1 * p + c1 == s2 * p + c2],
-                      z3.And(s1 == s2, c1 == c2))
+    """Piece (σ, c) ↦ σ·p + c (piece_of) is injective and in range: equal keys are equal pieces."""
+    p, k, s1, s2, c1, c2 = z3.Ints("p k s1 s2 c1 c2")
+    P = Params(p, k, None, None)
+    a, b = piece_of(P, (s1, c1)), piece_of(P, (s2, c2))
+    return Obligation("lemmas", "σ·p + c determines (σ, c) and lies in 0..kp−1 when 0 ≤ σ < k, 0 ≤ c < p",
+                      [p >= 1, k >= 1, s1 >= 0, s1 < k, s2 >= 0, s2 < k, c1 >= 0, c1 < p, c2 >= 0, c2 < p],
+                      z3.And(z3.Implies(a == b, z3.And(s1 == s2, c1 == c2)), a >= 0, a < k * p))

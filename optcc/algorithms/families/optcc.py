@@ -139,23 +139,37 @@ def pipeline_slots(H, k, ell):
     return 2 * H + ell if (ell < 2 and k == 1) else 2 * H * k + 2
 
 
+def phase_clock(H, k, ell):
+    """(origins, units): each phase's start time and slot length (n/B), derived: prologue at 0 in
+    slots δ, pipeline at (H−1)δ in slots λ, epilogue after the pipeline's L slots, in slots δ."""
+    d = shard_size(H, k, ell)
+    lam = d if ell < 2 else ell * d / 2
+    O = (H - 1) * d
+    return (Fraction(0), O, O + pipeline_slots(H, k, ell) * lam), (d, lam, d)
+
+
+def node_rank(node, H, s):
+    """Healthy ring position h is rank h + [h ≥ s]; node H is the straggler s."""
+    return s if node == H else node + (node >= s)
+
+
+def piece_sizes(H, k, ell):
+    """kH shards of δ, then for ℓ < 2 the k − 1 point-to-point pieces of (2/ℓ − 1)δ."""
+    d = shard_size(H, k, ell)
+    return [d] * (k * H) + ([(2 / ell - 1) * d] * (k - 1) if ell < 2 else [])
+
+
 def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
-    """(pieces, flows) of every family on concrete parameters, in optcc_allreduce's order."""
+    """(pieces, flows) of every family on concrete parameters; the generator's schedule
+    (optcc_single.optcc_allreduce) is exactly this."""
     from optcc.schedule import Flow
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = families
     P = Params(p, k, Fraction(ell), s)
     H = p - 1
-    d = shard_size(H, k, P.ell)
-    small = P.ell < 2
-    lam = d if small else P.ell * d / 2
-    O = (H - 1) * d
-    origin = (Fraction(0), O, O + pipeline_slots(H, k, P.ell) * lam)
-    unit = (d, lam, d)
+    origin, unit = phase_clock(H, k, P.ell)
     starts: dict = {}
     flows = []
-
-    def rank(node):
-        return s if node == H else node + (node >= s)
+    append = flows.append
 
     def emit(fam, *idx):
         if not all(fam.domain(INT, P, *idx)):
@@ -165,7 +179,7 @@ def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
         start = starts.get(key)
         if start is None:
             start = starts[key] = origin[T.phase] + key[1] * unit[T.phase]
-        flows.append(Flow(rank(T.src), rank(T.dst), piece_index(P, T.piece), fam.op, start))
+        append(Flow(node_rank(T.src, H, s), node_rank(T.dst, H, s), piece_index(P, T.piece), fam.op, start))
     for t in range(H - 1):
         for i in range(H):
             emit(pro, t, i)
@@ -182,5 +196,4 @@ def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
     for t in range(H - 1):
         for i in range(H):
             emit(epi, t, i)
-    pieces = [d] * (k * H) + ([(2 / P.ell - 1) * d] * (k - 1) if small else [])
-    return pieces, flows
+    return piece_sizes(H, k, P.ell), flows
