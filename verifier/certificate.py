@@ -34,7 +34,7 @@ from verifier.port_checks import check_runnable
 from verifier.proof import PROPERTIES
 
 FORMAT = "optcc-certificate/2"
-VERIFIER_VERSION = "optcc-verifier/2"   # bump whenever a property's rule changes
+VERIFIER_VERSION = "optcc-verifier/3"   # bump whenever a property's rule changes (3: same-instant landings in posting order, runnable on the runner's plans)
 
 
 def final_table(schedule, grid=None):
@@ -76,9 +76,9 @@ def final_table(schedule, grid=None):
 
 
 def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
-    """Write the certificate atomically; refuses a proof that did not prove all five properties."""
+    """Write the certificate atomically; refuses a proof that did not prove every property of PROPERTIES."""
     if not proof.proved or set(proof.properties) != set(PROPERTIES):
-        raise OptccError("certificate", "only a proof of all five properties gets a certificate")
+        raise OptccError("certificate", f"only a proof of all of {', '.join(PROPERTIES)} gets a certificate")
     digest, wrong = final_table(schedule)
     if wrong is not None:                  # cannot happen for a proved schedule: refuse loudly
         raise OptccError("certificate", f"piece {wrong[0]} of rank {wrong[1]} is not the sum; no certificate")
