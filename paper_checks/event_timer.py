@@ -82,51 +82,67 @@ def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction):
         _units(lat, mult, grid_scale)
 
 
+class Prepared:
+    """A schedule's flows as index arrays on its integer grid, timed under any (o, Li, L)."""
+
+    def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None):
+        self.schedule = schedule
+        self.grid = grid = grid or IntegerTimes(schedule)
+        flows = schedule.flows
+        n = self.n = len(flows)
+        self.fallback = n == 0 or min(grid.durs) <= 0
+        if self.fallback:
+            return
+        self.n_pieces = n_pieces = len(schedule.pieces)
+        src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)
+        dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
+        piece = np.fromiter((f.piece for f in flows), dtype=np.int64, count=n)
+        nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
+        start = np.asarray(grid.starts, dtype=np.int64)
+        order = np.argsort(start, kind="stable")
+        self.start = start[order]
+        self.slot_end = np.asarray(grid.ends, dtype=np.int64)[order]
+        self.dur = np.asarray(grid.durs, dtype=np.int64)[order]
+        self.read_key, self.write_key = (src * n_pieces + piece)[order], (dst * n_pieces + piece)[order]
+        self.send, self.recv = ((src * 2 + nv) * 2)[order], ((dst * 2 + nv) * 2 + 1)[order]
+        cuts = np.flatnonzero(np.diff(self.start)) + 1
+        self.bounds = np.concatenate([[0], cuts, [n]]).tolist()
+        self.sum_durs = float(sum(grid.durs))
+        self.max_end = float(max(grid.ends))
+        ops_at: dict = {}
+        for op, t in zip(schedule.local_ops, grid.op_times):
+            ops_at.setdefault(t, []).append(op.rank * n_pieces + op.piece)
+        self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
+
+    def event_time(self, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
+                   lat: Fraction = Fraction(0)) -> Fraction:
+        o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
+        if self.fallback:
+            return event_time(self.schedule, o, self.grid, li, lat)
+        mult, scale, oi, lii, wi = _latency_ints(self.grid.scale, o, li, lat)
+        # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
+        if self.sum_durs * mult + self.n * float(oi + lii + wi) + self.max_end * mult >= INT_LIMIT / 4:
+            return event_time(self.schedule, o, self.grid, li, lat)
+        dur = self.dur * mult if mult != 1 else self.dur
+        timer = GroupTimer(self.schedule.cluster.p * self.n_pieces, self.schedule.cluster.p * 4, oi, lii, wi)
+        ops, j = self.ops, 0
+        b = self.bounds
+        for a, e in zip(b[:-1], b[1:]):
+            t = int(self.start[a])
+            while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
+                timer.read_ops(*ops[j])
+                j += 1
+            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], dur[a:e],
+                        self.slot_end[a:e])
+        for op in ops[j:]:
+            timer.read_ops(*op)
+        return Fraction(timer.finish, scale)
+
+
 def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
                     lat: Fraction = Fraction(0), grid: IntegerTimes | None = None) -> Fraction:
     """optcc.timing.event_time(schedule, o, grid, li, lat), computed a slot group at a time."""
-    o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
-    grid = grid or IntegerTimes(schedule)
-    flows = schedule.flows
-    n = len(flows)
-    if n == 0 or min(grid.durs) <= 0:
-        return event_time(schedule, o, grid, li, lat)
-    mult, scale, oi, lii, wi = _latency_ints(grid.scale, o, li, lat)
-    # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
-    bound = float(sum(grid.durs)) * mult + n * float(oi + lii + wi) + float(max(grid.ends)) * mult
-    if bound >= INT_LIMIT / 4:
-        return event_time(schedule, o, grid, li, lat)
-    n_pieces = len(schedule.pieces)
-    src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)
-    dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
-    piece = np.fromiter((f.piece for f in flows), dtype=np.int64, count=n)
-    nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
-    start = np.asarray(grid.starts, dtype=np.int64)
-    slot_end = np.asarray(grid.ends, dtype=np.int64)
-    dur = np.asarray(grid.durs, dtype=np.int64) * mult
-    read_key, write_key = src * n_pieces + piece, dst * n_pieces + piece
-    send, recv = (src * 2 + nv) * 2, (dst * 2 + nv) * 2 + 1
-    timer = GroupTimer(schedule.cluster.p * n_pieces, schedule.cluster.p * 4, oi, lii, wi)
-    order = np.argsort(start, kind="stable")
-    s_sorted = start[order]
-    cuts = np.flatnonzero(np.diff(s_sorted)) + 1
-    bounds = np.concatenate([[0], cuts, [n]])
-    ops_at: dict = {}
-    for op, t in zip(schedule.local_ops, grid.op_times):
-        ops_at.setdefault(t, []).append(op.rank * n_pieces + op.piece)
-    op_times = sorted(ops_at)
-    j = 0
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        t = int(s_sorted[a])
-        while j < len(op_times) and op_times[j] <= t:      # ops at t act before flows at t read
-            timer.read_ops(op_times[j], np.array(ops_at[op_times[j]], dtype=np.int64))
-            j += 1
-        idx = order[a:b]
-        timer.group(t, read_key[idx], write_key[idx], send[idx], recv[idx], dur[idx], slot_end[idx])
-    while j < len(op_times):
-        timer.read_ops(op_times[j], np.array(ops_at[op_times[j]], dtype=np.int64))
-        j += 1
-    return Fraction(timer.finish, scale)
+    return Prepared(schedule, grid).event_time(o, li, lat)
 
 
 def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
