@@ -9,12 +9,16 @@ All three are exact Fractions in seconds. `alpha` (the project's old α) is the 
 Presets (each value with its source; "derived" = our reading, explained in docs/latency.md):
 - alpha: o = 5 µs, Li = L = 0. The project's α since issue 7 (paper_checks.settings, "a few
   µs": one RDMA write ≈ 2 µs plus NCCL's proxy step); what a step-synchronous runner pays.
-- simai: o = 0, Li = 3 µs, L = 2 µs. SimAI's ns-3 frontend (aliyun/SimAI,
+- simai: o = 0, Li = 2 µs, L = 2 µs. SimAI's ns-3 frontend (aliyun/SimAI,
   astra-sim-alibabacloud/astra-sim/network_frontend/ns3/entry.h, SendFlow) schedules each flow
-  `send_lat · 1000` ns-3 ticks (ns) after it is posted, send_lat = 6 by default or AS_SEND_LAT;
-  SimAI's own example runs set AS_SEND_LAT=3, so Li = 3 µs, holding no NIC. L: 0.5 µs per link
-  in SimAI's topology generator (as read in LATENCY.md; not re-checked here), four links
-  NIC-leaf-spine-leaf-NIC = 2 µs (derived; a same-rail path has two links, 1 µs).
+  `send_lat · 1000` ns-3 ticks (ns) after it is posted, send_lat = AS_SEND_LAT in µs, holding no
+  NIC. SimAI's docs/Tutorial.md sets AS_SEND_LAT=2 for its ring runs: "RING VS NVLS", the "RING
+  topo file && RUN" line (AS_SEND_LAT=2 AS_PXN_ENABLE=1), and "Spectrum-X architecture VS DCN+
+  architecture", both RUN lines (DCN+ and HPN7.0/Spectrum-X); the 3 of its "SimAI-NS3 Simulation"
+  quick-start line is an NVLS run (AS_NVLS_ENABLE=1), so Li = 2 µs. Without AS_SEND_LAT the
+  frontend's default before SimAI 1.7 was send_lat = 6000, i.e. 6 ms (../shared/LATENCY.md).
+  L: 0.5 µs per link in SimAI's topology generator (the Tutorial's `-l 0.0005ms` NIC latency),
+  four links NIC-leaf-spine-leaf-NIC = 2 µs (derived; a same-rail path has two links, 1 µs).
 - nccl: o = 0, Li = 0, L = 14 µs. NCCL's cost model (NVIDIA/nccl src/graph/tuning.cc,
   hwLat[NET][Ring][Simple] = 14.0 µs per ring step in recent releases, 9.6 in older ones;
   ring latency = baseLat + nsteps · hwLat), charged once per step, never per slice.
@@ -46,8 +50,9 @@ class Preset:
 PRESETS = {
     "alpha": Preset("alpha", 5 * MICRO, Fraction(0), Fraction(0),
                     "the project's α (issue 7): o = 5 µs per message, holding both ports"),
-    "simai": Preset("simai", Fraction(0), 3 * MICRO, 2 * MICRO,
-                    "SimAI ns-3 frontend: send latency AS_SEND_LAT = 3 µs (Li), 4 links × 0.5 µs (L)"),
+    "simai": Preset("simai", Fraction(0), 2 * MICRO, 2 * MICRO,
+                    "SimAI ns-3 frontend: send latency AS_SEND_LAT = 2 µs (Li; its Tutorial's ring/PXN, "
+                    "DCN+ and Spectrum-X runs), 4 links × 0.5 µs (L)"),
     "nccl": Preset("nccl", Fraction(0), Fraction(0), 14 * MICRO,
                    "NCCL tuning.cc: per-step network latency of the Simple ring protocol, 14 µs (L)"),
 }

@@ -18,9 +18,10 @@ from optcc.latency import PRESET_NAMES
 from optcc.latency import units as latency_units
 from optcc.model_time import model_time
 from optcc.segments import K_MAX, auto_segments
+from paper_checks import event_checks as E
 from paper_checks import settings as S
 
-PASS, FAIL = "PASS", "FAIL"
+PASS, FAIL, UNDECIDED = "PASS", "FAIL", E.UNDECIDED
 VERDICT_MODEL = "simai"          # the paper's evaluation ran SimAI
 
 
@@ -55,86 +56,131 @@ def bound_time(p: int, g: int, ells, model: str, n: int) -> Fraction:
 
 
 def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int,
-               k_max: int = K_MAX) -> dict:
-    """Overheads over NCCLNoFailure at every point, the bound-limited points and the verdict
-    (auto k ≤ k_max)."""
-    per, bound, limited, invalid = {}, {}, [], []
+               k_max: int = K_MAX, bandwidth=S.NIC_BANDWIDTH, event: bool = True) -> dict:
+    """Overheads over NCCLNoFailure's event time at every point (paper_checks.event_checks: the
+    event time where OptCC's schedules are small enough, else its closed-form upper bound), the
+    bound-limited and undecided points and the verdict: FAIL if a counted point FAILs by event
+    time, else `undecided` if one is undecided, else PASS."""
+    per, bound, limited, invalid, points = {}, {}, [], [], {}
     tol = (limit_percent + rounding_pp) / 100
     for ells in ells_list:
         key_ell = ",".join(str(e) for e in ells) if isinstance(ells, tuple) else str(ells)
         for p in ps:
             key = f"{key_ell}@{p}"
-            ring = nccl_time(p, g, model, n)
-            t, k, valid = optcc_time(p, g, ells, model, n, k_max)
-            per[key] = (float(t / ring - 1), k)
-            bound[key] = float(bound_time(p, g, ells, model, n) / ring - 1)
-            if bound[key] > tol:
+            pt = E.point(p, g, ells, model, n, tol, bandwidth, k_max, event=event and p <= E.P_EVENT_MAX)
+            points[key] = pt
+            per[key] = (pt["overhead"], pt["k"])
+            bound[key] = pt["bound_overhead"]
+            if pt["verdict"] == E.BOUND_LIMITED:
                 limited.append(key)
-            if not valid:
+            if not pt["closed_form_valid"]:
                 invalid.append(key)
-    counted = {key: v for key, v in per.items() if key not in limited}
-    worst_key = max(counted, key=lambda key: counted[key][0]) if counted else None
-    worst = counted[worst_key][0] if counted else None
-    verdict = PASS if worst is not None and worst <= tol and not invalid else FAIL
+    counted = {key: pt for key, pt in points.items() if key not in limited}
+    fails = [key for key, pt in counted.items() if pt["verdict"] == FAIL]
+    undecided = [key for key, pt in counted.items() if pt["verdict"] == UNDECIDED]
+    pool = fails or [key for key, pt in counted.items() if pt["overhead"] is not None]
+    worst_key = max(pool, key=lambda key: counted[key]["overhead"]) if pool else None
+    worst = counted[worst_key]["overhead"] if worst_key else None
+    verdict = FAIL if fails or not counted else (UNDECIDED if undecided else PASS)
     return {"optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "bound_limited": limited,
-            "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict}
+            "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict,
+            "undecided": undecided, "failed": fails, "points": points, "bandwidth_gbps": E.gbps(bandwidth),
+            "decided_by": {key: pt["decided_by"] for key, pt in points.items()}}
 
 
 def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int = S.MESSAGE_BYTES,
-               k_max: int = K_MAX) -> dict:
-    return {m: grid_under(m, g, ps, ells_list, limit_percent, rounding_pp, n, k_max) for m in PRESET_NAMES}
+               k_max: int = K_MAX, bandwidth=S.NIC_BANDWIDTH, event: bool = True) -> dict:
+    return {m: grid_under(m, g, ps, ells_list, limit_percent, rounding_pp, n, k_max, bandwidth, event)
+            for m in PRESET_NAMES}
 
 
-def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES) -> dict:
-    """fig10-gap-p16 under one model: OptCC's and the bound's gap to NCCLNoFailure."""
-    ring = nccl_time(p, g, model, n)
-    t, k, valid = optcc_time(p, g, ell, model, n)
-    gap, bgap = float(t / ring - 1), float(bound_time(p, g, ell, model, n) / ring - 1)
-    return {"optcc_gap": gap, "k": k, "bound_gap": bgap, "difference_pp": 100 * (gap - bgap), "valid": valid}
+# 100 GB/s (issue 24): closed-form upper bounds against NCCLNoFailure's exact event time, so a point
+# there PASSes or is undecided, never FAILs (event searches at both bandwidths cost twice the CPU);
+# optcc_rails (the g = 8 Figure 21 row) is not evaluated there (its auto k builds a plan per k).
+EVENT_AT_100 = False
 
 
-def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES) -> tuple[list[float], list[int]]:
-    """OptCC (one straggler, g = 1, auto k) over the fault-free ring under one model, per p."""
-    out, ks = [], []
+def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH,
+              rounding_pp: float = 0.5) -> dict:
+    """fig10-gap-p16 under one model: OptCC's gap to NCCLNoFailure (event time, or its upper bound
+    where the schedules are too large) and the bound's; the verdict (FAIL only by event time)."""
+    pt = E.point(p, g, ell, model, n, 1.0, bandwidth, event=bandwidth == S.NIC_BANDWIDTH or EVENT_AT_100)
+    gap, bgap = pt["overhead"], pt["bound_overhead"]
+    diff = 100 * (gap - bgap)
+    if pt["decided_by"] == "event time" and pt["event_complete"]:
+        verdict = PASS if abs(diff) <= rounding_pp else FAIL
+    else:
+        verdict = PASS if abs(diff) <= rounding_pp else UNDECIDED
+    return {"optcc_gap": gap, "k": pt["k"], "bound_gap": bgap, "difference_pp": diff, "valid": pt["closed_form_valid"],
+            "decided_by": pt["decided_by"], "verdict": verdict, "point": pt, "bandwidth_gbps": E.gbps(bandwidth)}
+
+
+def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH) -> tuple:
+    """OptCC (one straggler, g = 1) over the fault-free ring's event time under one model, per p:
+    (overheads, ks, decided_by) — event time where the schedules are small enough, else the
+    closed-form upper bound."""
+    out, ks, how = [], [], []
+    event = all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
     for p in ps:
-        t, k, _ = optcc_time(p, 1, ell, model, n)
-        out.append(float(t / nccl_time(p, 1, model, n) - 1))
-        ks.append(k)
-    return out, ks
+        pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event)
+        exact = pt["event_complete"] and pt["event_overhead"] is not None
+        out.append(pt["event_overhead"] if exact else pt["closed_form_overhead"])
+        ks.append(pt["event_k"] if exact else pt["k_closed_form"])
+        how.append("event time" if exact else "upper bound")
+    return out, ks, how
 
 
 def _pct(x) -> str:
     return f"{100 * float(x):.2f}%"
 
 
-def attach(row, models: dict, value_of):
-    """Give a claims.Row its per-preset verdicts; `verdict` and `our_value` become the simai ones.
+def _model_text(m: str, r: dict) -> str:
+    text = f"{m}: {r['verdict']}"
+    if r.get("worst") is not None and r.get("worst_key"):
+        how = r.get("decided_by", {}).get(r["worst_key"], "")
+        text += (f" (worst {_pct(r['worst'])} at {r['worst_key']}, k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
+                 + (f", {how}" if how else "") + ")")
+    if r.get("bound_limited"):
+        text += f", bound-limited {', '.join(r['bound_limited'])}"
+    if r.get("undecided"):
+        text += f", undecided {', '.join(r['undecided'])} (only an upper bound over the tolerance)"
+    if r.get("summary"):
+        text += f" ({r['summary']})"
+    return text
+
+
+def attach(row, models: dict, value_of, models_100: dict | None = None):
+    """Give a claims.Row its per-preset verdicts; `verdict` and `our_value` become the simai ones
+    (at settings.NIC_BANDWIDTH = 50 GB/s); `models_100`: the same at 100 GB/s (issue 24: the
+    paper's axes imply about 100 GB/s per GPU), in details and `verdicts_by_bandwidth`.
 
     The issue-7 α-β numbers stay in `details` (their verdict and value under *_alpha_issue7)."""
     row.details["verdict_alpha_issue7"] = row.verdict
     row.details["our_value_alpha_issue7"] = row.our_value
     row.details["latency_models"] = models
     row.verdicts = {m: r["verdict"] for m, r in models.items()}
+    row.verdicts_by_bandwidth = {E.gbps(S.NIC_BANDWIDTH): dict(row.verdicts)}
     row.verdict = row.verdicts[VERDICT_MODEL]
     row.our_value = value_of(models[VERDICT_MODEL])
-    parts = []
-    for m, r in models.items():
-        text = f"{m}: {r['verdict']}"
-        if r.get("worst") is not None:
-            text += f" (worst {_pct(r['worst'])} at {r['worst_key']}, k = {r['optcc_overhead_and_k'][r['worst_key']][1]})"
-        if r.get("bound_limited"):
-            text += f", bound-limited {', '.join(r['bound_limited'])}"
-        if r.get("summary"):
-            text += f" ({r['summary']})"
-        parts.append(text)
-    row.ours = ("per latency model, auto k: " + "; ".join(parts) + ". Issue 7's α-β (α = 5 µs, best of "
-                f"K_CANDIDATES): {row.ours}")
-    row.model = ("closed-form model time (optcc.model_time) at auto k under each preset (paper_checks.per_model; "
-                 "verdict = simai, the paper's simulator). " + row.model)
+    text = "; ".join(_model_text(m, r) for m, r in models.items())
+    if models_100 is not None:
+        row.details["latency_models_100GBps"] = models_100
+        row.verdicts_by_bandwidth[E.gbps(2 * S.NIC_BANDWIDTH)] = {m: r["verdict"] for m, r in models_100.items()}
+        text += ". At 100 GB/s: " + "; ".join(_model_text(m, r) for m, r in models_100.items())
+    row.ours = ("per latency model, event times on both sides where OptCC's schedules are small enough (else "
+                "OptCC's closed-form upper bound: PASS or undecided, never FAIL), 50 GB/s: " + text
+                + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
+    row.model = ("event model (optcc.timing, via paper_checks.event_timer) on both sides, k by an event-time search "
+                 "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
+                 "preset (verdict = simai at 50 GB/s, the paper's simulator). " + row.model)
     return row
 
 
 def attach_grid(row, g: int, ps, ells, rounding_pp: float, k_max: int = K_MAX):
-    """`attach` for a "within 6% of NCCLNoFailure" row over its grid (auto k ≤ k_max)."""
+    """`attach` for a "within 6% of NCCLNoFailure" row over its grid (auto k ≤ k_max), at 50 and 100 GB/s."""
     models = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max)
-    return attach(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"])
+    models_100 = None
+    if k_max == K_MAX:                     # not the optcc_rails row (module note at EVENT_AT_100)
+        models_100 = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max, bandwidth=2 * S.NIC_BANDWIDTH,
+                                event=EVENT_AT_100)
+    return attach(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"], models_100)

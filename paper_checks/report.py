@@ -5,20 +5,25 @@ from optcc.latency import PRESET_NAMES
 from paper_checks import claims, settings
 from paper_checks.per_model import VERDICT_MODEL
 
-VERDICTS = (claims.PASS, claims.FAIL, claims.OPEN)
+VERDICTS = (claims.PASS, claims.FAIL, claims.OPEN, claims.UNDECIDED, claims.READING)
 
 
-def run_paper_checks(figures_dir: str | None = None) -> dict:
-    rows = claims.all_checks()
+def run_paper_checks(figures_dir: str | None = None, progress=None, rows=None) -> dict:
+    """The report (JSON-able). `progress`: called after each row (claims.all_checks); `rows`:
+    already computed claims rows (the test session computes them once)."""
+    rows = claims.all_checks(progress) if rows is None else rows
     summary = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     by_model = {m: {v: sum(r.verdicts.get(m, r.verdict) == v for r in rows) for v in VERDICTS}
                 for m in PRESET_NAMES}
+    by_bw = {bw: {m: {v: sum(r.verdicts_by_bandwidth.get(bw, {}).get(m, r.verdict) == v for r in rows)
+                      for v in VERDICTS} for m in PRESET_NAMES} for bw in ("50", "100")}
     figures = []
     if figures_dir:
         from paper_checks.figures import draw_figures
         figures = draw_figures(figures_dir)
     return {"settings": settings.settings_json(), "rows": [r.to_json() for r in rows],
-            "summary": summary, "summary_by_latency_model": by_model, "verdict_model": VERDICT_MODEL,
+            "summary": summary, "summary_by_latency_model": by_model,
+            "summary_by_bandwidth_gbps": by_bw, "verdict_model": VERDICT_MODEL,
             "figures": figures}
 
 
@@ -32,16 +37,26 @@ def render_text(report: dict) -> str:
         if r.get("verdicts"):
             lines.append("    verdicts: " + ", ".join(f"{m} {v}" for m, v in r["verdicts"].items())
                          + f"  (the verdict above is {VERDICT_MODEL}'s)")
+            at100 = r.get("verdicts_by_bandwidth", {}).get("100")
+            if at100:
+                lines.append("    at 100 GB/s: " + ", ".join(f"{m} {v}" for m, v in at100.items()))
+        if r.get("reading"):
+            lines.append(f"    reading: {r['reading']}")
         margin = r["details"].get("margin_pp")
         if margin is not None and abs(margin) < claims.PERCENT_ROUNDING_PP:
             lines.append(f"    note:  knife-edge, {margin:+.2f} pp from the limit; the verdict depends on "
                          f"model details (α, the p grid)")
     s = report["summary"]
     lines.append("")
-    lines.append(f"{len(report['rows'])} claims: {s['PASS']} PASS, {s['FAIL']} FAIL, {s['OPEN']} OPEN "
-                 f"(verdicts under the {VERDICT_MODEL} latency model, the paper's simulator)")
+    def counts(c):
+        return (f"{c['PASS']} PASS, {c['FAIL']} FAIL, {c['OPEN']} OPEN, {c['undecided']} undecided, "
+                f"{c['reading']} reading")
+    lines.append(f"{len(report['rows'])} claims: {counts(s)} "
+                 f"(verdicts under the {VERDICT_MODEL} latency model, the paper's simulator, at 50 GB/s)")
     for m, c in report["summary_by_latency_model"].items():
-        lines.append(f"  under {m}: {c['PASS']} PASS, {c['FAIL']} FAIL, {c['OPEN']} OPEN")
+        lines.append(f"  under {m}: {counts(c)}")
+    for m, c in report.get("summary_by_bandwidth_gbps", {}).get("100", {}).items():
+        lines.append(f"  under {m} at 100 GB/s: {counts(c)}")
     st = report["settings"]
     lines.append(f"setting (stands in for SimAI): B = {st['nic_bandwidth_bytes_per_s'] / 1e9:g} GB/s per GPU "
                  f"({st['nics_per_server']} NICs/server), α = {st['alpha_seconds'] * 1e6:g} µs, "
@@ -51,3 +66,53 @@ def render_text(report: dict) -> str:
     for path in report["figures"]:
         lines.append(f"wrote {path}")
     return "\n".join(lines)
+
+
+def _cell(verdict: str, r: dict | None) -> str:
+    """A table cell: the verdict and, for per-model rows, the worst point and what decided it."""
+    text = f"**{verdict}**"
+    if not r:
+        return text
+    if "c0" in r:
+        text += f" c0 = {r['c0']:+.4f}"
+        if r.get("upper_bound_at_p"):
+            text += f"; p ≥ {min(r['upper_bound_at_p'])} by upper bound only"
+        return text
+    if "optcc_gap" in r:
+        return text + (f" {100 * r['optcc_gap']:.2f}% vs bound {100 * r['bound_gap']:.2f}% "
+                       f"(k = {r['k']}, {r['decided_by']})")
+    if r.get("worst_key"):
+        how = r.get("decided_by", {}).get(r["worst_key"], "")
+        text += (f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
+                 f"{', ' + how if how else ''})")
+    if r.get("undecided"):
+        text += f"; undecided: {', '.join(r['undecided'])}"
+    if r.get("bound_limited"):
+        text += f"; bound-limited: {', '.join(r['bound_limited'])}"
+    return text
+
+
+def render_markdown_table(report: dict) -> str:
+    """The README / docs/paper_checks.md table: one row per claim, a column per latency preset at
+    50 GB/s and simai at 100 GB/s (regenerate: `optcc paper-checks --json > r.json` then
+    `python -m paper_checks.report r.json`)."""
+    lines = ["| claim | paper | alpha | simai (= verdict) | nccl | simai at 100 GB/s |", "|---|---|---|---|---|---|"]
+    for r in report["rows"]:
+        models = r["details"].get("latency_models", {})
+        m100 = r["details"].get("latency_models_100GBps", {})
+        cells = [_cell(r["verdicts"].get(m, r["verdict"]), models.get(m)) for m in PRESET_NAMES]
+        at100 = r.get("verdicts_by_bandwidth", {}).get("100", {}).get(VERDICT_MODEL, r["verdict"])
+        cells.append(_cell(at100, m100.get(VERDICT_MODEL)))
+        lines.append(f"| {r['id']} | {r['paper']} | " + " | ".join(cells) + " |")
+    s = report["summary"]
+    lines.append("")
+    lines.append(f"{len(report['rows'])} claims (simai at 50 GB/s, the verdict column): {s['PASS']} PASS, "
+                 f"{s['FAIL']} FAIL, {s['undecided']} undecided, {s['reading']} reading, {s['OPEN']} OPEN.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    with open(sys.argv[1]) as fh:
+        print(render_markdown_table(json.load(fh)))

@@ -12,6 +12,9 @@ NOT_VANISHING_MIN = 0.05         # "the opposite" (ℓ = 3): the fitted constant
 R2CCL_SUBPIECES = (4, 16, 64)    # sub-pieces of the R2CCL schedule's chain broadcast
 
 PASS, FAIL, OPEN = "PASS", "FAIL", "OPEN"
+# issue 24: `undecided` = only an upper bound is known and it is over the tolerance (a bound may
+# PASS a point, never FAIL it); `reading` = the row tests a reading the paper does not state.
+UNDECIDED, READING = "undecided", "reading"
 
 
 @dataclass
@@ -28,6 +31,8 @@ class Row:
     our_value: float | None = None
     details: dict = field(default_factory=dict)
     verdicts: dict = field(default_factory=dict)   # per latency preset (paper_checks.per_model)
+    verdicts_by_bandwidth: dict = field(default_factory=dict)   # {"50": {preset: verdict}, "100": …} (GB/s)
+    reading: str = ""                               # why the verdict is `reading` (one sentence)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -60,3 +60,17 @@ def run_optcc():
         return subprocess.run([sys.executable, "-m", "optcc", *map(str, args)], capture_output=True, text=True,
                               timeout=timeout, cwd=cwd, env=env)
     return run
+
+
+@pytest.fixture(scope="session")
+def paper_rows():
+    """The Row objects of paper_checks.claims.all_checks(), computed once per test session (the
+    slowest computation of the suite; tests/test_paper_checks*.py and the CLI test read it)."""
+    from paper_checks import claims
+    return claims.all_checks()
+
+
+@pytest.fixture(scope="session")
+def paper_report(paper_rows):
+    from paper_checks.report import run_paper_checks
+    return run_paper_checks(rows=paper_rows)

@@ -18,13 +18,13 @@ from optcc.timing import IntegerTimes, durations, event_time
 def test_presets_have_the_documented_values():
     us = F(1, 10**6)
     assert (PRESETS["alpha"].overhead, PRESETS["alpha"].issue_delay, PRESETS["alpha"].latency) == (5 * us, 0, 0)
-    assert (PRESETS["simai"].overhead, PRESETS["simai"].issue_delay, PRESETS["simai"].latency) == (0, 3 * us, 2 * us)
+    assert (PRESETS["simai"].overhead, PRESETS["simai"].issue_delay, PRESETS["simai"].latency) == (0, 2 * us, 2 * us)
     assert (PRESETS["nccl"].overhead, PRESETS["nccl"].issue_delay, PRESETS["nccl"].latency) == (0, 0, 14 * us)
 
 
 def test_explicit_values_override_a_preset():
     lat = resolve("simai", latency="1/1000000")
-    assert (lat["overhead"], lat["issue_delay"], lat["latency"]) == (0, F(3, 10**6), F(1, 10**6))
+    assert (lat["overhead"], lat["issue_delay"], lat["latency"]) == (0, F(2, 10**6), F(1, 10**6))
     assert lat["latency_model"] == "custom"
     assert resolve("nccl")["latency_model"] == "nccl"
     assert resolve(None, overhead=1)["latency_model"] == ""

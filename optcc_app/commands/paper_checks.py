@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from optcc_app.commands._common import print_json
 from optcc.errors import OptccError
@@ -25,7 +26,9 @@ def run(args) -> int:
             os.makedirs(args.figures, exist_ok=True)
         except OSError as e:
             raise OptccError("--figures", f"cannot create {args.figures!r}: {e.strerror or e}") from None
-    report = run_paper_checks(args.figures)
+    def progress(i, n, row_id, seconds, verdict):
+        print(f"paper-checks: [{i}/{n}] {row_id}: {verdict} ({seconds:.1f} s CPU)", file=sys.stderr, flush=True)
+    report = run_paper_checks(args.figures, progress)
     if args.json:
         print_json(report)
     else:

@@ -1,0 +1,206 @@
+"""optcc.timing.event_time, vectorised: the same event model, one slot's flows at a time in numpy.
+
+The event model (optcc.timing) reads, for each flow, the largest landing of the writes to its
+(src, piece) and the largest end of the flows on its two ports among those whose *slot* end is
+≤ its slot start. Flows that start at the same instant t never see each other (every duration
+is > 0, so none of them has a slot end ≤ t), so a group of equal starts can be processed at
+once: commit every pending write/port end with slot end ≤ t (running maxima), then compute all
+starts of the group from the committed maxima. Local ops only read (their push never raises a
+maximum), so they only enter the finish time. Exact: integers on one grid (time = value/scale),
+int64 only where a bound on every value fits (else optcc.timing.event_time is used).
+
+Used by the paper checks (paper_checks.event_checks) to decide verdicts by event time; tested
+equal to optcc.timing.event_time on generated schedules (tests/test_event_timer.py).
+"""
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from optcc.schedule import Schedule
+from optcc.timing import IntegerTimes, event_time
+
+INT_LIMIT = 2**62
+
+
+def _units(x: Fraction, mult: int, scale: int) -> int:
+    return x.numerator * (mult // x.denominator) * scale
+
+
+class GroupTimer:
+    """Running maxima of write landings (per rank·piece key) and port ends (per port key)."""
+
+    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int):
+        self.w = np.zeros(n_write_keys, dtype=np.int64)
+        self.port = np.zeros(n_ports, dtype=np.int64)
+        self.o, self.li, self.wire = o, li, wire
+        self.pending: list = []          # [slot_end, write_key, send, recv, lands, ends] arrays
+        self.finish = 0
+
+    def commit(self, t: int) -> None:
+        keep = []
+        for se, wk, sp, rp, lands, ends in self.pending:
+            m = se <= t
+            if m.all():
+                np.maximum.at(self.w, wk, lands)
+                np.maximum.at(self.port, sp, ends)
+                np.maximum.at(self.port, rp, ends)
+            else:
+                if m.any():
+                    np.maximum.at(self.w, wk[m], lands[m])
+                    np.maximum.at(self.port, sp[m], ends[m])
+                    np.maximum.at(self.port, rp[m], ends[m])
+                    keep.append((se[~m], wk[~m], sp[~m], rp[~m], lands[~m], ends[~m]))
+                else:
+                    keep.append((se, wk, sp, rp, lands, ends))
+        self.pending = keep
+
+    def group(self, t: int, read_key, write_key, send, recv, dur, slot_end) -> None:
+        """Flows starting at slot time t (all arrays of one length; dur already in event units)."""
+        self.commit(t)
+        ready = self.w[read_key] + self.li
+        np.maximum(ready, self.port[send], out=ready)
+        np.maximum(ready, self.port[recv], out=ready)
+        ends = ready + (dur + self.o)
+        lands = ends + self.wire
+        if len(lands):
+            self.finish = max(self.finish, int(lands.max()))
+        self.pending.append((slot_end, write_key, send, recv, lands, ends))
+
+    def read_ops(self, t: int, keys) -> None:
+        """Local ops at t: they read the committed value (after landings ≤ t), change no maximum."""
+        self.commit(t)
+        if len(keys):
+            self.finish = max(self.finish, int(self.w[keys].max()))
+
+
+def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction):
+    mult = math.lcm(o.denominator, li.denominator, lat.denominator)
+    return mult, grid_scale * mult, _units(o, mult, grid_scale), _units(li, mult, grid_scale), \
+        _units(lat, mult, grid_scale)
+
+
+class Prepared:
+    """A schedule's flows as index arrays on its integer grid, timed under any (o, Li, L)."""
+
+    def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None):
+        self.schedule = schedule
+        self.grid = grid = grid or IntegerTimes(schedule)
+        flows = schedule.flows
+        n = self.n = len(flows)
+        self.fallback = n == 0 or min(grid.durs) <= 0
+        if self.fallback:
+            return
+        self.n_pieces = n_pieces = len(schedule.pieces)
+        src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)
+        dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
+        piece = np.fromiter((f.piece for f in flows), dtype=np.int64, count=n)
+        nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
+        start = np.asarray(grid.starts, dtype=np.int64)
+        order = np.argsort(start, kind="stable")
+        self.start = start[order]
+        self.slot_end = np.asarray(grid.ends, dtype=np.int64)[order]
+        self.dur = np.asarray(grid.durs, dtype=np.int64)[order]
+        self.read_key, self.write_key = (src * n_pieces + piece)[order], (dst * n_pieces + piece)[order]
+        self.send, self.recv = ((src * 2 + nv) * 2)[order], ((dst * 2 + nv) * 2 + 1)[order]
+        cuts = np.flatnonzero(np.diff(self.start)) + 1
+        self.bounds = np.concatenate([[0], cuts, [n]]).tolist()
+        self.sum_durs = float(sum(grid.durs))
+        self.max_end = float(max(grid.ends))
+        ops_at: dict = {}
+        for op, t in zip(schedule.local_ops, grid.op_times):
+            ops_at.setdefault(t, []).append(op.rank * n_pieces + op.piece)
+        self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
+
+    def event_time(self, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
+                   lat: Fraction = Fraction(0)) -> Fraction:
+        o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
+        if self.fallback:
+            return event_time(self.schedule, o, self.grid, li, lat)
+        mult, scale, oi, lii, wi = _latency_ints(self.grid.scale, o, li, lat)
+        # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
+        if self.sum_durs * mult + self.n * float(oi + lii + wi) + self.max_end * mult >= INT_LIMIT / 4:
+            return event_time(self.schedule, o, self.grid, li, lat)
+        dur = self.dur * mult if mult != 1 else self.dur
+        timer = GroupTimer(self.schedule.cluster.p * self.n_pieces, self.schedule.cluster.p * 4, oi, lii, wi)
+        ops, j = self.ops, 0
+        b = self.bounds
+        for a, e in zip(b[:-1], b[1:]):
+            t = int(self.start[a])
+            while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
+                timer.read_ops(*ops[j])
+                j += 1
+            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], dur[a:e],
+                        self.slot_end[a:e])
+        for op in ops[j:]:
+            timer.read_ops(*op)
+        return Fraction(timer.finish, scale)
+
+
+def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
+                    lat: Fraction = Fraction(0), grid: IntegerTimes | None = None) -> Fraction:
+    """optcc.timing.event_time(schedule, o, grid, li, lat), computed a slot group at a time."""
+    return Prepared(schedule, grid).event_time(o, li, lat)
+
+
+def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
+                    lat: Fraction = Fraction(0)) -> Fraction:
+    """Event time of NCCLNoFailure on a fault-free cluster without building its flows: the ring
+    (g = 1, optcc.algorithms.ring, k = 1) or the flat ring (g > 1,
+    baselines.flat_ring_allreduce), generated a synchronous step at a time as index arrays (the
+    same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step."""
+    from optcc.algorithms.ring import ring_step
+    p, g = cluster.p, cluster.g
+    assert not cluster.stragglers, "NCCLNoFailure: a fault-free cluster"
+    o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
+    shard = Fraction(1, g * p)
+    servers = p // g
+    nv_rate = Fraction(1) if g == 1 else (Fraction(1, g - 1) if servers > 1 else Fraction(1, g))
+    nic_d = cluster.nic_time(0, 0, shard)
+    nv_d = cluster.nvlink_time(shard, nv_rate) if g > 1 else nic_d
+    step = shard                                              # synchronous step: one NIC hop (ℓ = 1)
+    grid_scale = math.lcm(step.denominator, nic_d.denominator, nv_d.denominator)
+    mult, scale, oi, lii, wi = _latency_ints(grid_scale, o, li, lat)
+    n_pieces = g * p
+    src = np.array([[s * g + (c + i) % g for s in range(servers) for i in range(g)] for c in range(g)],
+                   dtype=np.int64)                            # order of channel c (flat_ring_allreduce)
+    dst = np.roll(src, -1, axis=1)
+    nic = (src // g) != (dst // g) if g > 1 else np.ones_like(src, dtype=bool)
+    nv = (~nic).astype(np.int64)
+    d_int = np.where(nic, nic_d.numerator * (grid_scale // nic_d.denominator),
+                     nv_d.numerator * (grid_scale // nv_d.denominator)).astype(np.int64)
+    send, recv = (src * 2 + nv) * 2, (dst * 2 + nv) * 2 + 1
+    base = (np.arange(g, dtype=np.int64) * p)[:, None]
+    pos = np.arange(p, dtype=np.int64)[None, :]
+    step_i = step.numerator * (grid_scale // step.denominator)
+    bound = 2 * (p - 1) * (step_i * mult + oi + lii + wi) * 2
+    assert bound < INT_LIMIT, "values beyond int64"
+    timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi)
+    flat = lambda a: a.reshape(-1)                             # noqa: E731
+    send_f, recv_f, dur_f = flat(send), flat(recv), flat(d_int) * mult
+    for t in range(2 * (p - 1)):
+        offset, _ = ring_step(t, p)
+        piece = base + (pos + offset) % p
+        start = t * step_i
+        timer.group(start, flat(src * n_pieces + piece), flat(dst * n_pieces + piece), send_f, recv_f, dur_f,
+                    start + flat(d_int))
+    return Fraction(timer.finish, scale)
+
+
+def ring_flow_tuples(cluster) -> list[tuple]:
+    """The flows ring_event_time times, as (src, dst, piece, start, link) tuples (for the test)."""
+    from optcc.algorithms.ring import ring_step
+    p, g = cluster.p, cluster.g
+    servers = p // g
+    out = []
+    for c in range(g):
+        order = [s * g + (c + i) % g for s in range(servers) for i in range(g)]
+        for t in range(2 * (p - 1)):
+            offset, _ = ring_step(t, p)
+            for i in range(p):
+                src, dst = order[i], order[(i + 1) % p]
+                link = "nic" if g == 1 or src // g != dst // g else "nvlink"
+                out.append((src, dst, c * p + (i + offset) % p, t * Fraction(1, g * p), link))
+    return out

@@ -1,0 +1,75 @@
+"""paper_checks.event_timer: equal to optcc.timing.event_time on generated schedules of every
+construction, latency preset and g; NCCLNoFailure's array generator gives the real schedule's
+flows; the closed forms of optcc.model_time are upper bounds on these event times."""
+from fractions import Fraction as F
+
+import pytest
+
+from optcc.algorithms.baselines import flat_ring_allreduce
+from optcc.algorithms.registry import choose
+from optcc.cluster import Cluster
+from optcc.latency import units
+from optcc.model_time import model_time
+from optcc.timing import IntegerTimes, event_time
+from paper_checks import per_model as P
+from paper_checks import settings as S
+from paper_checks.event_timer import fast_event_time, ring_event_time, ring_flow_tuples
+
+N = 8 * 2**30
+MODELS = ("alpha", "simai", "nccl")
+# (p, g, ℓ or (ℓ1, ℓ2), k): optcc_single, optcc_multi, all_slow, optcc_servers, optcc_rails
+CASES = [(8, 1, F(2), 5), (12, 1, F(8, 7), 16), (16, 1, F(4, 3), 40), (9, 1, (F(3), F(3, 2)), 5),
+         (10, 1, (F(2), F(4, 3)), 12), (16, 4, F(2), 12), (16, 8, F(2), 9), (24, 8, F(8, 7), 4),
+         (16, 4, (F(2), F(3, 2)), 8), (32, 8, (F(2), F(3, 2)), 6)]
+
+
+def _all_slow_case():
+    c = Cluster.build(6, stragglers={i: F(2) for i in range(6)}, latency_model="simai")
+    return c
+
+
+@pytest.mark.parametrize("p,g,ells,k", CASES)
+def test_fast_event_time_equals_event_time(p, g, ells, k):
+    for model in MODELS:
+        c = P.cluster(p, g, ells, model)
+        s = choose(c).build(c, k)
+        grid = IntegerTimes(s)
+        o, li, lat = units(c, N)
+        for scale in (1, 40):            # the preset, and latencies 40× larger (past the knee)
+            e = event_time(s, o * scale, grid, li * scale, lat * scale)
+            assert fast_event_time(s, o * scale, li * scale, lat * scale, grid) == e
+        mt = model_time("optcc", c, k, N)
+        if mt.valid:                     # the closed form is an upper bound on the event time
+            assert mt.time >= event_time(s, o, grid, li, lat)
+
+
+def test_fast_event_time_with_local_ops_and_all_slow():
+    c = _all_slow_case()
+    for k in (1, 3):
+        s = choose(c).build(c, k)
+        for o, li, lat in [(F(0), F(0), F(0)), (F(1, 50), F(1, 70), F(1, 30))]:
+            assert fast_event_time(s, o, li, lat) == event_time(s, o, None, li, lat)
+    multi = P.cluster(9, 1, (F(3), F(3, 2)), "simai")
+    s = choose(multi).build(multi, 4)
+    assert fast_event_time(s, F(1, 90), F(1, 77), F(1, 33)) == event_time(s, F(1, 90), None, F(1, 77), F(1, 33))
+
+
+@pytest.mark.parametrize("p,g", [(4, 1), (16, 1), (8, 2), (16, 4), (16, 8), (32, 8), (8, 8)])
+def test_ring_event_time_is_the_baseline_schedules_event_time(p, g):
+    for model in MODELS:
+        c = Cluster.build(p, g, bandwidth=S.NIC_BANDWIDTH, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model)
+        s = flat_ring_allreduce(c)
+        assert sorted((f.src, f.dst, f.piece, f.start, f.link) for f in s.flows) == sorted(ring_flow_tuples(c))
+        o, li, lat = units(c, N)
+        e = event_time(s, o, None, li, lat)
+        assert ring_event_time(c, o, li, lat) == e
+        closed = model_time("ring", c, 1, N).time
+        assert closed >= e                                   # the closed form: an upper bound
+        if g == 1:
+            assert closed == e                               # exact for the ring
+    # the flat ring's closed form charges 2(p−1) latencies; its event time pays one (g = 8, p = 16)
+    c = Cluster.build(16, 8, bandwidth=S.NIC_BANDWIDTH, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model="simai")
+    o, li, lat = units(c, N)
+    slot = F(2 * 15, 8 * 16)
+    if (p, g) == (16, 8):
+        assert ring_event_time(c, o, li, lat) == slot + li + lat
