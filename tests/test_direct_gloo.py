@@ -1,13 +1,11 @@
 """optcc_rails with direct rails on gloo: two degraded servers at k = 3 (both rails [1, 2, 2, 1]
 take the direct AllReduce: fractional rates, several adds landing in one piece at once), run by
 `optcc run` and compared with the reference sum."""
-import sys
 
 import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gloo_run import run_on_gloo  # noqa: E402
 
 from optcc.algorithms import build_schedule, optcc_rails  # noqa: E402

@@ -1,12 +1,10 @@
 """optcc_rails on gloo: several straggler servers with g > 1 (and a mixed server), proved by
 `optcc run`, result compared with the reference sum."""
-import sys
 
 import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gloo_run import run_on_gloo  # noqa: E402
 
 from optcc.algorithms import build_schedule  # noqa: E402

@@ -1,13 +1,11 @@
 """Multi-GPU-server OptCC executed by the runner on gloo (ranks grouped into servers by the
 cluster's g), proved first by `optcc run`, result compared with the reference sum, timed."""
-import sys
 from fractions import Fraction as F
 
 import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gloo_run import run_on_gloo  # noqa: E402
 
 from optcc.algorithms.optcc_servers import optcc_server_allreduce  # noqa: E402

@@ -1,13 +1,11 @@
 """optcc_rails with borrowing sub-rails on gloo: p = 8, g = 2, GPU 0 at ℓ = 3, k = 8 (the
 borrowing plan wins there: fractional rates on NICs shared by two sub-rails, NVLink endpoints on
 the borrowed GPU), run by `optcc run` and compared with the reference sum."""
-import sys
 
 import pytest
 
 pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)")
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from gloo_run import run_on_gloo  # noqa: E402
 
 from optcc.algorithms import build_schedule  # noqa: E402

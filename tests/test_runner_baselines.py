@@ -17,7 +17,6 @@ from optcc.cluster import Cluster  # noqa: E402
 from optcc.timing import IntegerTimes  # noqa: E402
 from verifier.port_checks import runner_posts  # noqa: E402
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_verifier import two_per_pair_p2  # noqa: E402
 
 BASELINES = {

@@ -12,7 +12,6 @@ from optcc.algorithms import build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
 from optcc.schedule import Schedule  # noqa: E402
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from test_runner import signed_schedule, snapshot_schedule  # noqa: E402
 
 DTYPE_FOR_P = {3: "int32", 4: "bfloat16", 5: "float16", 8: "int64"}

@@ -1,7 +1,6 @@
 """Streaming runner: the verifier's property (proofs and refutations), random interleavings in
 process, and real gloo runs of random proved schedules (int64: exact)."""
 import random
-import sys
 
 import pytest
 
@@ -11,7 +10,6 @@ from verifier import prove_allreduce
 from verifier.streaming import prove_streaming, streaming_program
 from verifier.streaming_check import check_streaming
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from streaming_cases import random_schedule, signed_schedule, simulate  # noqa: E402
 
 FAMILIES = [("ring", Cluster.build(8), 1), ("optcc", Cluster.build(4, stragglers={0: 2}), 4),

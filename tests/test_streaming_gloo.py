@@ -16,7 +16,6 @@ from optcc.cluster import Cluster  # noqa: E402
 from verifier import prove_allreduce  # noqa: E402
 from verifier.streaming import prove_streaming  # noqa: E402
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from streaming_cases import random_schedule  # noqa: E402
 
 

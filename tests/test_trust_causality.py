@@ -7,7 +7,6 @@ landing order) compute a wrong value although the flow-index order would be righ
 property, computed in the runners' order, refutes it too. tests/test_trust_same_instant.py
 has the class where only the order of the walk decided.
 """
-import sys
 from fractions import Fraction as F
 
 import pytest
@@ -18,7 +17,6 @@ from optcc.simulate import simulate
 from optcc.timing import durations
 from verifier import prove_allreduce
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from verifier_cases import mutants, redundant_p3  # noqa: E402
 
 

@@ -1,5 +1,4 @@
 """Property "deterministic": same summation tree on every rank; our schedules have it."""
-import sys
 from fractions import Fraction as F
 
 import pytest
@@ -10,7 +9,6 @@ from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
 from verifier import check_determinism, prove_allreduce
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from verifier_cases import local_op_p2, redundant_p3, signed_p3  # noqa: E402
 
 SERVER = {0: 2, 1: 2, 2: 2, 3: 2}

@@ -1,5 +1,4 @@
 """Property "numerics": cancellation and overflow are caught; the bound is rigorous and real."""
-import sys
 from fractions import Fraction as F
 
 import pytest
@@ -12,7 +11,6 @@ from optcc.schedule import Flow, Schedule
 from verifier import prove_allreduce
 from verifier.numerics import UNIT_ROUNDOFF, analyze_numerics, ring_bound_eps
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from verifier_cases import local_op_p2, signed_p3  # noqa: E402
 
 SERVER = {0: 2, 1: 2, 2: 2, 3: 2}
