@@ -5,7 +5,7 @@ import os
 import sys
 
 from optcc_app.commands._common import print_json
-from optcc.errors import OptccError
+from optcc.errors import OptccError, RunFailed
 from optcc.needs import require
 
 
@@ -28,9 +28,22 @@ def run(args) -> int:
             raise OptccError("--figures", f"cannot create {args.figures!r}: {e.strerror or e}") from None
     def progress(i, n, row_id, seconds, verdict):
         print(f"paper-checks: [{i}/{n}] {row_id}: {verdict} ({seconds:.1f} s CPU)", file=sys.stderr, flush=True)
-    report = run_paper_checks(args.figures, progress)
+    report = run_paper_checks(None, progress)
+    if args.figures is None:
+        print_json(report) if args.json else print(render_text(report))
+        return 0
+    if not args.json:                  # the table first: a drawing error never loses the checks
+        print(render_text(report), flush=True)
+    from paper_checks.figures import draw_figures
+    try:
+        report["figures"] = draw_figures(args.figures)
+    except Exception as e:  # noqa: BLE001 - any plotting failure: the checks are already out
+        if args.json:
+            print_json({**report, "figures_error": f"{type(e).__name__}: {e}"})
+        raise RunFailed("--figures", f"the checks are above, but drawing into {args.figures!r} failed: "
+                                   f"{type(e).__name__}: {e}") from None
     if args.json:
         print_json(report)
     else:
-        print(render_text(report))
+        print("\n".join(f"wrote {path}" for path in report["figures"]))
     return 0
