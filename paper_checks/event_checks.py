@@ -168,11 +168,15 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
     """One grid point: the intervals, the verdict (PASS / FAIL / undecided / bound-limited)."""
     c = cluster(p, g, ells, model, bandwidth)
     ring = nccl_event(p, g, model, n, bandwidth)
-    k_cf, mt = auto_segments("optcc", c, n, k_max)
-    upper = mt.time if mt.valid else None
+    try:
+        k_cf, mt = auto_segments("optcc", c, n, k_max)
+    except OptccError:                       # no closed form for this cluster (e.g. slow NVLink, q ≥ 3)
+        k_cf, mt = 1, None
+    upper = mt.time if mt is not None and mt.valid else None
     low = bound_time(c, n)
     out = {"nccl_event": float(ring), "k_closed_form": k_cf,
-           "closed_form_overhead": float(mt.time / ring - 1), "closed_form_valid": mt.valid,
+           "closed_form_overhead": None if mt is None else float(mt.time / ring - 1),
+           "closed_form_valid": mt is not None and mt.valid,
            "bound_overhead": float(low / ring - 1)}
     if out["bound_overhead"] > tol:          # no schedule can pass: listed, not counted, not searched
         out.update(verdict=BOUND_LIMITED, overhead=out["bound_overhead"], k=k_cf, decided_by="lower bound",
