@@ -110,7 +110,7 @@ def test_verify_reports_determinism(tmp_path, capsys):
     assert main(["verify", path, "--json"]) == 0
     import json
     data = json.loads(capsys.readouterr().out)
-    assert data["reported_properties"] == {"deterministic": False, "numerics": True}
+    assert data["reported_properties"] == {"deterministic": False, "numerics": True, "bound": True}
     assert data["reported_counterexamples"]["deterministic"]["ranks"] == [0, 1]
     assert main(["verify", path]) == 0
     text = capsys.readouterr().out
