@@ -120,10 +120,12 @@ def test_delay_emulation_rtt_and_rates():
         into_slow = measure_link(tb, 1, 2, seconds=2.0, count=5)      # paced by the forwarder
         out_of_slow = measure_link(tb, 2, 0, seconds=2.0, count=5)    # shaped by tbf on the TAP
         stats = tb.forwarder_stats()
-    # the emulated round trip: never below 2·D, at best within 10% of it (the minimum: a loaded
-    # machine only adds its own scheduling delays, seen in the median, on top)
+    # the emulated round trip: never below 2·D, at best within 20% of it (the minimum: a loaded
+    # machine only adds its own scheduling delays, seen in the median, on top). 20%, not 10%:
+    # on this project's 2-core machine the best of 15 pings was 4.53–4.57 ms at 2·D = 4 ms with
+    # one other job running, at 658f3c3 as after it (the userspace TAP forwarder's own hops)
     rtt = 2 * delay_ms / 1000
-    assert rtt <= min(healthy["rtt_s"]) <= 1.1 * rtt, healthy["rtt_s"]
+    assert rtt <= min(healthy["rtt_s"]) <= 1.2 * rtt, healthy["rtt_s"]
     assert healthy["rtt_median_s"] <= 3 * rtt, healthy["rtt_s"]
     for got, mbit in ((healthy, 16), (into_slow, 8), (out_of_slow, 8)):
         rate = got["throughput_bytes_per_s"] * 8 / 1e6
