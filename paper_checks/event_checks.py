@@ -45,7 +45,9 @@ def gbps(bandwidth) -> str:
 
 
 def cluster(p: int, g: int, ells, model: str, bandwidth=S.NIC_BANDWIDTH) -> Cluster:
-    """As per_model.cluster, at NIC bandwidth `bandwidth` (NVLink stays settings.NVLINK_BANDWIDTH)."""
+    """ℓ (one straggler, or the straggler server's g GPUs) or a tuple (ℓ1, ℓ2, …) on ranks 0, 1, …
+    (g = 1) or on servers 0, 1, … (g > 1), at NIC bandwidth `bandwidth` (NVLink stays
+    settings.NVLINK_BANDWIDTH)."""
     if isinstance(ells, tuple) and g > 1:
         strag = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
     elif isinstance(ells, tuple):

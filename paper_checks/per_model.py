@@ -27,15 +27,9 @@ VERDICT_MODEL = "simai"          # the paper's evaluation ran SimAI
 
 def cluster(p: int, g: int, ells, model: str) -> Cluster:
     """ℓ (one straggler, or the straggler server's g GPUs) or a tuple (ℓ1, ℓ2, …) on ranks 0, 1, …
-    (g = 1) or on servers 0, 1, … (g > 1, all g GPUs of server i at ℓ_i: optcc_model.rails_cluster)."""
-    if isinstance(ells, tuple) and g > 1:
-        strag = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
-    elif isinstance(ells, tuple):
-        strag = {i: Fraction(e) for i, e in enumerate(ells)}
-    else:
-        strag = {i: Fraction(ells) for i in range(g)}
-    return Cluster.build(p, g, strag, bandwidth=S.NIC_BANDWIDTH, nvlink_bandwidth=S.NVLINK_BANDWIDTH,
-                         latency_model=model)
+    (g = 1) or on servers 0, 1, … (g > 1, all g GPUs of server i at ℓ_i: optcc_model.rails_cluster),
+    at the settings' NIC bandwidth (event_checks.cluster builds it)."""
+    return E.cluster(p, g, ells, model)
 
 
 def nccl_time(p: int, g: int, model: str, n: int) -> Fraction:
