@@ -35,8 +35,6 @@ def run(args) -> int:
     require("run", "torch")
     if args.nproc < 2:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
-    if args.size <= 0:
-        raise OptccError("--size", f"expected a positive number of bytes, got {args.size}")
     positive_seconds(args.timeout, "--timeout")
     elem = ELEMENT_BYTES[args.dtype]
     if args.size % elem:

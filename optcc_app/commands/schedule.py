@@ -35,8 +35,6 @@ def check_algo(name: str) -> str:
 
 def run(args) -> int:
     check_algo(args.algo)
-    if args.n <= 0:
-        raise OptccError("--n", f"expected a positive number of bytes, got {args.n}")
     cluster = cluster_from_args(args)
     k = segments_from_args(args, args.algo, cluster, args.n)
     schedule = build_schedule(args.algo, cluster, k)
