@@ -197,7 +197,7 @@ def test_sizes_sweep_with_delay_cli_json(tmp_path):
     # 512 KiB through a 20 Mbit/s straggler link: the ring is clearly slower than fault-free
     assert rows[1]["torch_straggler_s"] > 1.3 * rows[1]["torch_fault_free_s"], rows
     assert all(r["optcc_streaming_s"] > 0 and r["predicted_s"] > 0 for r in rows)
-    assert 0.004 <= out["measured_rtt_min_s"] <= 0.0044 and out["measured_rtt_s"] <= 0.012
+    assert 0.004 <= out["measured_rtt_min_s"] <= 0.0048 and out["measured_rtt_s"] <= 0.012
     assert png.stat().st_size > 1000
     assert _namespaces() == before_ns and not _forwarders()
 
