@@ -1,9 +1,9 @@
 """Per-point verdicts decided by event times, never FAILed by an upper bound.
 
 At a grid point (p, g, ℓ, latency preset, bandwidth B) each side has an interval:
-- NCCLNoFailure: its exact event time (paper_checks.event_timer.ring_event_time, every p).
+- NCCLNoFailure: its exact event time (optcc.event_timer.ring_event_time, every p).
 - OptCC: where its schedules are small enough (≤ FLOW_CAP flows at every k the search visits),
-  the exact event time (optcc.timing's model, paper_checks.event_timer) at the k a search over k
+  the exact event time (optcc.timing's model, optcc.event_timer) at the k a search over k
   by event time picks; elsewhere [lower bound + o + Li + L, the closed form of optcc.model_time at
   its auto k] (the closed form is an upper bound, tested ≥ the event time).
 A point PASSes when OptCC's upper end is within the tolerance of NCCLNoFailure's event time,
@@ -30,7 +30,7 @@ from optcc.errors import OptccError
 from optcc.latency import units as latency_units
 from optcc.segments import K_MAX, auto_segments
 from paper_checks import settings as S
-from paper_checks.event_timer import Prepared, ring_event_time
+from optcc.event_timer import Prepared, ring_event_time
 
 FLOW_CAP = 70_000           # event-time OptCC only where its schedule has at most this many flows (cost rule)
 ROOT2 = math.sqrt(2)

@@ -164,7 +164,7 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
     row.ours = ("per latency model, event times on both sides where OptCC's schedules are small enough (else "
                 "OptCC's closed-form upper bound: PASS or undecided, never FAIL), 50 GB/s: " + text
                 + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
-    row.model = ("event model (optcc.timing, via paper_checks.event_timer) on both sides, k by an event-time search "
+    row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
                  "preset (verdict = simai at 50 GB/s, the paper's simulator). " + row.model)
     return row

@@ -1,4 +1,4 @@
-"""paper_checks.event_timer: equal to optcc.timing.event_time on generated schedules of every
+"""optcc.event_timer: equal to optcc.timing.event_time on generated schedules of every
 construction, latency preset and g; NCCLNoFailure's array generator gives the real schedule's
 flows; the closed forms of optcc.model_time are upper bounds on these event times."""
 from fractions import Fraction as F
@@ -13,7 +13,7 @@ from optcc.model_time import model_time
 from optcc.timing import IntegerTimes, event_time
 from paper_checks import per_model as P
 from paper_checks import settings as S
-from paper_checks.event_timer import fast_event_time, ring_event_time, ring_flow_tuples
+from optcc.event_timer import fast_event_time, ring_event_time, ring_flow_tuples
 
 N = 8 * 2**30
 MODELS = ("alpha", "simai", "nccl")

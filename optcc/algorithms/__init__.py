@@ -8,6 +8,7 @@ from optcc.schedule import Schedule
 
 MAX_SEGMENTS = 4096          # derived: bounds on schedules to build (closed forms take any k)
 MAX_WORK = 4 * 10**6         # p²·k ≈ half the flow count of a ring / OptCC schedule
+MAX_ARRAY_WORK = 3 * 10**7   # p²·k of a schedule timed as FlowArrays (measured: 3.8 GiB peak at 1024²·25, benchmarks/event_time_scale.py)
 
 
 def check_segments(segments) -> int:
@@ -26,6 +27,14 @@ def check_work(cluster: Cluster, segments: int) -> None:
     if work > MAX_WORK:
         raise OptccError("segments", f"p²·k = {cluster.p}²·{segments} = {work} is over the limit "
                                      f"{MAX_WORK} (a schedule of about {2 * work} flows); use a smaller p or k")
+
+
+def check_array_work(cluster: Cluster, segments: int) -> None:
+    """Refuse FlowArrays too large for this machine's memory (about 72 bytes per flow at the peak)."""
+    work = cluster.p * cluster.p * segments
+    if work > MAX_ARRAY_WORK:
+        raise OptccError("segments", f"p²·k = {cluster.p}²·{segments} = {work} is over the array limit "
+                                     f"{MAX_ARRAY_WORK} (about {2 * work} flows); use a smaller p or k")
 
 
 def max_buildable_segments(cluster: Cluster) -> int:

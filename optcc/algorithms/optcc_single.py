@@ -120,6 +120,17 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
+def optcc_flow_arrays(cluster: Cluster, segments: int = 1):
+    """optcc_allreduce(cluster, segments)'s flows as FlowArrays (optcc.algorithms.families.arrays:
+    the same family formulas on index arrays, no Flow objects); None for p = 2 (one exchange)."""
+    s_rank, ell = _straggler(cluster)
+    k = check_segments(segments)
+    if cluster.p < 3:
+        return None
+    from optcc.algorithms.families.arrays import optcc_flow_arrays as arrays
+    return arrays(cluster.p, k, s_rank, ell)
+
+
 def tick_clock(unit: Fraction):
     """at(ticks) = ticks·unit as one shared Fraction per tick value: many flows start together,
     and optcc.timing converts each distinct start object once."""

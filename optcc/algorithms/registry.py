@@ -5,7 +5,10 @@ A record (`Algorithm`) holds what every caller needs: `build(cluster, k)` (the S
 `accepts(cluster) -> (bool, reason)` (the cluster shapes it covers; a build may still refuse
 finer cases with an OptccError naming the field, and that refusal is the user's answer),
 `latency` (model_time's counts A, B and knee as a `Latency`, or a string saying why none is
-derived) and `source` (paper or derived, with the citation).
+derived) and `source` (paper or derived, with the citation). `arrays(cluster, k)`, where a
+construction has it, gives the same flows as numpy index arrays (families.arrays.FlowArrays,
+or None where it has none for that cluster), so that `optcc time --algo` times it at p = 1024
+without building Flow objects.
 
 The name "optcc" is a dispatcher: the first record marked `construction` that accepts the
 cluster serves it (`choose`, in table order). `build_schedule`, `optcc.model_time`,
@@ -29,7 +32,7 @@ from optcc.algorithms import all_slow, direct, optcc_rails
 from optcc.algorithms import baselines as BL
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+from optcc.algorithms.optcc_single import optcc_allreduce, optcc_flow_arrays, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -59,6 +62,7 @@ class Algorithm:
     auto_segments: int | None = None                   # --segments auto's answer without a search
     compare: bool = False                              # a row of its own in `optcc compare`
     choose: Callable[[Cluster], Algorithm] | None = None   # a dispatcher: the record serving a cluster
+    arrays: Callable[[Cluster, int], object] | None = None  # build's flows as FlowArrays (or None), no Flow objects
 
 
 # ---- OptCC's constructions -------------------------------------------------------------------
@@ -158,7 +162,7 @@ _CONSTRUCTIONS = [
               "derived: m ≥ 2 stragglers (docs/optcc_multi.md)", construction=True),
     Algorithm("optcc_single", optcc_allreduce, optcc_slot_time, _single, SINGLE_LATENCY,
               "paper: OptCC's single-straggler construction (PAPER.md 'OptCC'; Theorem 2's time)",
-              construction=True),
+              construction=True, arrays=optcc_flow_arrays),
 ]
 
 

@@ -15,11 +15,12 @@ from optcc_app.commands._fields import flag_for
 DEFAULT_N_BYTES = 2**30
 
 
-def add_cluster_args(parser, p_required: bool = True) -> None:
+def add_cluster_args(parser, p_required: bool = True, latency: bool = True) -> None:
     """--p --g --straggler R:ELL (repeatable) --bandwidth --nvlink-bandwidth, the latency flags, --cluster.
 
     --p is never required by argparse (so that --cluster FILE works alone); cluster_from_args
-    demands exactly one of the two. `p_required` is accepted for existing callers, unused."""
+    demands exactly one of the two. `p_required` is accepted for existing callers, unused;
+    `latency=False` leaves the latency flags to the caller (a command that adds them itself)."""
     parser.add_argument("--p", type=int, help="number of GPUs (required unless --cluster)")
     parser.add_argument("--g", type=int, default=1, help="GPUs per server (default 1)")
     parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
@@ -32,7 +33,8 @@ def add_cluster_args(parser, p_required: bool = True) -> None:
                         help="healthy NIC bandwidth B in bytes/s (default 50e9 = 400 Gb/s)")
     parser.add_argument("--nvlink-bandwidth", default=str(DEFAULT_NVLINK_BANDWIDTH),
                         help="NVLink bandwidth per GPU in bytes/s (default 450e9)")
-    add_latency_args(parser)
+    if latency:
+        add_latency_args(parser)
     parser.add_argument("--cluster", metavar="FILE", help="read the cluster from a JSON file instead")
 
 

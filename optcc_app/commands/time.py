@@ -1,8 +1,11 @@
-"""`optcc time FILE`: slot and event time of a schedule, against T0 and the lower bound."""
+"""`optcc time FILE` or `optcc time --algo NAME --p …`: slot and event time of a schedule (read
+from FILE, or built in memory from the registry without writing its JSON), against T0 and the
+lower bound; the same JSON keys either way."""
 from __future__ import annotations
 
-from optcc_app.commands._common import (add_latency_args, add_size_and_json_args, apply_latency_args, message_size,
-                                    print_json, print_table)
+from optcc.errors import OptccError
+from optcc_app.commands._common import (add_cluster_args, add_latency_args, add_segments_arg, add_size_and_json_args,
+                                        apply_latency_args, message_size, print_json, print_table)
 from optcc.latency import describe_json
 from optcc.schedule import Schedule
 from optcc_app.compose.timing_report import time_schedule
@@ -11,18 +14,61 @@ from optcc.timing import units_to_seconds
 
 def register(sub) -> None:
     parser = sub.add_parser("time", help="time a schedule (slot and event models) against T0 and the bound")
-    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("file", metavar="FILE", nargs="?",
+                        help="a schedule JSON (optcc schedule -o FILE); or give --algo and the cluster instead")
+    parser.add_argument("--algo", metavar="NAME",
+                        help="build this algorithm of the registry in memory (as optcc schedule --algo) and time it")
     add_size_and_json_args(parser)
+    add_cluster_args(parser, latency=False)   # with --algo: the cluster to build for
+    add_segments_arg(parser, 1)
     add_latency_args(parser)   # override the schedule's cluster's latency model
     parser.set_defaults(handler=run)
 
 
+_CLUSTER_FLAGS = (("p", "--p"), ("cluster", "--cluster"), ("straggler", "--straggler"),
+                  ("failed_nics", "--failed-nics"), ("no_pxn", "--no-pxn"))
+
+
+def _timed(args):
+    """(report, cluster, algorithm name, flow count) of FILE, or of --algo built for the cluster
+    flags (exactly one of the two)."""
+    if args.file is not None and args.algo is not None:
+        raise OptccError("--algo", "give a schedule FILE or --algo NAME, not both")
+    if args.file is not None:
+        given = [flag for attr, flag in _CLUSTER_FLAGS if getattr(args, attr)]
+        given += [flag for attr, flag, default in (("g", "--g", 1), ("segments", "--segments", "1"))
+                  if getattr(args, attr) != default]
+        if given:
+            raise OptccError(given[0], "the cluster and --segments flags build a schedule with --algo; "
+                                       "FILE carries its own cluster")
+        schedule = Schedule.load(args.file)
+        schedule.cluster = apply_latency_args(schedule.cluster, args)
+        return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
+                len(schedule.flows), schedule)
+    if args.algo is None:
+        raise OptccError("FILE", "give a schedule FILE (optcc schedule -o FILE) or --algo NAME with --p")
+    from optcc_app.commands._common import cluster_from_args, segments_from_args
+    from optcc_app.commands.schedule import check_algo
+    from optcc_app.compose.timing_report import array_record, time_algorithm
+    check_algo(args.algo)
+    cluster = cluster_from_args(args)
+    arrays = array_record(args.algo, cluster) is not None      # timed as arrays: not capped by the build limit
+    k = segments_from_args(args, args.algo, cluster, args.n, build=not arrays)
+    if arrays and args.segments == "auto":
+        from optcc.algorithms import MAX_ARRAY_WORK
+        cap = max(1, MAX_ARRAY_WORK // cluster.p**2)
+        if k > cap:
+            import sys
+            print(f"optcc: note: auto k = {k} is over the array limit p²·k ≤ {MAX_ARRAY_WORK}: timing k = {cap}",
+                  file=sys.stderr)
+            k = cap
+    rep, name, n_flows, schedule = time_algorithm(args.algo, cluster, k, args.n)
+    return rep, cluster, name, n_flows, schedule
+
+
 def run(args) -> int:
     message_size(args)
-    schedule = Schedule.load(args.file)
-    schedule.cluster = apply_latency_args(schedule.cluster, args)
-    rep = time_schedule(schedule, args.n)
-    c = schedule.cluster
+    rep, c, name, n_flows, schedule = _timed(args)
     out = {
         "slot_time": float(rep.slot_time),
         "event_time": float(rep.event_time),
@@ -36,13 +82,12 @@ def run(args) -> int:
         "latency_model": describe_json(c),
         "capacity_model": rep.capacity,
         "capacity_ok": rep.violation is None,
-        "capacity_violation": None if rep.violation is None else rep.violation.describe(schedule),
+        "capacity_violation": None if rep.violation is None or schedule is None else rep.violation.describe(schedule),
     }
     if args.json:
         print_json(out)
     else:
-        print(f"# {schedule.meta.get('algorithm', 'schedule')} on {c.describe()}, "
-              f"{len(schedule.flows)} flows, n = {args.n} bytes, times in units of n/B")
+        print(f"# {name} on {c.describe()}, {n_flows} flows, n = {args.n} bytes, times in units of n/B")
         rows = [
             ["slot time", out["slot_time"], out["seconds"]["slot"]],
             [f"event time ({out['latency_model']['name']} latency)", out["event_time"], out["seconds"]["event"]],

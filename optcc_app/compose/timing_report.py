@@ -9,7 +9,8 @@ from bounds.closed_form import fault_free_optimum, lower_bound
 from optcc.errors import OptccError
 from optcc.latency import units as latency_units
 from optcc.schedule import Schedule
-from optcc.timing import CapacityViolation, IntegerTimes, capacity_model, check_capacity, event_time, slot_time
+from optcc.event_timer import fast_event_time
+from optcc.timing import CapacityViolation, IntegerTimes, capacity_model, check_capacity, slot_time
 
 
 @dataclass
@@ -43,10 +44,52 @@ def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
         lb = None
     return TimingReport(
         slot_time=slot_time(schedule, grid),
-        event_time=event_time(schedule, o, grid, li, lat),
+        event_time=fast_event_time(schedule, o, li, lat, grid),   # = optcc.timing.event_time, a slot group at a time
         t0=fault_free_optimum(c.p, c.g),
         lower_bound=lb,
         capacity=model,
         violation=violation,
         n_bytes=n_bytes,
     )
+
+
+def array_record(algo: str, cluster):
+    """The registry record that would build `algo` on this cluster, when it has an array form."""
+    from optcc.algorithms.registry import algorithm
+    record = algorithm(algo)
+    if record.choose is not None:
+        record = record.choose(cluster)
+    return record if record.arrays is not None else None
+
+
+def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30):
+    """(report, algorithm built, flow count, the Schedule or None where only arrays were made) of `algo` on the cluster with k segments. Where the
+    serving construction has an array form (registry `arrays`) the flows are timed as
+    FlowArrays (optcc.event_timer.Prepared.from_arrays: the same event model, exact), so p = 1024
+    works; otherwise, or where the arrays show a port conflict (to describe it), the schedule
+    is built and timed by time_schedule."""
+    from optcc.algorithms import build_schedule, check_array_work
+    from optcc.event_timer import Prepared
+    record = array_record(algo, cluster)
+    fa = None
+    if record is not None:
+        check_array_work(cluster, k)
+        fa = record.arrays(cluster, k)
+    if fa is None:
+        schedule = build_schedule(algo, cluster, k)
+        return time_schedule(schedule, n_bytes), schedule.meta.get("algorithm", algo), len(schedule.flows), schedule
+    n_flows = len(fa)
+    prep = Prepared.from_arrays(cluster, fa)
+    del fa
+    if not prep.exclusive_ok():
+        schedule = build_schedule(algo, cluster, k)
+        return time_schedule(schedule, n_bytes), schedule.meta.get("algorithm", algo), len(schedule.flows), schedule
+    o, li, lat = latency_units(cluster, n_bytes)
+    try:
+        lb = lower_bound(cluster)
+    except OptccError:
+        lb = None
+    rep = TimingReport(slot_time=prep.slot_time(), event_time=prep.event_time(o, li, lat),
+                       t0=fault_free_optimum(cluster.p, cluster.g), lower_bound=lb, capacity="exclusive",
+                       violation=None, n_bytes=n_bytes)
+    return rep, "optcc", n_flows, None

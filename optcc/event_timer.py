@@ -9,8 +9,9 @@ starts of the group from the committed maxima. Local ops only read (their push n
 maximum), so they only enter the finish time. Exact: integers on one grid (time = value/scale),
 int64 only where a bound on every value fits (else optcc.timing.event_time is used).
 
-Used by the paper checks (paper_checks.event_checks) to decide verdicts by event time; tested
-equal to optcc.timing.event_time on generated schedules (tests/test_event_timer.py).
+Used by `optcc time` (optcc_app.compose.timing_report) and the paper checks
+(paper_checks.event_checks, verdicts by event time); tested equal to optcc.timing.event_time on
+generated schedules (tests/test_event_timer.py).
 """
 from __future__ import annotations
 
@@ -89,46 +90,101 @@ class Prepared:
         self.schedule = schedule
         self.grid = grid = grid or IntegerTimes(schedule)
         flows = schedule.flows
-        n = self.n = len(flows)
+        n = len(flows)
         self.fallback = n == 0 or min(grid.durs) <= 0
         if self.fallback:
+            self.n = n
             return
-        self.n_pieces = n_pieces = len(schedule.pieces)
         src = np.fromiter((f.src for f in flows), dtype=np.int64, count=n)
         dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
         piece = np.fromiter((f.piece for f in flows), dtype=np.int64, count=n)
         nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
-        start = np.asarray(grid.starts, dtype=np.int64)
-        order = np.argsort(start, kind="stable")
-        self.start = start[order]
-        self.slot_end = np.asarray(grid.ends, dtype=np.int64)[order]
-        self.dur = np.asarray(grid.durs, dtype=np.int64)[order]
-        self.read_key, self.write_key = (src * n_pieces + piece)[order], (dst * n_pieces + piece)[order]
-        self.send, self.recv = ((src * 2 + nv) * 2)[order], ((dst * 2 + nv) * 2 + 1)[order]
-        cuts = np.flatnonzero(np.diff(self.start)) + 1
-        self.bounds = np.concatenate([[0], cuts, [n]]).tolist()
-        self.sum_durs = float(sum(grid.durs))
-        self.max_end = float(max(grid.ends))
         ops_at: dict = {}
         for op, t in zip(schedule.local_ops, grid.op_times):
-            ops_at.setdefault(t, []).append(op.rank * n_pieces + op.piece)
+            ops_at.setdefault(t, []).append(op.rank * len(schedule.pieces) + op.piece)
+        self._arrays(schedule.cluster.p, len(schedule.pieces), grid.scale, src, dst, piece, nv,
+                     np.asarray(grid.starts, dtype=np.int64), np.asarray(grid.durs, dtype=np.int64), ops_at)
+
+    @classmethod
+    def from_arrays(cls, cluster, fa) -> Prepared:
+        """Prepared from FlowArrays (optcc.algorithms.families.arrays: NIC flows at rate 1, no
+        local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time)."""
+        self = cls.__new__(cls)
+        self.schedule, self.grid, self.fallback = None, None, False
+        sizes = sorted(set(fa.pieces))
+        slows = sorted(set(cluster.slowdown))
+        durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
+        scale = fa.scale
+        for d in durs.values():
+            scale = math.lcm(scale, d.denominator)
+        size_class = np.array([sizes.index(x) for x in fa.pieces], dtype=np.int16)[fa.piece]
+        slow = np.array([slows.index(x) for x in cluster.slowdown], dtype=np.int16)
+        slow_class = np.maximum(slow[fa.src], slow[fa.dst])
+        table = np.array([[d.numerator * (scale // d.denominator) for b in range(len(slows))
+                           for d in [durs[(a, b)]]] for a in range(len(sizes))], dtype=np.int64)
+        if table.max() * len(fa) + (int(fa.start.max()) + 1) * (scale // fa.scale) >= INT_LIMIT / 4:
+            raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
+        start = fa.start if scale == fa.scale else fa.start * (scale // fa.scale)
+        self._arrays(cluster.p, len(fa.pieces), scale, fa.src, fa.dst, fa.piece, 0, start,
+                     table[size_class, slow_class], {})
+        return self
+
+    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at) -> None:
+        self.p, self.n_pieces, self.scale, self.n = p, n_pieces, scale, int(src.size)
+        key_t = np.int32 if p * max(n_pieces, 4) < 2**31 else np.int64   # indices only: half the memory
+        src, dst, piece = (np.asarray(a).astype(key_t, copy=False) for a in (src, dst, piece))
+        nv = np.asarray(nv).astype(key_t, copy=False)
+        order = np.argsort(start, kind="stable")
+        start = start[order]
+        self.dur = dur = dur[order]
+        self.slot_end = start + dur
+        self.read_key = (src * n_pieces + piece)[order]
+        self.write_key = (dst * n_pieces + piece)[order]
+        self.send = ((src * 2 + nv) * 2)[order]
+        self.recv = ((dst * 2 + nv) * 2 + 1)[order]
+        del order
+        cuts = np.flatnonzero(np.diff(start)) + 1
+        self.bounds = np.concatenate([[0], cuts, [self.n]]).tolist()
+        self.group_start = start[self.bounds[:-1]].tolist()     # the flows' starts: one per group
+        del start
+        self.sum_durs = float(self.dur.sum(dtype=np.float64))
+        self.max_end = float(self.slot_end.max())
         self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
+
+    def slot_time(self) -> Fraction:
+        """The latest flow end or local-op time (optcc.timing.slot_time)."""
+        last = max([int(self.slot_end.max())] + [t for t, _ in self.ops]) if self.n else 0
+        return Fraction(last, self.scale)
+
+    def exclusive_ok(self) -> bool:
+        """No two flows overlap on one port (optcc.timing's exclusive check for unit rates). The
+        flows are sorted by start, so a stable sort by port orders each port's flows by start."""
+        for port in (self.send, self.recv):
+            order = np.argsort(port, kind="stable")
+            same = port[order]
+            same = same[1:] == same[:-1]
+            ends = self.slot_end[order]
+            starts = ends - self.dur[order]
+            if (same & (starts[1:] < ends[:-1])).any():
+                return False
+        return True
 
     def event_time(self, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
                    lat: Fraction = Fraction(0)) -> Fraction:
         o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
         if self.fallback:
             return event_time(self.schedule, o, self.grid, li, lat)
-        mult, scale, oi, lii, wi = _latency_ints(self.grid.scale, o, li, lat)
+        mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
         # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
         if self.sum_durs * mult + self.n * float(oi + lii + wi) + self.max_end * mult >= INT_LIMIT / 4:
+            if self.schedule is None:
+                raise OverflowError("event_timer: event times beyond int64 on this grid")
             return event_time(self.schedule, o, self.grid, li, lat)
         dur = self.dur * mult if mult != 1 else self.dur
-        timer = GroupTimer(self.schedule.cluster.p * self.n_pieces, self.schedule.cluster.p * 4, oi, lii, wi)
+        timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi)
         ops, j = self.ops, 0
         b = self.bounds
-        for a, e in zip(b[:-1], b[1:]):
-            t = int(self.start[a])
+        for t, a, e in zip(self.group_start, b[:-1], b[1:]):
             while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
                 timer.read_ops(*ops[j])
                 j += 1

@@ -1,0 +1,168 @@
+"""A family's flows as numpy index arrays: the same formulas (optcc.algorithms.families), run once
+on whole index ranges instead of once per flow, so a generator's flows at p = 1024 cost a few
+int64 arrays rather than tens of millions of Flow objects.
+
+`NP` is the arithmetic namespace on numpy arrays (ite → where, mod → np.mod); the formulas are
+unchanged, so the arrays are the enumeration `optcc_flows` makes (tested flow for flow in
+tests/test_flow_arrays.py). Starts are integers on one grid (time = start / scale).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from optcc.algorithms.families import Family, Params
+
+INT64_SAFE = 2**62
+
+
+class _NumpyArith:
+    """The arithmetic namespace on numpy int64 arrays (and Python scalars where a term is one)."""
+
+    @staticmethod
+    def mod(x, n, qlo, qhi):
+        return np.mod(x, n)
+
+    @staticmethod
+    def ite(c, a, b):
+        if isinstance(c, (bool, np.bool_)):
+            return a if c else b
+        return np.where(c, a, b)
+
+    @staticmethod
+    def And(*cs):
+        return np.logical_and.reduce([np.asarray(c) for c in cs])
+
+    @staticmethod
+    def Or(*cs):
+        return np.logical_or.reduce([np.asarray(c) for c in cs])
+
+    @staticmethod
+    def Not(c):
+        return np.logical_not(c)
+
+    @staticmethod
+    def mul(a, b):
+        return a * b
+
+    @staticmethod
+    def odd(x):
+        return x % 2 == 1
+
+    @staticmethod
+    def div(a, b):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            raise TypeError("families.arrays: a division of index arrays has no exact int64 form")
+        return a if b == 1 else Fraction(a) / b
+
+
+NP = _NumpyArith()
+
+
+def _scalar(x) -> bool:
+    return not isinstance(x, np.ndarray)
+
+
+def family_arrays(fam: Family, P: Params, ranges: tuple[range, ...]) -> dict | None:
+    """The flows of `fam` whose indices lie in `ranges` and satisfy its domain, as arrays:
+    src, dst (nodes), piece (the key's components), box (int64) and the scalar terms
+    (box_len, offset, dur, phase). None when no index passes."""
+    grids = np.meshgrid(*[np.arange(r.start, r.stop, dtype=np.int64) for r in ranges], indexing="ij")
+    idx = [g.reshape(-1) for g in grids]
+    if not idx or idx[0].size == 0:
+        return None
+    keep = np.ones(idx[0].size, dtype=bool)
+    for cond in fam.domain(NP, P, *idx):
+        keep &= np.broadcast_to(np.asarray(cond, dtype=bool), keep.shape)
+    if not keep.any():
+        return None
+    idx = [a[keep] for a in idx]
+    T = fam.terms(NP, P, *idx)
+    m = idx[0].size
+    for name in ("offset", "dur", "phase", "box_len"):
+        if not _scalar(getattr(T, name)):
+            raise TypeError(f"families.arrays: {fam.name}.{name} varies per flow; only box, nodes and piece may")
+    full = lambda v: np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))   # noqa: E731
+    return {"src": full(T.src), "dst": full(T.dst), "piece": tuple(full(c) for c in T.piece),
+            "box": full(T.box), "offset": Fraction(T.offset), "dur": Fraction(T.dur), "phase": int(T.phase),
+            "op": fam.op}
+
+
+@dataclass
+class FlowArrays:
+    """A schedule's flows as arrays (all NIC flows at rate 1): ranks and piece index (int32),
+    start (int64) on the integer grid `scale` (time = start / scale, n/B); `pieces` are the
+    piece sizes (n/B)."""
+
+    pieces: list
+    src: np.ndarray
+    dst: np.ndarray
+    piece: np.ndarray
+    start: np.ndarray
+    scale: int
+
+    def __len__(self) -> int:
+        return int(self.src.size)
+
+
+def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
+    """The flows of `families.optcc.optcc_flows(p, k, s, ell)` (p ≥ 3) as FlowArrays: every family
+    on the index ranges of its loops, starts origin[phase] + (box + offset)·unit[phase]."""
+    from optcc.algorithms.families import optcc as F
+    ell = Fraction(ell)
+    P = Params(p, k, ell, s)
+    H = p - 1
+    origin, unit = F.phase_clock(H, k, ell)
+    pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
+    plan = [(pro, (range(H - 1), range(H))), (rs, (range(k), range(H), range(1, H))),
+            (up, (range(k), range(H))), (down, (range(k), range(H))),
+            (p2p_up, (range(k), range(H))), (p2p_down, (range(k), range(H))),
+            (ag, (range(k), range(H), range(H - 1))), (epi, (range(H - 1), range(H)))]
+    parts = []            # (phase, offset, box, src, dst, piece), int32 each: a part is compacted when made
+    for fam, r in plan:
+        for chunk in _chunks(r):
+            a = family_arrays(fam, P, chunk)
+            if a is None:
+                continue
+            key = a["piece"]
+            piece = key[0] * H + key[1] if len(key) == 2 else k * H + key[0]
+            ranks = [np.where(node == H, s, node + (node >= s)).astype(np.int32) for node in (a["src"], a["dst"])]
+            parts.append((a["phase"], a["offset"], a["box"].astype(np.int32), *ranks, piece.astype(np.int32)))
+    scale = 1
+    for ph, offset, *_ in parts:
+        for x in (origin[ph], unit[ph], offset * unit[ph]):
+            scale = math.lcm(scale, Fraction(x).denominator)
+
+    def grid(x: Fraction) -> int:
+        return x.numerator * (scale // x.denominator)
+    n = sum(part[2].size for part in parts)
+    src, dst, piece = (np.empty(n, dtype=np.int32) for _ in range(3))
+    start = np.empty(n, dtype=np.int64)
+    at = 0
+    parts.reverse()
+    while parts:                                   # fill the result, freeing each part as it is copied
+        ph, offset, box, s_, d_, pc = parts.pop()
+        o_i, u_i, off_i = grid(origin[ph]), grid(unit[ph]), grid(offset * unit[ph])
+        if o_i + (int(box.max()) + 1) * u_i + off_i >= INT64_SAFE:
+            raise OverflowError("families.arrays: starts beyond int64 on this grid")
+        m = box.size
+        np.multiply(box, u_i, out=start[at:at + m], dtype=np.int64)
+        start[at:at + m] += o_i + off_i
+        src[at:at + m], dst[at:at + m], piece[at:at + m] = s_, d_, pc
+        at += m
+    return FlowArrays(F.piece_sizes(H, k, ell), src, dst, piece, start, scale)
+
+
+CHUNK = 1 << 21      # index tuples per family_arrays call (bounds the temporaries, not the result)
+
+
+def _chunks(ranges: tuple[range, ...]):
+    """`ranges` split along the first index so that each part has ≤ CHUNK tuples."""
+    rest = math.prod(len(r) for r in ranges[1:])
+    step = max(1, CHUNK // max(rest, 1))
+    first = ranges[0]
+    for a in range(first.start, first.stop, step):
+        yield (range(a, min(a + step, first.stop)),) + tuple(ranges[1:])
