@@ -30,10 +30,23 @@ CACHES = (
 )
 
 
+PAPER_FIXTURES = {"paper_rows", "paper_report"}      # the report computed once per session: minutes
+
+
+def measured_slow() -> set[str]:
+    """Node ids of tests/slow_tests.txt (measured ≥ 3 s; tests/slow_tests.py writes it)."""
+    rows = (line.split("\t") for line in (TESTS / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#"))
+    return {row[2] for row in rows if len(row) == 3}
+
+
 def pytest_collection_modifyitems(config, items):
+    slow = measured_slow()
     for item in items:
         if item.module.__name__.endswith("_gloo"):
             item.add_marker(pytest.mark.gloo)
+        if item.nodeid in slow or PAPER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -19,15 +19,30 @@ def register(sub) -> None:
     parser.set_defaults(handler=run)
 
 
+# Progress on stderr where the schedules are large enough to take seconds (p²·k flows to build,
+# time and prove); smaller comparisons finish in about a second and print only their table.
+LOUD_WORK = 10**5
+
+
 def run(args) -> int:
+    import sys
     from optcc_app.compose.comparison import MATERIALIZE_MAX_P, compare
 
     message_size(args)
     positive_seconds(args.ilp_time_limit, "--ilp-time-limit")
     cluster = cluster_from_args(args)
     k = segments_from_args(args, "optcc", cluster, args.n, build=cluster.p <= MATERIALIZE_MAX_P)
+    loud = cluster.p <= MATERIALIZE_MAX_P and cluster.p ** 2 * k >= LOUD_WORK
+
+    def progress(message: str) -> None:
+        print(f"optcc compare: {message}", file=sys.stderr, flush=True)
+    if loud:
+        print(f"optcc compare: {cluster.describe()}, k = {k}: solving the fluid LPs, then building, timing "
+              f"{'and proving ' if not args.no_prove else ''}each schedule", file=sys.stderr, flush=True)
     out = compare(cluster, k, ilp=args.ilp, solver=args.solver, ilp_pieces=args.ilp_pieces,
-                  ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove)
+                  ilp_time_limit_s=args.ilp_time_limit, prove=not args.no_prove,
+                  progress=progress if loud else None)
+
     out["n_bytes"] = args.n
     out["segments"] = k
     if args.json:

@@ -31,12 +31,29 @@ ILP_MAX_P = 4
 
 def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str = DEFAULT_LP_SOLVER,
             ilp_pieces: int = 2, ilp_time_limit_s: float = 30.0, prove: bool = True,
-            materialize_max_p: int = MATERIALIZE_MAX_P) -> dict:
-    """The comparison as a JSON-ready dict (keys as in issue #5)."""
+            materialize_max_p: int = MATERIALIZE_MAX_P, progress=None) -> dict:
+    """The comparison as a JSON-ready dict (keys as in issue #5). `progress(message)`, if given,
+    hears of each row as it is done (the LPs, then every algorithm's row, built, timed, proved)."""
     check_segments(segments)
     if cluster.p <= materialize_max_p:             # schedules get built: bound their size first
         check_work(cluster, segments)
     started = time.perf_counter()
+    done: set = set()
+
+    def say(what: str, rows=None) -> None:
+        """One line for `what` (rows None), else one per row of `rows` not reported yet."""
+        if progress is None:
+            return
+        new = [r for r in rows if r not in done] if rows is not None else [None]
+        done.update(new)
+        for name in new:
+            label = what if name is None else f"{what} {name}"
+            a = out["algorithms"].get(name) if name is not None else None
+            tail = "" if a is None else (f": {a['time']:.4f} n/B" if a.get("time") is not None else ": not available")
+            if a is not None and a.get("proved") is not None:
+                tail += ", proved" if a["proved"] else ", NOT proved"
+            progress(f"{label}{tail} ({time.perf_counter() - started:.1f} s)")
+    out: dict = {"algorithms": {}}
     t0 = fault_free_optimum(cluster.p, cluster.g)
     try:
         lb = lower_bound(cluster)
@@ -45,10 +62,11 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
     notes: list[str] = []
     shared = solve_fluid_lp(cluster, "shared", solver)
     exclusive = solve_fluid_lp(cluster, "exclusive", solver)
+    say(f"fluid LPs solved (shared {shared.objective}, exclusive {exclusive.objective})")
     for res in (shared, exclusive):
         if not res.optimal:
             notes.append(f"{res.capacity} LP: {res.status} ({res.solver}), no optimum reported")
-    out = {
+    out.update({
         "cluster": cluster.describe(),
         "segments": segments,
         "lower_bound": None if lb is None else float(lb),
@@ -60,7 +78,7 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
                "exclusive": exclusive.summary() | {"binding": exclusive.binding}},
         "algorithms": {},
         "notes": notes,
-    }
+    })
     if ilp:
         if cluster.g != 1 or cluster.p > ILP_MAX_P:
             notes.append(f"ILP: skipped, the from-scratch search is for g = 1 and p ≤ {ILP_MAX_P}")
@@ -75,6 +93,7 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
                              f"best {found.objective}, bound {found.best_bound}: not reported as optimal")
             if found.schedule is not None:
                 _add_schedule(out, "ilp_trees", found.schedule, t0, lb, prove, notes)
+        say("ILP done", list(out["algorithms"]))
 
     small = cluster.p <= materialize_max_p
     from optcc.algorithms.registry import table
@@ -82,12 +101,14 @@ def compare(cluster: Cluster, segments: int = 8, ilp: bool = False, solver: str 
         if record.compare:
             add = _ROWS.get(record.name, _add_record)
             add(out, record, cluster, segments, small, t0, lb, prove, notes)
+            say("row", list(out["algorithms"]))
     if cluster.g == 1 and small:
         from lp_models.to_schedule import lp_schedule
         for capacity, res in (("shared", shared), ("exclusive", exclusive)):
             if res.optimal:
                 _add_schedule(out, f"lp_schedule_{capacity}", lp_schedule(cluster, segments, capacity, lp=res),
                               t0, lb, prove, notes)
+                say("row", list(out["algorithms"]))
     out["seconds"] = time.perf_counter() - started
     return out
 

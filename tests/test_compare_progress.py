@@ -1,0 +1,30 @@
+"""`optcc compare` reports its rows on stderr as they finish where the schedules take seconds
+(p²·k ≥ LOUD_WORK), and stays quiet on small clusters (issue 25 item 6)."""
+from __future__ import annotations
+
+import json
+
+from optcc_app.commands.compare import LOUD_WORK
+
+
+def test_large_compare_prints_each_row_as_it_finishes(run_optcc):
+    args = ("compare", "--p", "40", "--straggler", "0:2", "--segments", "64", "--no-prove")
+    assert 40 ** 2 * 64 >= LOUD_WORK
+    res = run_optcc(*args, "--json", timeout=300)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    lines = res.stderr.splitlines()
+    assert lines[0].startswith("optcc compare: p=40, straggler 0:ℓ=2, k = 64: solving the fluid LPs")
+    assert lines[1].startswith("optcc compare: fluid LPs solved")
+    rows = [line.split()[3].rstrip(":") for line in lines[2:]]
+    assert rows == list(out["algorithms"]), lines          # one line per row, in the table's order
+    for line, (name, a) in zip(lines[2:], out["algorithms"].items()):
+        shown = f"{a['time']:.4f} n/B" if a["time"] is not None else "not available"
+        assert f"row {name}: {shown} (" in line and line.endswith(" s)"), line
+
+
+def test_small_compare_prints_only_its_table(run_optcc):
+    res = run_optcc("compare", "--p", "8", "--straggler", "0:3/2", "--segments", "64", "--no-prove")
+    assert 8 ** 2 * 64 < LOUD_WORK
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert res.stdout.startswith("# AllReduce on p=8")
