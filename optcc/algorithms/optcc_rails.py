@@ -47,6 +47,7 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from optcc.algorithms import check_segments
@@ -57,6 +58,7 @@ from optcc.timing import durations
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
+LEAD_STEPS = 16         # halvings of the lead's bisection (_smallest_lead)
 BORROW_MAX_COLUMNS = 128  # borrowing sub-rails tried up to q·(number of sub-rails) LP columns (cost rule: ~9 s at 112, p = 64, g = 4)
 
 
@@ -119,62 +121,87 @@ class _Plan:
             self.offsets.append(off)
             off += len(sched.pieces)
         s_nv = cluster.nvlink_speedup
-        # first touch / last write per (server, rail, piece), in global time without the lead
+        half, full = _rates(self.shares, g, rates)       # per rail: both kinds / one kind active
+        # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
+        durf = [[w * x / (s_nv * full[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
+                enumerate(zip(self.shares, self.rails))]
+        durh = [[w * x / (s_nv * half[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
+                enumerate(zip(self.shares, self.rails))]
+        # Every time below is exact on one integer grid (value = int / M): sums, differences and
+        # comparisons of integers instead of Fractions. M holds 2^LEAD_STEPS so that the lead's
+        # bisection (_smallest_lead) halves exactly on the grid.
+        M = self.nic_time.denominator
+        for row in durf + durh:
+            for d in row:
+                M = math.lcm(M, d.denominator)
+        rail_dens = []
+        for l, (ft_l, lw_l) in enumerate(touches):
+            dens = {t.denominator for node in ft_l + lw_l for t in node.values()}
+            rail_dens.append(dens)
+            w_den = self.shares[l].denominator
+            for den in dens:
+                M = math.lcm(M, den * w_den)
+        M <<= LEAD_STEPS
+        self.grid = M
+        grid_int = lambda x: x.numerator * (M // x.denominator)    # noqa: E731
+        durf = [[grid_int(d) for d in row] for row in durf]
+        durh = [[grid_int(d) for d in row] for row in durh]
+        # first touch / last write per (server, rail, piece), in global time without the lead:
+        # the rail's time t scaled by its share w_l, t·w_l·M = t.numerator · w.numerator · M/(t.den·w.den)
         ft = [dict() for _ in range(q)]
         lw = [dict() for _ in range(q)]
         for l, (ft_l, lw_l) in enumerate(touches):
             w = self.shares[l]
+            mult = {den: w.numerator * (M // (den * w.denominator)) for den in rail_dens[l]}
             for s in range(q):
-                ft[s].update(((l, pi), t * w) for pi, t in ft_l[s].items())
-                lw[s].update(((l, pi), t * w) for pi, t in lw_l[s].items())
+                ft[s].update(((l, pi), t.numerator * mult[t.denominator]) for pi, t in ft_l[s].items())
+                lw[s].update(((l, pi), t.numerator * mult[t.denominator]) for pi, t in lw_l[s].items())
         # NVLink: every GPU runs its own reduce-scatter stream (the g−1 others send into it at
         # once) and its own all-gather stream (it sends to the g−1 others at once). While both
         # kinds can be active on a server every flow runs at rate 1/(2(g−1)); reduce-scatter
         # flows that end before the server's first all-gather, and all-gather flows that start
         # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
         # of each kind, so none exceeds capacity whatever the streams' timing (derived).
-        half, full = _rates(self.shares, g, rates)       # per rail: both kinds / one kind active
-        # (float, exact) keys: the exact order, with cheap float comparisons first
-        order = [sorted(ft[s], key=lambda kk: (float(ft[s][kk]), ft[s][kk], kk)) for s in range(q)]
-        # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
-        durf = [[w * x / (s_nv * full[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
-                enumerate(zip(self.shares, self.rails))]
-        durh = [[w * x / (s_nv * half[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
-                enumerate(zip(self.shares, self.rails))]
-
-        D = Fraction(0)                       # lead, from all reduce-scatters at the half rate
+        order = [sorted(ft[s], key=lambda kk: (ft[s][kk], kk)) for s in range(q)]
+        nic = grid_int(self.nic_time)
+        D = 0                                 # lead, from all reduce-scatters at the half rate
         for s in range(q):
-            free = [Fraction(0)] * g
+            free = [0] * g
+            fts = ft[s]
             for key in order[s]:
-                free[key[0]] += durh[key[0]][key[1]]
-                D = max(D, free[key[0]] - ft[s][key])
-        if rates != "equal" and 50 * D > self.nic_time:
+                l = key[0]
+                free[l] += durh[l][key[1]]
+                if free[l] - fts[key] > D:
+                    D = free[l] - fts[key]
+        if rates != "equal" and 50 * D > nic:
             D = _smallest_lead(D, order, ft, lw, durf, durh, g)
-        self.lead = D
-        self.end = D + self.nic_time
+        self.lead = Fraction(D, M)
+        end = D + nic
+        at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
         self.nvlink: list[Flow] = []
         for s in range(q):
             first_ag = D + min(lw[s].values())
-            free = [Fraction(0)] * g
+            free = [0] * g
             for key in order[s]:              # the same order, no later than at the half rate
                 l, pi = key
                 st = free[l]
                 d = durf[l][pi]
                 rate, free[l] = (full[l], st + d) if st + d <= first_ag else (half[l], st + durh[l][pi])
                 if materialize:
-                    self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", st, "nvlink", rate)
+                    self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
             last_rs = max(free)
-            free = [Fraction(0)] * g
-            releases = sorted(((D + lw[s][key], key) for key in lw[s]), key=lambda rk: (float(rk[0]), rk))
+            free = [0] * g
+            releases = sorted((D + lw[s][key], key) for key in lw[s])
             for rel, key in releases:
                 l, pi = key
                 st = max(rel, free[l])
                 rate, free[l] = (full[l], st + durf[l][pi]) if st >= last_rs else (half[l], st + durh[l][pi])
                 if materialize:
-                    self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", st, "nvlink", rate)
+                    self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
-                self.end = max(self.end, free[l])
+                end = max(end, free[l])
+        self.end = Fraction(end, M)
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
         # NICs, sets the time.
@@ -182,26 +209,31 @@ class _Plan:
         self.nvlink_limited = self.nvlink_work > self.nic_time
 
 
-def _smallest_lead(hi: Fraction, order, ft, lw, durf, durh, g: int, steps: int = 16) -> Fraction:
+def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None = None) -> int:
     """A smaller lead than `hi` (all reduce-scatters at the half rate) that still meets every
     first touch when reduce-scatter flows that end before the server's first all-gather run at
     the one-kind rate, exactly as `_Plan` lays them out. need(D), the latest finish − first touch
     under that rule, does not grow with D (a later first all-gather only lets more flows run at
-    the faster rate), so bisection keeps need(hi) ≤ hi: `steps` halvings of [0, hi] (derived)."""
-    def need(D: Fraction) -> Fraction:
-        worst = Fraction(0)
+    the faster rate), so bisection keeps need(hi) ≤ hi: `steps` (LEAD_STEPS) halvings of [0, hi]
+    (derived). Times are integers on _Plan's grid, which holds 2^LEAD_STEPS: every midpoint is
+    exact."""
+    steps = LEAD_STEPS if steps is None else steps
+
+    def need(D: int) -> int:
+        worst = 0
         for s, keys in enumerate(order):
             first_ag = D + min(lw[s].values())
-            free = [Fraction(0)] * g
+            free = [0] * g
             for key in keys:
                 l, pi = key
                 d = durf[l][pi]
                 free[l] += d if free[l] + d <= first_ag else durh[l][pi]
                 worst = max(worst, free[l] - ft[s][key])
         return worst
-    lo = Fraction(0)
+    lo = 0
     for _ in range(steps):
-        mid = (lo + hi) / 2
+        assert (lo + hi) % 2 == 0, "the grid holds 2^LEAD_STEPS"
+        mid = (lo + hi) // 2
         if need(mid) <= mid:
             hi = mid
         else:
