@@ -71,3 +71,16 @@ def test_time_algo_at_p_1024_reports_the_array_limit(run_optcc):
     res = run_optcc("time", "--algo", "optcc", "--p", "1024", "--straggler", "0:2", "--segments", "40")
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr.startswith("optcc: error: --segments: p²·k = 1024²·40"), res.stderr
+
+
+@pytest.mark.parametrize("p,ell,model", [(16, Fraction(8, 7), "simai"), (32, Fraction(2), "nccl"),
+                                         (24, Fraction(3), "alpha")])
+def test_paper_checks_time_the_arrays_as_the_schedule(p, ell, model):
+    """paper_checks.event_checks prepares single-straggler points from the array form: the event
+    time it uses equals the built schedule's (optcc.timing.event_time) at the paper's 8 GiB."""
+    from paper_checks import event_checks as E
+    c = E.cluster(p, 1, ell, model)
+    prep = E._Schedules().get(c, 5)
+    assert prep is not None and prep.schedule is None            # the array path, no Schedule built
+    o, li, lat = units(c, 8 << 30)
+    assert prep.event_time(o, li, lat) == event_time(build_schedule("optcc", c, 5), o, None, li, lat)
