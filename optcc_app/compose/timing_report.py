@@ -31,6 +31,14 @@ class TimingReport:
         return float(self.slot_time / self.lower_bound) if self.lower_bound else None
 
 
+def _lower_bound(cluster) -> Fraction | None:
+    """The cluster's lower bound, None where no closed form covers it."""
+    try:
+        return lower_bound(cluster)
+    except OptccError:
+        return None
+
+
 def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
     """Slot time, event time (the cluster's o, Li, L at message size n), T0, lower bound, capacity check."""
     c = schedule.cluster
@@ -38,15 +46,11 @@ def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
     model = capacity_model(schedule)
     violation = check_capacity(schedule, model, grid)
     o, li, lat = latency_units(c, n_bytes)
-    try:
-        lb = lower_bound(c)
-    except OptccError:
-        lb = None
     return TimingReport(
         slot_time=slot_time(schedule, grid),
         event_time=fast_event_time(schedule, o, li, lat, grid),   # = optcc.timing.event_time, a slot group at a time
         t0=fault_free_optimum(c.p, c.g),
-        lower_bound=lb,
+        lower_bound=_lower_bound(c),
         capacity=model,
         violation=violation,
         n_bytes=n_bytes,
@@ -75,21 +79,16 @@ def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30):
     if record is not None:
         check_array_work(cluster, k)
         fa = record.arrays(cluster, k)
-    if fa is None:
-        schedule = build_schedule(algo, cluster, k)
-        return time_schedule(schedule, n_bytes), schedule.meta.get("algorithm", algo), len(schedule.flows), schedule
-    n_flows = len(fa)
-    prep = Prepared.from_arrays(cluster, fa)
-    del fa
-    if not prep.exclusive_ok():
+    prep = None
+    if fa is not None:
+        n_flows = len(fa)
+        prep = Prepared.from_arrays(cluster, fa)
+        del fa
+    if prep is None or not prep.exclusive_ok():
         schedule = build_schedule(algo, cluster, k)
         return time_schedule(schedule, n_bytes), schedule.meta.get("algorithm", algo), len(schedule.flows), schedule
     o, li, lat = latency_units(cluster, n_bytes)
-    try:
-        lb = lower_bound(cluster)
-    except OptccError:
-        lb = None
     rep = TimingReport(slot_time=prep.slot_time(), event_time=prep.event_time(o, li, lat),
-                       t0=fault_free_optimum(cluster.p, cluster.g), lower_bound=lb, capacity="exclusive",
-                       violation=None, n_bytes=n_bytes)
+                       t0=fault_free_optimum(cluster.p, cluster.g), lower_bound=_lower_bound(cluster),
+                       capacity="exclusive", violation=None, n_bytes=n_bytes)
     return rep, "optcc", n_flows, None

@@ -14,13 +14,14 @@ from fractions import Fraction
 
 import numpy as np
 
-from optcc.algorithms.families import Family, Params
+from optcc.algorithms.families import Family, Params, _IntArith
 
 INT64_SAFE = 2**62
 
 
-class _NumpyArith:
-    """The arithmetic namespace on numpy int64 arrays (and Python scalars where a term is one)."""
+class _NumpyArith(_IntArith):
+    """The arithmetic namespace on numpy int64 arrays (and Python scalars where a term is one);
+    mul and odd are INT's, which numpy's operators already apply elementwise."""
 
     @staticmethod
     def mod(x, n, qlo, qhi):
@@ -45,18 +46,10 @@ class _NumpyArith:
         return np.logical_not(c)
 
     @staticmethod
-    def mul(a, b):
-        return a * b
-
-    @staticmethod
-    def odd(x):
-        return x % 2 == 1
-
-    @staticmethod
     def div(a, b):
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             raise TypeError("families.arrays: a division of index arrays has no exact int64 form")
-        return a if b == 1 else Fraction(a) / b
+        return _IntArith.div(a, b)
 
 
 NP = _NumpyArith()
