@@ -5,9 +5,15 @@ Tiers (markers, `--strict-markers` refuses any other): `slow` (long; `pytest -m 
 the fast tier, README), `gloo` (starts real torch.distributed processes; every test module
 whose name ends in `_gloo` gets it here), `root` (network namespaces) and `gpu` (CUDA) skip
 with a reason where the machine lacks them.
+
+Parallel runs (pytest-xdist, `-n auto` in pyproject.toml): the tests reading the paper-checks
+report share one worker (the report is computed once per worker), and a test marked `alone`
+(it measures link rates or wall time) runs with every other worker paused between tests.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import pathlib
 import subprocess
@@ -45,8 +51,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.module.__name__.endswith("_gloo"):
             item.add_marker(pytest.mark.gloo)
-        if item.nodeid in slow or PAPER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        reads_report = bool(PAPER_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if item.nodeid in slow or reads_report:
             item.add_marker(pytest.mark.slow)
+        if reads_report:
+            item.add_marker(pytest.mark.xdist_group("paper_report"))
+
+
+@contextlib.contextmanager
+def _flock(path: pathlib.Path, mode: int):
+    with open(path, "a") as f:
+        fcntl.flock(f, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_shared(request, tmp_path_factory):
+    """Under xdist every test holds the run's lock shared, an `alone` test holds it exclusively;
+    the turnstile stops new shared holders while an `alone` test waits, so it is not starved."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    run_dir = tmp_path_factory.getbasetemp().parent          # shared by the run's workers
+    mode = fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH
+    with open(run_dir / "optcc-alone.lock", "a") as lock:
+        with _flock(run_dir / "optcc-turnstile.lock", fcntl.LOCK_EX):
+            fcntl.flock(lock, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)

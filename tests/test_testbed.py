@@ -12,7 +12,10 @@ pytest.importorskip("torch")
 pytest.importorskip("matplotlib")
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
-pytestmark = pytest.mark.skipif(not ROOT, reason="the testbed needs root (network namespaces, tc)")
+# `alone`: the tests measure shaped link rates and RTTs (and compare the machine's namespaces
+# before and after), so under xdist no other test runs beside them.
+pytestmark = [pytest.mark.skipif(not ROOT, reason="the testbed needs root (network namespaces, tc)"),
+              pytest.mark.alone, pytest.mark.xdist_group("testbed")]
 
 
 @pytest.fixture(autouse=True, scope="module")
