@@ -46,6 +46,12 @@ def measured_slow() -> set[str]:
     return {row[2] for row in rows if len(row) == 3}
 
 
+def plain_nodeid(item) -> str:
+    """The node id without the "@group" suffix xdist's loadgroup appends."""
+    return item.nodeid.split("@", 1)[0] if item.get_closest_marker("xdist_group") else item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)         # before xdist reads the xdist_group marks (and renames node ids)
 def pytest_collection_modifyitems(config, items):
     slow = measured_slow()
     for item in items:

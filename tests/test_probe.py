@@ -140,6 +140,7 @@ def _optcc(*args, timeout=120, cwd=None, env=None):
                           timeout=timeout, cwd=cwd, env=env)
 
 
+@pytest.mark.alone          # measures the ranks' rates: another test's load beside it reads as a straggler
 def test_local_probe_json_and_cluster_file_feed_schedule(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "c.json"

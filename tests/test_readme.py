@@ -1,6 +1,8 @@
 """README opens with the two one-line commands, and .ci/run runs the second one verbatim."""
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -33,6 +35,7 @@ def test_packaging_names_a_free_distribution_a_licence_and_typed_packages():
     assert not (ROOT / "compose").exists()          # a PyPI name; the composition layer is optcc_app.compose
 
 
+@pytest.mark.alone          # 8 gloo ranks within the example's own timeout: no other test's load beside it
 def test_the_python_api_example_runs_as_shown(tmp_path, monkeypatch):
     """README's "Python API" block, exactly as shown, as a doctest (in a temporary folder: it
     writes oc8.json)."""

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import PAPER_FIXTURES, measured_slow
+from conftest import PAPER_FIXTURES, measured_slow, plain_nodeid
 
 PACKAGES = ("optcc", "optcc_app", "bounds", "lp_models", "verifier", "gpu_runner", "paper_checks")
 
@@ -20,7 +20,7 @@ def _whole_suite(request):
 
 
 def test_every_listed_slow_test_exists_and_is_marked(request):
-    items = {item.nodeid: item for item in _whole_suite(request)}
+    items = {plain_nodeid(item): item for item in _whole_suite(request)}
     listed = measured_slow()
     assert len(listed) >= 50
     stale = sorted(listed - set(items))
