@@ -2,7 +2,9 @@
 module registers `lp_shared` and `lp_exclusive` (the CLI does, before it reads `--algo`).
 
 They live here, not in the core table, because they need the fluid LP (lp_models is above core);
-each builds lp_models.to_schedule.lp_schedule with k segments and the default LP solver.
+each builds lp_models.to_schedule.lp_schedule with k segments and the default LP solver. Their slot
+time is the built schedule's own timing, not a closed form (`closed_form=False`): their schedules
+state none, and `optcc verify` shows their time as "not stated".
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ RECORDS = tuple(
     registry.Algorithm(f"lp_{capacity}", _builder(capacity), _slot_time(capacity), _accepts,
                        "none derived: the LP schedule's critical path was never counted",
                        f"derived: the {capacity}-capacity fluid LP optimum as a pipelined star schedule "
-                       "(lp_models.to_schedule, docs/lp_models.md)")
+                       "(lp_models.to_schedule, docs/lp_models.md)", closed_form=False)
     for capacity in ("shared", "exclusive"))
 
 for _record in RECORDS:

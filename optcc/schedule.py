@@ -10,6 +10,10 @@
 - `LocalOp(rank, piece, time, coef)`: rank scales its value of piece by the integer coef at
   `time` (multi-straggler combination rules need a signed step).
 - Times are exact Fractions in units of n/B (see optcc.cluster).
+- `stated_slot_time` (JSON key "slot_time", optional): the finish time the schedule's generator
+  states from its closed form (optcc.algorithms.registry's `slot_time`; build_schedule writes
+  it). The verifier's `time` property proves the schedule ends exactly then; a schedule that
+  states none reports `time: not stated`. (A meta.slot_time, the old place, is read the same.)
 
 Semantics at one instant t: flows that end at t land first, then local ops at t apply, then
 flows that start at t read. JSON format "optcc-schedule/1" round-trips exactly.
@@ -52,14 +56,32 @@ class LocalOp(NamedTuple):
 
 
 class Schedule:
-    """Pieces, flows and local ops on a Cluster, plus free-form `meta` (algorithm, params)."""
+    """Pieces, flows and local ops on a Cluster, the stated slot time (or None), plus free-form
+    `meta` (algorithm, params)."""
 
-    def __init__(self, cluster: Cluster, pieces, flows, local_ops=(), meta=None):
+    def __init__(self, cluster: Cluster, pieces, flows, local_ops=(), meta=None, stated_slot_time=None):
         self.cluster = cluster
         self.pieces: list[Fraction] = [Fraction(x) for x in pieces]
         self.flows: list[Flow] = list(flows)
         self.local_ops: list[LocalOp] = list(local_ops)
         self.meta: dict = dict(meta or {})
+        self._stated: Fraction | None = stated_slot_time
+
+    @property
+    def stated_slot_time(self) -> Fraction | None:
+        """The slot time this schedule states (n/B): the field, else the old meta.slot_time; None: none."""
+        if self._stated is not None:
+            return self._stated
+        legacy = self.meta.get("slot_time")
+        if legacy is None:
+            return None
+        if not isinstance(legacy, (int, float, str)) or isinstance(legacy, bool):
+            raise OptccError("meta.slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {legacy!r}")
+        return parse_fraction(legacy, "meta.slot_time")
+
+    @stated_slot_time.setter
+    def stated_slot_time(self, value: Fraction | None) -> None:
+        self._stated = value
 
     def __repr__(self):
         return (f"Schedule({self.cluster.describe()}, {len(self.pieces)} pieces, "
@@ -69,6 +91,13 @@ class Schedule:
     def validate(self) -> Schedule:
         """Raise OptccError naming the first bad field (path as in the JSON file)."""
         _validate_pieces(self.pieces)
+        if self._stated is not None and (not isinstance(self._stated, Fraction) or self._stated <= 0):
+            raise OptccError("slot_time", f"expected a time > 0 (n/B), got {show(self._stated)}")
+        legacy = self.meta.get("slot_time")
+        if legacy is not None:
+            value = Schedule(self.cluster, (), (), meta=self.meta).stated_slot_time   # type and value checked
+            if self._stated is not None and value != self._stated:
+                raise OptccError("meta.slot_time", f"states {show(value)} but slot_time states {show(self._stated)}")
         p, g = self.cluster.p, self.cluster.g
         n_pieces = len(self.pieces)
         for i, f in enumerate(self.flows):
@@ -139,6 +168,8 @@ class Schedule:
             "pieces": [fraction_to_json(x) for x in self.pieces],
             "flows": flows,
         }
+        if self._stated is not None:
+            out["slot_time"] = fraction_to_json(self._stated)
         if self.local_ops:
             out["local_ops"] = [{"rank": o.rank, "piece": o.piece, "time": fraction_to_json(o.time),
                                  "coef": o.coef} for o in self.local_ops]
@@ -150,7 +181,7 @@ class Schedule:
             raise OptccError("(top level)", "expected a JSON object")
         if data.get("format") != FORMAT:
             raise OptccError("format", f"expected {FORMAT!r}, got {data.get('format')!r}")
-        known = {"format", "meta", "cluster", "pieces", "flows", "local_ops"}
+        known = {"format", "meta", "cluster", "pieces", "flows", "local_ops", "slot_time"}
         for key in data:
             if key not in known:
                 raise OptccError(key, f"unknown key (known: {', '.join(sorted(known))})")
@@ -203,12 +234,13 @@ class Schedule:
         meta = data.get("meta", {})
         if not isinstance(meta, dict):
             raise OptccError("meta", "expected an object")
-        if "slot_time" in meta:          # the stated finish time the verifier's `time` compares (a number)
-            stated = meta["slot_time"]
-            if not isinstance(stated, (int, float, str)) or isinstance(stated, bool):
-                raise OptccError("meta.slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {stated!r}")
-            parse_fraction(stated, "meta.slot_time")
-        return cls(cluster, pieces, flows, local_ops, meta).validate()
+        stated = None
+        if "slot_time" in data:
+            value = data["slot_time"]
+            if not isinstance(value, (int, float, str)) or isinstance(value, bool):
+                raise OptccError("slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {value!r}")
+            stated = parse_fraction(value, "slot_time")
+        return cls(cluster, pieces, flows, local_ops, meta, stated).validate()
 
     def canonical_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): what the certificate hash is taken over."""

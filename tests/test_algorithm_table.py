@@ -20,6 +20,7 @@ from optcc.model_time import model_time, served_by
 from optcc.latency import units as latency_units
 from optcc.segments import auto_segments, knee_segments
 from optcc.timing import slot_time
+import lp_models.algorithms  # noqa: F401,E402  (registers lp_shared and lp_exclusive, as the CLI does)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 N = 2**30
@@ -132,7 +133,6 @@ CASES = {"optcc": G1, "optcc_servers": G2, "optcc_rails": ["--p", "8", "--g", "2
 
 
 def test_every_record_is_complete_and_cited():
-    import lp_models.algorithms  # noqa: F401  (registers the LP records)
     assert set(registry.names()) == set(CASES)
     for a in registry.table():
         assert a.choose is not None or a.source.startswith(("paper: ", "derived: ")), a.name
@@ -149,11 +149,20 @@ def test_every_record_schedules_and_verifies_through_the_cli(name, tmp_path, cap
     k = 2 if registry.algorithm(name).segmented else 1
     assert main(["schedule", "--algo", name, *CASES[name], "-k", str(k), "-o", path]) == 0
     capsys.readouterr()
-    assert main(["verify", path, "--json"]) == 0 and _json(capsys)["proved"] is True
+    assert main(["verify", path, "--json"]) == 0
+    proof = _json(capsys)
+    assert proof["proved"] is True
     from optcc.schedule import Schedule
     s = Schedule.load(path)
-    assert slot_time(s) == registry.algorithm(name).slot_time(s.cluster, k)
+    record = registry.algorithm(name)
+    assert slot_time(s) == record.slot_time(s.cluster, k)
     assert s.to_json() == build_schedule(name, s.cluster, k).to_json()
+    if record.closed_form:               # the file states the closed form, and `time` proves it
+        assert s.stated_slot_time == record.slot_time(s.cluster, k)
+        assert proof["properties"]["time"] is True and proof["not_stated"] == []
+    else:                                # the LP schedules: their time is no formula
+        assert s.stated_slot_time is None and "slot_time" not in s.to_json()
+        assert "time" not in proof["properties"] and proof["not_stated"] == ["time"]
 
 
 def test_register_refuses_a_taken_name_and_unknown_names_name_algo():

@@ -196,3 +196,17 @@ def test_verifier_glue_mutant_refuted_by_prove_all(name, monkeypatch):
 
 def test_at_least_twenty_glue_and_timing_mutants():
     assert len(GENERATOR_MUTANTS) + len(TIMING_MUTANTS) + len(VERIFIER_MUTANTS) >= 20
+
+
+def test_a_stated_time_other_than_the_proved_flows_end_is_refused(certs):
+    """The stated slot time rides in the schedule the check compares byte for byte, so it is
+    checked on its own: it must be the last landing of the proved flows and durations."""
+    c = Cluster.build(5, 1, {1: Fraction(3, 2)})
+    for algo, build in (("ring", ring_allreduce), ("optcc", optcc_allreduce)):
+        s = build(c, 2)
+        assert s.stated_slot_time is not None
+        ok, why = gc.generator_certificate_check(s, certs[algo])
+        assert ok and f"ends at the stated slot time {s.stated_slot_time} n/B" in why, why
+        s.stated_slot_time = s.stated_slot_time * 400
+        ok, why = gc.generator_certificate_check(s, certs[algo])
+        assert not ok and "states slot time" in why and "but its proved flows end at" in why, why

@@ -88,7 +88,7 @@ def test_the_verifier_refutes_it_naming_rank_and_piece(sigma):
     s = copies_around_an_add(sigma)
     proof = prove_allreduce(s)
     assert not proof.proved
-    assert proof.properties == {"sum": False, "causality": False, "capacity": True, "time": True}
+    assert proof.properties == {"sum": False, "causality": False, "capacity": True}   # its time: not stated
     cx = proof.counterexample
     assert (cx["property"], cx["rank"], cx["piece"]) == ("sum", sigma[3], 0)
     assert cx["wrong_coefficients"] == {str(sigma[3]): {"expected": 1, "actual": 2}}

@@ -123,7 +123,7 @@ def two_per_pair_p2():
 def test_several_messages_between_one_pair_in_one_batch_are_runnable():
     """Both ends post a pair's messages in the same (start, src, dst, piece, index) order."""
     proof = prove_allreduce(two_per_pair_p2())
-    assert proof.proved and proof.properties == {name: True for name in PROPERTIES}
+    assert proof.proved and proof.properties == {name: True for name in PROPERTIES if name != "time"}
 
 
 def _sends_first(schedule, grid):
@@ -225,9 +225,29 @@ def test_g2_cluster_uses_the_bound_from_bounds():
 
 def test_stated_time_must_match():
     s = ring(3, 1, 1)
-    s.meta["slot_time"] = "1"
+    assert s.stated_slot_time == F(4, 3)                 # the generator states its closed form
+    s.stated_slot_time = F(1)
     proof = prove_allreduce(s)
     assert not proof.properties["time"] and "4/3" in proof.counterexample["message"]
+    legacy = Schedule(s.cluster, s.pieces, s.flows, meta={**s.meta, "slot_time": "1"})   # the old place
+    assert legacy.stated_slot_time == 1 and not prove_allreduce(legacy).properties["time"]
+
+
+def test_a_schedule_stating_no_time_has_time_not_stated_never_proved():
+    s = ring(3, 1, 1)
+    bare = Schedule(s.cluster, s.pieces, s.flows, meta=s.meta)
+    proof = prove_allreduce(bare)
+    assert proof.proved and "time" not in proof.properties and proof.facts["stated_slot_time"] == "not stated"
+    fast = Schedule(s.cluster, s.pieces, [f._replace(start=f.start / 2) for f in s.flows], meta=s.meta)
+    proof = prove_allreduce(fast)            # stating nothing does not hide a schedule beating the bound
+    assert proof.properties["time"] is False and "LOWER BOUND" in proof.counterexamples["time"]["message"]
+
+
+def test_the_stated_time_and_meta_slot_time_must_agree():
+    s = ring(3, 1, 1)
+    s.meta["slot_time"] = "1"
+    with pytest.raises(OptccError, match="meta.slot_time: states 1 but slot_time states 4/3"):
+        s.validate()
 
 
 def test_property_subset_and_unknown_name():

@@ -31,10 +31,10 @@ from verifier.causality import check_causality
 from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import ExpressionTable, execute_signature
 from verifier.port_checks import check_runnable
-from verifier.proof import PROPERTIES
+from verifier.proof import required_properties
 
 FORMAT = "optcc-certificate/2"
-VERIFIER_VERSION = "optcc-verifier/3"   # bump whenever a property's rule changes (3: same-instant landings in posting order, runnable on the runner's plans)
+VERIFIER_VERSION = "optcc-verifier/4"   # bump whenever a property's rule changes (3: same-instant landings in posting order, runnable on the runner's plans; 4: time against the stated slot time)
 
 
 def final_table(schedule, grid=None):
@@ -76,14 +76,16 @@ def final_table(schedule, grid=None):
 
 
 def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
-    """Write the certificate atomically; refuses a proof that did not prove every property of PROPERTIES."""
-    if not proof.proved or set(proof.properties) != set(PROPERTIES):
-        raise OptccError("certificate", f"only a proof of all of {', '.join(PROPERTIES)} gets a certificate")
+    """Write the certificate atomically; refuses a proof that did not prove every required property
+    (verifier.proof.required_properties: `time` too where the schedule states a slot time)."""
+    required = required_properties(schedule)
+    if not proof.proved or not set(required) <= set(proof.properties):
+        raise OptccError("certificate", f"only a proof of all of {', '.join(required)} gets a certificate")
     digest, wrong = final_table(schedule)
     if wrong is not None:                  # cannot happen for a proved schedule: refuse loudly
         raise OptccError("certificate", f"piece {wrong[0]} of rank {wrong[1]} is not the sum; no certificate")
     data = {"format": FORMAT, "verifier_version": VERIFIER_VERSION, "schedule_sha256": schedule.sha256(),
-            "proved": True, "properties": {k: bool(proof.properties[k]) for k in PROPERTIES},
+            "proved": True, "properties": {k: bool(proof.properties[k]) for k in required},
             "witness": {"final_table_sha256": digest, "pieces": len(schedule.pieces), "p": schedule.cluster.p},
             "z3_version": z3.get_version_string(), "seconds": round(proof.seconds, 6)}
     write_text_atomic(path, dumps(data, indent=2) + "\n", field)
@@ -105,7 +107,7 @@ def check_certificate(schedule, path: str) -> tuple[bool, str]:
     if data.get("schedule_sha256") != schedule.sha256():
         return False, "it names another schedule (sha256 differs)"
     props = data.get("properties")
-    if data.get("proved") is not True or not isinstance(props, dict) or any(props.get(k) is not True for k in PROPERTIES):
+    if data.get("proved") is not True or not isinstance(props, dict) or any(props.get(k) is not True for k in required_properties(schedule)):
         return False, "it does not record every property as proved"
     witness = data.get("witness")
     if not isinstance(witness, dict) or not isinstance(witness.get("final_table_sha256"), str):

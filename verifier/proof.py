@@ -6,7 +6,9 @@ instant in posting order; verifier.events.piece_events). docs/verifier.md has th
   causality  same-instant landings on one (rank, piece) commute or are dead, so the values do
              not hinge on the tie-break (verifier.causality)
   capacity   optcc.timing.check_capacity under the schedule's capacity model
-  time       ends at optcc.timing.slot_time, not below bounds.closed_form.lower_bound
+  time       ends exactly at the schedule's stated slot time, not below
+             bounds.closed_form.lower_bound; a schedule that states none has no `time` entry
+             in `properties` ("not stated" in facts), unless it beats the bound (refuted)
 "runnable" (the runner's own per-rank programs realize the schedule) is checked where those
 programs are built, gpu_runner.plan_check: the verifier may not import the runner.
 Reported beside them, not part of `proved` (a correct AllReduce may lack them; callers that
@@ -35,6 +37,12 @@ from verifier.sum_property import SumChecker
 from verifier.time_property import check_time
 
 PROPERTIES = ("sum", "causality", "capacity", "time")
+
+
+def required_properties(schedule) -> tuple[str, ...]:
+    """The properties a proof of `schedule` must hold: all of PROPERTIES, less `time` where the
+    schedule states no slot time (then its time is "not stated", never proved)."""
+    return PROPERTIES if schedule.stated_slot_time is not None else PROPERTIES[:-1]
 REPORTED = ("deterministic", "numerics")
 
 
@@ -97,6 +105,9 @@ def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "f
         else:
             ok, cx, time_facts = check_time(schedule, grid)
             facts.update(time_facts)
+            if ok is None:                       # not stated: nothing to prove, nothing refuted
+                facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
+                continue
         results[name] = ok
         facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
         if not ok:

@@ -45,7 +45,8 @@ def max_buildable_segments(cluster: Cluster) -> int:
 
 def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     """Build the named algorithm's schedule with `segments` pipeline segments: any record of
-    optcc.algorithms.registry ('optcc' is the first construction that accepts the cluster)."""
+    optcc.algorithms.registry ('optcc' is the first construction that accepts the cluster),
+    stating the record's closed-form slot time (Schedule.stated_slot_time) where it has one."""
     from optcc.algorithms.registry import algorithm
     check_segments(segments)
     record = algorithm(algo)
@@ -56,7 +57,10 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
         ok, why = record.accepts(cluster)
         if not ok:
             raise OptccError("algo", f"{algo} does not accept this cluster: {why}")
-    return record.build(cluster, segments)
+    schedule = record.build(cluster, segments)
+    if (record.choose(cluster) if record.choose else record).closed_form:
+        schedule.stated_slot_time = record.slot_time(cluster, segments)
+    return schedule
 
 
 def algorithm_names() -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms.ring import ring_step
 from optcc.algorithms.server_lift import instance_cluster, lifted_flow, nvlink_round, straggler_server
 from optcc.cluster import Cluster
@@ -54,6 +55,7 @@ def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8
     return max(t1, t2) + t3
 
 
+@states_slot_time("r2ccl_slot_time")
 def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=None) -> Schedule:
     """R2CCL-AllReduce on a cluster with one degraded node (g = 1), capacity model "shared".
 
@@ -162,6 +164,7 @@ def r2ccl_server_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | N
     return Fraction(2 * (g - 1), g) / cluster.nvlink_speedup + r2ccl_slot_time(inst, chunks, subpieces) / g
 
 
+@states_slot_time("r2ccl_server_slot_time")
 def r2ccl_server_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8) -> Schedule:
     """R2CCL with g GPUs per server and one degraded server, as a hierarchical Schedule.
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from optcc.algorithms.ring import ring_allreduce, ring_step
+from optcc.algorithms.stated import states_slot_time
+from optcc.algorithms.ring import ring_allreduce, ring_slot_time, ring_step
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -30,6 +31,7 @@ def pxn_ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
 
 
 # ---- flat ring for g > 1 -------------------------------------------------------------------
+@states_slot_time("flat_ring_slot_time")
 def flat_ring_allreduce(cluster: Cluster) -> Schedule:
     """Ring over all p GPUs, g channels (one per NIC); each channel carries 1/g of the data.
 
@@ -67,11 +69,21 @@ def flat_ring_allreduce(cluster: Cluster) -> Schedule:
 
 
 def flat_ring_slot_time(cluster: Cluster) -> Fraction:
-    """Derived: 2(p−1)/(g·p)·ℓ_max (units n/B)."""
-    return Fraction(2 * (cluster.p - 1), cluster.g * cluster.p) * max(cluster.slowdown)
+    """Derived: 2(p−1)/(g·p)·ℓ_max (units n/B), the 2(p−1) steps of one NIC hop each. With one
+    server there is no NIC hop: the last step ends when its NVLink hops land, shard·g/s_nv after
+    it starts, so T = (2(p−1) − 1)·shard·ℓ_max + shard·g/s_nv (derived from flat_ring_allreduce;
+    the generator checks s_nv/g ≥ 1, so the hop fits in its step). g = 1 is the ring's ℓ·T0."""
+    p, g = cluster.p, cluster.g
+    if g == 1:
+        return ring_slot_time(cluster)
+    shard = Fraction(1, g * p)
+    if cluster.servers > 1:
+        return 2 * (p - 1) * shard * max(cluster.slowdown)
+    return (2 * (p - 1) - 1) * shard * max(cluster.slowdown) + shard * g / cluster.nvlink_speedup
 
 
 # ---- hierarchical ring ---------------------------------------------------------------------
+@states_slot_time("hierarchical_ring_slot_time")
 def hierarchical_ring_allreduce(cluster: Cluster) -> Schedule:
     """NVLink reduce-scatter (g−1 steps), g inter-server rings over q servers, NVLink all-gather.
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -162,6 +163,7 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     return first + (k - 1) * middle + last
 
 
+@states_slot_time("slot_time")
 def build(cluster: Cluster, k: int) -> Schedule:
     """The direct AllReduce of the module docstring with k chunks (exclusive port model)."""
     k = check_segments(k)

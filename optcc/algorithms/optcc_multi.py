@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.optcc_multi_drain import drain_last_slot as _drain_last_slot  # noqa: F401  (tests)
 from optcc.algorithms.optcc_multi_drain import drain_slots as _drain_slots
@@ -131,6 +132,7 @@ def optcc_multi_slot_time(cluster: Cluster, segments: int) -> Fraction:
     return max(ends)
 
 
+@states_slot_time("optcc_multi_slot_time")
 def optcc_multi_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: k segments, H shards each, exclusive ports."""
     stragglers = _check(cluster, segments)

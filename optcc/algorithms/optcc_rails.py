@@ -50,6 +50,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -360,6 +361,7 @@ def nvlink_limited(cluster: Cluster, k: int) -> bool:
     return plan.nvlink_limited
 
 
+@states_slot_time("slot_time")
 def build(cluster: Cluster, k: int) -> Schedule:
     """The schedule of the module docstring (exclusive port model, explicit starts)."""
     k = check_segments(k)

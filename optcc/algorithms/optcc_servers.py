@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
 from optcc.algorithms.server_lift import instance_cluster as _instance_cluster
@@ -60,6 +61,7 @@ def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
     return t1 / g + 3 * c
 
 
+@states_slot_time("optcc_server_slot_time")
 def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule of the module docstring: exclusive port model, explicit starts."""
     k = check_segments(segments)

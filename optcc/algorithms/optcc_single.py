@@ -62,6 +62,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.families import optcc as _F
 from optcc.cluster import Cluster
@@ -102,6 +103,7 @@ def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:
     return (2 * H * k + 2 * H) * d
 
 
+@states_slot_time("optcc_slot_time")
 def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     """The schedule described in the module docstring: k segments, exclusive port model."""
     s_rank, ell = _straggler(cluster)

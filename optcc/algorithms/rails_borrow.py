@@ -28,6 +28,7 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
+from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.direct import _simplex
 from optcc.cluster import Cluster
@@ -254,6 +255,7 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     return _Plan(cluster, check_segments(k), materialize=False).end
 
 
+@states_slot_time("slot_time")
 def build(cluster: Cluster, k: int) -> Schedule:
     """NVLink reduce-scatter to each piece's endpoint GPU, the borrowing sub-rails' round
     layout on the NICs after the lead, NVLink all-gather from the endpoint (exclusive ports)."""

@@ -5,7 +5,9 @@ A record (`Algorithm`) holds what every caller needs: `build(cluster, k)` (the S
 `accepts(cluster) -> (bool, reason)` (the cluster shapes it covers; a build may still refuse
 finer cases with an OptccError naming the field, and that refusal is the user's answer),
 `latency` (model_time's counts A, B and knee as a `Latency`, or a string saying why none is
-derived) and `source` (paper or derived, with the citation). `arrays(cluster, k)`, where a
+derived) and `source` (paper or derived, with the citation). Where `slot_time` is a closed form
+(`closed_form`, the default), build_schedule writes it into the schedule as its stated slot
+time, which the verifier's `time` property proves the schedule meets exactly. `arrays(cluster, k)`, where a
 construction has it, gives the same flows as numpy index arrays (families.arrays.FlowArrays,
 or None where it has none for that cluster), so that `optcc time --algo` times it at p = 1024
 without building Flow objects.
@@ -63,6 +65,8 @@ class Algorithm:
     compare: bool = False                              # a row of its own in `optcc compare`
     choose: Callable[[Cluster], Algorithm] | None = None   # a dispatcher: the record serving a cluster
     arrays: Callable[[Cluster, int], object] | None = None  # build's flows as FlowArrays (or None), no Flow objects
+    closed_form: bool = True        # slot_time is a formula (build_schedule states it in the schedule, the
+                                    # verifier's `time` proves it); False: it is the built schedule's own timing
 
 
 # ---- OptCC's constructions -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from fractions import Fraction
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.algorithms.families.ring import ring_flows
+from optcc.algorithms.stated import states_slot_time
 from optcc.schedule import Schedule
 
 
@@ -26,6 +27,12 @@ def ring_step(t: int, n: int) -> tuple[int, str]:
     return 1 - (t - (n - 1)), "copy"
 
 
+def ring_slot_time(cluster: Cluster, segments: int = 1) -> Fraction:
+    """ℓ_max · 2(p−1)/p = ℓ·T0, for every k (paper, Section 1; module docstring)."""
+    return max(cluster.slowdown) * Fraction(2 * (cluster.p - 1), cluster.p)
+
+
+@states_slot_time("ring_slot_time")
 def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     if cluster.g != 1:
         raise OptccError("g", "the ring generator covers one GPU per server (g = 1); "

@@ -22,6 +22,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from optcc_app.compose.verification import verify_schedule
     from verifier import write_certificate
+    from verifier.time_property import NOT_STATED
 
     schedule = Schedule.load(args.file)
     proof, lp, runnable = verify_schedule(schedule, args.dtype)
@@ -35,7 +36,8 @@ def run(args) -> int:
                "counterexample": out["counterexample"], "seconds": out["seconds"],
                "facts": out["facts"], "z3_version": out["z3_version"],
                "reported_properties": out["reported"],
-               "reported_counterexamples": out["reported_counterexamples"]}
+               "reported_counterexamples": out["reported_counterexamples"],
+               "not_stated": [] if "time" in proof.properties else ["time"]}
         print_json(out)
     else:
         f = proof.facts
@@ -43,6 +45,7 @@ def run(args) -> int:
               f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows")
         print_table(["property", "result"],
                     [[name, "proved" if ok else "REFUTED"] for name, ok in proof.properties.items()]
+                    + ([] if "time" in proof.properties else [["time", "not stated (reported, never proved)"]])
                     + [[name, ("holds" if ok else "DOES NOT HOLD") + " (reported, not required)"]
                        for name, ok in proof.reported.items()])
         if "piece_groups" in f:
@@ -51,7 +54,10 @@ def run(args) -> int:
                   f"{'y' if f['z3_queries'] == 1 else 'ies'}")
         if "finish" in f:
             lb = f.get("lower_bound")
-            print(f"time: ends at {show(f['finish'])} n/B" + ("" if lb is None else f", lower bound {show(lb)} n/B"))
+            stated = f.get("stated_slot_time")
+            print(f"time: ends at {show(f['finish'])} n/B"
+                  + ("; the schedule states no slot time" if stated == NOT_STATED else f", states {show(stated)} n/B")
+                  + ("" if lb is None else f", lower bound {show(lb)} n/B"))
         if "numerics" in f:
             print("numerics: " + f["numerics"]["message"])
         print("bound: " + lp["message"])

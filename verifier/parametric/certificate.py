@@ -17,8 +17,8 @@ Checking one (`generator_certificate_check`), cheapest first:
      with the very terms the obligations are stated over (rank_of, piece_of, phases, sizes);
      the schedule must be that enumeration byte for byte (sha256), and the timing model's
      duration of every flow (optcc.timing.durations, Cluster.nic_time) must equal the proved
-     duration (family dur × slot). The generator's own loops and glue are thereby checked,
-     not trusted.
+     duration (family dur × slot), and a stated slot time must be the proved flows' last
+     landing. The generator's own loops and glue are thereby checked, not trusted.
 """
 from __future__ import annotations
 
@@ -289,7 +289,7 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
         pieces, flows, durs = reference(algo, c, k)
     except OptccError as e:
         return False, f"cannot enumerate the proved families: {e.message}"
-    again = Schedule(c, pieces, flows, meta=schedule.meta)
+    again = Schedule(c, pieces, flows, meta=schedule.meta, stated_slot_time=schedule.stated_slot_time)
     if again.sha256() != schedule.sha256():
         return False, (f"the schedule (sha256 {schedule.sha256()[:16]}…) is not the enumeration of the proved "
                        f"{algo} families for its cluster and segments ({again.sha256()[:16]}…)")
@@ -298,5 +298,11 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
             f = schedule.flows[i]
             return False, (f"flow {i} ({f.src} -> {f.dst}, piece {f.piece}) lasts {model} in the timing model, "
                            f"the proof assumes {proved}")
+    stated = schedule.stated_slot_time
+    if stated is not None:          # the stated time is the proved flows' last landing (timing.slot_time's rule)
+        finish = max([f.start + d for f, d in zip(schedule.flows, durs)] + [o.time for o in schedule.local_ops])
+        if finish != stated:
+            return False, f"the schedule states slot time {stated} n/B but its proved flows end at {finish} n/B"
     return True, (f"{algo} generator re-proved for {data['for_all']}; schedule is its enumeration, "
-                  f"sha256 {schedule.sha256()[:16]}…, durations as proved")
+                  f"sha256 {schedule.sha256()[:16]}…, durations as proved"
+                  + ("" if stated is None else f", ends at the stated slot time {stated} n/B"))

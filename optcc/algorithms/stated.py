@@ -1,0 +1,30 @@
+"""`states_slot_time`: a generator's Schedule states its closed-form slot time (Schedule.stated_slot_time).
+
+The verifier's `time` property proves a schedule ends exactly at the time it states, so the
+stated time must come from the construction's own formula (never from timing the schedule it
+states it for). Decorating a generator with its formula makes every direct call state it;
+optcc.algorithms.build_schedule states the registry record's formula for the rest.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+
+def states_slot_time(slot_time_of: str):
+    """Decorator: `build(cluster, …)`'s schedule states `slot_time_of(cluster, …)` (the same
+    arguments, defaults as `build` has them); `slot_time_of` names a function of build's module
+    (looked up at call time, so it may be defined below the generator)."""
+    def wrap(build):
+        signature = inspect.signature(build)
+
+        @functools.wraps(build)
+        def generator(*args, **kwargs):
+            schedule = build(*args, **kwargs)
+            if schedule.stated_slot_time is None:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                schedule.stated_slot_time = build.__globals__[slot_time_of](*bound.args, **bound.kwargs)
+            return schedule
+        return generator
+    return wrap
