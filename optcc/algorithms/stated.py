@@ -3,12 +3,15 @@
 The verifier's `time` property proves a schedule ends exactly at the time it states, so the
 stated time must come from the construction's own formula (never from timing the schedule it
 states it for). Decorating a generator with its formula makes every direct call state it;
-optcc.algorithms.build_schedule states the registry record's formula for the rest.
+optcc.algorithms.build_schedule states the registry record's formula for the rest. Where the
+formula refuses a cluster (an OptccError: no closed form there), the schedule states none.
 """
 from __future__ import annotations
 
 import functools
 import inspect
+
+from optcc.errors import OptccError
 
 
 def states_slot_time(slot_time_of: str):
@@ -24,7 +27,10 @@ def states_slot_time(slot_time_of: str):
             if schedule.stated_slot_time is None:
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
-                schedule.stated_slot_time = build.__globals__[slot_time_of](*bound.args, **bound.kwargs)
+                try:
+                    schedule.stated_slot_time = build.__globals__[slot_time_of](*bound.args, **bound.kwargs)
+                except OptccError:          # no closed form on this cluster (the formula says why): none stated
+                    pass
             return schedule
         return generator
     return wrap
