@@ -73,11 +73,7 @@ class Schedule:
         if self._stated is not None:
             return self._stated
         legacy = self.meta.get("slot_time")
-        if legacy is None:
-            return None
-        if not isinstance(legacy, (int, float, str)) or isinstance(legacy, bool):
-            raise OptccError("meta.slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {legacy!r}")
-        return parse_fraction(legacy, "meta.slot_time")
+        return None if legacy is None else _stated_number(legacy, "meta.slot_time")
 
     @stated_slot_time.setter
     def stated_slot_time(self, value: Fraction | None) -> None:
@@ -95,7 +91,7 @@ class Schedule:
             raise OptccError("slot_time", f"expected a time > 0 (n/B), got {show(self._stated)}")
         legacy = self.meta.get("slot_time")
         if legacy is not None:
-            value = Schedule(self.cluster, (), (), meta=self.meta).stated_slot_time   # type and value checked
+            value = _stated_number(legacy, "meta.slot_time")
             if self._stated is not None and value != self._stated:
                 raise OptccError("meta.slot_time", f"states {show(value)} but slot_time states {show(self._stated)}")
         p, g = self.cluster.p, self.cluster.g
@@ -234,12 +230,7 @@ class Schedule:
         meta = data.get("meta", {})
         if not isinstance(meta, dict):
             raise OptccError("meta", "expected an object")
-        stated = None
-        if "slot_time" in data:
-            value = data["slot_time"]
-            if not isinstance(value, (int, float, str)) or isinstance(value, bool):
-                raise OptccError("slot_time", f"expected a number (n/B, e.g. 3 or \"8/7\"), got {value!r}")
-            stated = parse_fraction(value, "slot_time")
+        stated = _stated_number(data["slot_time"], "slot_time") if "slot_time" in data else None
         return cls(cluster, pieces, flows, local_ops, meta, stated).validate()
 
     def canonical_bytes(self) -> bytes:
@@ -267,6 +258,13 @@ def posting_order(schedule: Schedule, starts=None) -> list[int]:
     flows = schedule.flows
     starts = [f.start for f in flows] if starts is None else starts
     return sorted(range(len(flows)), key=lambda i: (starts[i], flows[i].src, flows[i].dst, flows[i].piece, i))
+
+def _stated_number(value, where: str) -> Fraction:
+    """A stated slot time as JSON holds it (a number or a fraction string), or OptccError naming `where`."""
+    if not isinstance(value, (int, float, str)) or isinstance(value, bool):
+        raise OptccError(where, f"expected a number (n/B, e.g. 3 or \"8/7\"), got {value!r}")
+    return parse_fraction(value, where)
+
 
 def _validate_pieces(pieces):
     if not pieces:

@@ -65,9 +65,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @contextlib.contextmanager
-def _flock(path: pathlib.Path, mode: int):
+def _flock(path: pathlib.Path, mode: int, turnstile: pathlib.Path | None = None):
+    """Hold an flock on `path`, taken while holding `turnstile` exclusively where one is given."""
     with open(path, "a") as f:
-        fcntl.flock(f, mode)
+        if turnstile is None:
+            fcntl.flock(f, mode)
+        else:
+            with _flock(turnstile, fcntl.LOCK_EX):
+                fcntl.flock(f, mode)
         try:
             yield
         finally:
@@ -83,13 +88,8 @@ def _alone_or_shared(request, tmp_path_factory):
         return
     run_dir = tmp_path_factory.getbasetemp().parent          # shared by the run's workers
     mode = fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH
-    with open(run_dir / "optcc-alone.lock", "a") as lock:
-        with _flock(run_dir / "optcc-turnstile.lock", fcntl.LOCK_EX):
-            fcntl.flock(lock, mode)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    with _flock(run_dir / "optcc-alone.lock", mode, turnstile=run_dir / "optcc-turnstile.lock"):
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -58,11 +58,9 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
         if not ok:
             raise OptccError("algo", f"{algo} does not accept this cluster: {why}")
     schedule = record.build(cluster, segments)
-    if schedule.stated_slot_time is None and (record.choose(cluster) if record.choose else record).closed_form:
-        try:
-            schedule.stated_slot_time = record.slot_time(cluster, segments)
-        except OptccError:          # the formula has no closed form on this cluster: none stated
-            pass
+    if (record.choose(cluster) if record.choose else record).closed_form:
+        from optcc.algorithms.stated import state
+        state(schedule, record.slot_time, cluster, segments)
     return schedule
 
 

@@ -14,6 +14,17 @@ import inspect
 from optcc.errors import OptccError
 
 
+def state(schedule, formula, *args, **kwargs):
+    """Set `schedule`'s stated slot time to `formula(*args, **kwargs)` unless it states one
+    already; none where the formula refuses (OptccError: no closed form on this cluster)."""
+    if schedule.stated_slot_time is None:
+        try:
+            schedule.stated_slot_time = formula(*args, **kwargs)
+        except OptccError:
+            pass
+    return schedule
+
+
 def states_slot_time(slot_time_of: str):
     """Decorator: `build(cluster, …)`'s schedule states `slot_time_of(cluster, …)` (the same
     arguments, defaults as `build` has them); `slot_time_of` names a function of build's module
@@ -23,14 +34,8 @@ def states_slot_time(slot_time_of: str):
 
         @functools.wraps(build)
         def generator(*args, **kwargs):
-            schedule = build(*args, **kwargs)
-            if schedule.stated_slot_time is None:
-                bound = signature.bind(*args, **kwargs)
-                bound.apply_defaults()
-                try:
-                    schedule.stated_slot_time = build.__globals__[slot_time_of](*bound.args, **bound.kwargs)
-                except OptccError:          # no closed form on this cluster (the formula says why): none stated
-                    pass
-            return schedule
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return state(build(*args, **kwargs), build.__globals__[slot_time_of], *bound.args, **bound.kwargs)
         return generator
     return wrap

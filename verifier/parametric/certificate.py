@@ -244,7 +244,7 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
     from optcc.algorithms import check_segments, check_work
     from optcc.schedule import Schedule
-    from optcc.timing import durations
+    from optcc.timing import durations, slot_time
     try:
         data = read_json(path, "certificate")
     except OptccError as e:
@@ -299,8 +299,8 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
             return False, (f"flow {i} ({f.src} -> {f.dst}, piece {f.piece}) lasts {model} in the timing model, "
                            f"the proof assumes {proved}")
     stated = schedule.stated_slot_time
-    if stated is not None:          # the stated time is the proved flows' last landing (timing.slot_time's rule)
-        finish = max([f.start + d for f, d in zip(schedule.flows, durs)] + [o.time for o in schedule.local_ops])
+    if stated is not None:          # the durations are the proved ones (above), so this is the proved flows' end
+        finish = slot_time(schedule)
         if finish != stated:
             return False, f"the schedule states slot time {stated} n/B but its proved flows end at {finish} n/B"
     return True, (f"{algo} generator re-proved for {data['for_all']}; schedule is its enumeration, "
