@@ -29,7 +29,7 @@ from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from verifier.msccl import verify_xml
-from verifier.msccl.export import export_xml
+from optcc.lowering.msccl import export_xml
 
 TARGET_SECONDS = 5.0
 DEMO_TARGET_SECONDS = 60.0

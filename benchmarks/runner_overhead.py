@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 from gpu_runner.launch import launch, prepare_schedule, worker_certificate
-from gpu_runner.plan import build_plan
+from optcc.lowering.step import build_plan
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 

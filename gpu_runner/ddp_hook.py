@@ -29,9 +29,9 @@ import torch
 import torch.distributed as dist
 
 from gpu_runner import streaming   # imported first: its atexit handler must run after ours
-from gpu_runner.executor import Executor, RunnerError
-from gpu_runner.worker import RUNNERS
-from gpu_runner.proof import require_proof
+from gpu_runner.executor import RunnerError
+from gpu_runner.proof import require_proof, require_streaming
+from gpu_runner.runners import make_executor, program_key, runner_named
 from optcc.errors import OptccError
 
 EXIT_JOIN_S = streaming.EXIT_JOIN_S
@@ -42,20 +42,16 @@ class OptccHookState:
 
     def __init__(self, schedule, process_group=None, certificate: str | None = None, watchdog=None,
                  runner: str = "streaming", asynchronous: bool = True):
-        if runner not in RUNNERS:
-            raise OptccError("runner", f"expected one of {', '.join(RUNNERS)}, got {runner!r}")
+        runner_named(runner)                  # OptccError("runner") for an unknown one
         self.proof = require_proof(schedule, certificate)
         self.schedule = schedule
         self.process_group = process_group
         self.watchdog = watchdog
         self.runner = runner
         self.asynchronous = asynchronous
-        self._program = None
-        if runner != "step":
-            try:
-                self._program = streaming.require_streaming(schedule, recv_order=runner == "streaming-ordered")
-            except streaming.StreamingRefused as e:
-                raise OptccError("runner", str(e)) from None
+        key = program_key(runner)
+        if key is not None:
+            require_streaming(schedule, *key)     # refused before any bucket: OptccError("runner")
         self._executor = None
         self._comm: tuple | None = None      # (job queue, thread) once the first bucket came
         self._stream = None
@@ -72,12 +68,8 @@ class OptccHookState:
             rank, ranks, _ = placement(self.schedule, group)
             if ranks is None and group is not None and group is not dist.group.WORLD:
                 ranks = [dist.get_global_rank(group, r) for r in range(world)]
-            if self.runner == "step":
-                self._executor = Executor(self.schedule, rank, group=group, group_ranks=ranks,
-                                          watchdog=self.watchdog)
-            else:
-                self._executor = streaming.StreamingExecutor(self.schedule, rank, group=group, group_ranks=ranks,
-                                                   watchdog=self.watchdog, program=self._program)
+            self._executor = make_executor(self.schedule, rank, self.runner, group=group, group_ranks=ranks,
+                                           watchdog=self.watchdog)
         return self._executor
 
     def submit(self, tensor: torch.Tensor) -> torch.futures.Future:

@@ -12,15 +12,15 @@ Both execute only a schedule that passed gpu_runner.proof.gate (proved or certif
 process, or now; `certificate=` a certificate file); `unsafe=True` skips that, for tests that
 must run a wrong schedule. The Executor re-checks the schedule's sha256 before building a
 plan, so a schedule edited after its proof is refused too. Every plan is checked against the
-schedule (gpu_runner.plan_check, the "runnable" property) before it runs.
+schedule (verifier.step_check, the "runnable" property) before it runs.
 """
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
 
-from gpu_runner.plan import RankPlan, build_all_plans, build_plan
-from gpu_runner.plan_check import check_plan, check_plans
+from optcc.lowering.step import RankPlan, build_all_plans, build_plan
+from verifier.step_check import check_plan, check_plans
 from gpu_runner.proof import gate
 from optcc.schedule import Schedule
 

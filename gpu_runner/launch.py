@@ -26,6 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from gpu_runner.proof import launch_key_env
 from gpu_runner.watchdog import EXIT_TIMEOUT, EXIT_WRONG, LAUNCHER_PID_ENV
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -118,6 +119,7 @@ def rank_envs(nproc: int, master_addr: str, port, env_extra=None) -> list[dict]:
     envs = []
     for r in range(nproc):
         env = dict(os.environ)
+        env.update(launch_key_env())          # the workers check this process's attestations with it
         env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
                     "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
                     "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1", LAUNCHER_PID_ENV: str(os.getpid())})
@@ -304,13 +306,12 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
 
 def check_runner(schedule: Schedule, runner: str) -> str:
     """Refuse `--runner streaming` for a schedule whose streaming execution is not proved safe."""
-    if runner == "step":
+    from gpu_runner.proof import require_streaming
+    from gpu_runner.runners import program_key
+    key = program_key(runner)
+    if key is None:
         return "step runner"
-    from gpu_runner.streaming import StreamingRefused, require_streaming
-    try:
-        program = require_streaming(schedule, recv_order=runner == "streaming-ordered")
-    except StreamingRefused as e:
-        raise OptccError("runner", str(e)) from None
+    program = require_streaming(schedule, *key)       # OptccError("runner") when refuted
     order = ", receives in port order" if program.recv_order else ""
     return f"streaming runner (proved safe, window {program.window}{order})"
 
@@ -340,18 +341,40 @@ def worker_certificate(schedule: Schedule, directory: str, certificate: str | No
     return path
 
 
+def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: str = "streaming",
+                         dtype: str | None = None, allow_worse_numerics: bool = False,
+                         certificate: str | None = None) -> list:
+    """["--schedule", path, "--attestation", FILE]: what this process accepted of the schedule at
+    `path` (proving it, or re-checking `certificate`, now if it has not yet; the runner's programs
+    too), signed for the workers it starts (gpu_runner.proof.write_attestation). Each worker
+    checks the signature and the sha256 of the file it loads, and compares its own program's
+    digest: no worker proves or re-checks anything global."""
+    from gpu_runner.proof import gate, write_attestation
+    from gpu_runner.runners import program_key
+    gate(schedule, certificate)                 # accepted in this process already: a lookup
+    key = program_key(runner)
+    attestation = os.path.join(directory, "attestation.json")
+    write_attestation(schedule, attestation, dtype, allow_worse_numerics, [key] if key else [])
+    return ["--schedule", path, "--attestation", attestation]
+
+
+def _runner_of(extra) -> str:
+    extra = list(extra)
+    return extra[extra.index("--runner") + 1] if "--runner" in extra[:-1] else "streaming"
+
+
 def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=1, backend="auto",
                    extra=(), certificate=None, allow_worse_numerics=False, **kw) -> LaunchResult:
-    """Launch workers on the schedule at `path`, which must still have `sha256`. There is no
-    bypass: every worker re-checks a certificate (the caller's, or one of this process's proof,
-    proving the schedule now if it was not proved yet) before it runs anything."""
+    """Launch workers on the schedule at `path`, which must have `sha256` when this process
+    proves it (or re-checks `certificate`) and when each worker loads it. No worker runs what this
+    process did not accept: each checks its signed attestation (attested_worker_args)."""
     schedule = Schedule.load(path)
     if schedule.sha256() != sha256:
         raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
     with private_tempdir("optcc-cert-") as tmp:
-        cert = worker_certificate(schedule, tmp, certificate)
-        args = ["--schedule", path, "--certificate", cert, "--size", str(size), "--dtype", dtype,
-                "--iters", str(iters), "--warmup", str(warmup), "--backend", backend, *extra]
+        args = attested_worker_args(schedule, path, tmp, _runner_of(extra), dtype, allow_worse_numerics, certificate)
+        args += ["--size", str(size), "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup),
+                 "--backend", backend, *extra]
         if allow_worse_numerics:
             args.append("--allow-worse-numerics")
         kw.setdefault("schedule", schedule)

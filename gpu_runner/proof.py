@@ -15,15 +15,42 @@ passes through it. A schedule require_proof accepted in this process (by proof o
 re-checked certificate, recorded by sha256) passes at once; any other is proved (or its
 certificate checked) there, and refused with OptccError("schedule" | "certificate", why).
 Only an explicit `unsafe=True` (tests that must run a wrong schedule) skips it.
+
+Streaming programs (optcc.lowering.streaming) pass the same door: `require_streaming` proves a
+schedule's programs (verifier.streaming) and records every rank's digest; `rank_program_of`
+gives a rank the program it runs, built for that rank alone and compared with a recorded
+digest, never an unproved one.
+
+A launcher proves once; its workers do not prove again. `write_attestation` writes what this
+process accepted (the schedule's sha256, the proof's description, the numerics decision, the
+proved programs' digests) signed with HMAC-SHA256 under a random key that only this process
+and the workers it starts hold (LAUNCH_KEY_ENV, set by gpu_runner.launch.rank_envs);
+`accept_attestation` in a worker checks the signature and the schedule's sha256 and records
+the same acceptance, so each worker builds and compares only its own program. A worker started
+any other way (torchrun) re-checks a certificate and proves the programs itself.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import os
+import secrets
+
 from optcc.errors import OptccError
+from optcc.files import read_json, write_text_atomic
+from optcc.lowering.digest import program_record, rank_program_sha256
+from optcc.lowering.streaming import DEFAULT_WINDOW, rank_program
 from optcc.schedule import Schedule
 
 
 _PROVED: dict = {}    # sha256 -> Proof made in this process (launch writes the workers' certificate)
 _ACCEPTED: dict = {}  # sha256 -> description: schedules require_proof accepted in this process
+_NUMERICS: dict = {}  # (sha256, dtype, allow_worse) -> the numerics message accepted in this process
+_PROGRAMS: dict = {}  # (sha256, window, recv_order) -> program_record of the proved streaming programs
+LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"
+ATTESTATION_FORMAT = "optcc-launch-attestation/1"
+_KEY: list = []       # this process's signing key, made on first use
 UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for tests only)"
 
 
@@ -81,9 +108,116 @@ def gate(schedule: Schedule, certificate: str | None = None, unsafe: bool = Fals
 def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) -> str:
     """Refuse a schedule whose rounding-error bound for `dtype` is worse than the ring's (or whose
     intermediates can overflow an integer dtype) unless `allow_worse`; returns the one-line report."""
+    key = (schedule.sha256(), dtype, bool(allow_worse))
+    if key in _NUMERICS:
+        return _NUMERICS[key]
     from verifier.numerics import analyze_numerics
     report = analyze_numerics(schedule, dtype)
     if not report.ok and not allow_worse:
         raise OptccError("schedule", f"numerics: {report.message}; refusing to run it "
                                      f"(allow it explicitly with --allow-worse-numerics)")
+    _NUMERICS[key] = report.message
     return report.message
+
+
+def require_streaming(schedule: Schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
+    """Every rank's streaming program, proved safe now (verifier.streaming), its digests recorded;
+    OptccError("runner", the counterexample) when the verifier refutes it."""
+    from verifier.streaming import prove_streaming
+    program, cx = prove_streaming(schedule, window, recv_order)
+    if cx is not None:
+        raise OptccError("runner", f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
+                                   f"{cx['message']}; run it with --runner step")
+    _PROGRAMS[(schedule.sha256(), window, bool(recv_order))] = program_record(program)
+    return program
+
+
+def rank_program_of(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW, recv_order: bool = False):
+    """Rank `rank`'s streaming program: built for that rank alone and compared with the digest a
+    proof or an attestation recorded in this process (all ranks are proved now if none did)."""
+    sha = schedule.sha256()
+    if (sha, window, bool(recv_order)) not in _PROGRAMS:
+        return require_streaming(schedule, window, recv_order).ranks[rank]
+    rp = rank_program(schedule, rank, window, recv_order)
+    check_proved_program(schedule, rp, window, recv_order, sha)
+    return rp
+
+
+def check_proved_program(schedule: Schedule, rp, window: int, recv_order: bool, sha256: str | None = None) -> None:
+    """OptccError("runner") unless `rp` is, digest for digest, rank rp.rank's proved program
+    (`sha256`: the schedule's, when the caller has it)."""
+    record = _PROGRAMS.get((sha256 or schedule.sha256(), window, bool(recv_order)))
+    if record is None:
+        raise OptccError("runner", "no streaming program of this schedule was proved in this process "
+                                   "(gpu_runner.proof.require_streaming)")
+    digests = record["ranks_sha256"]
+    if not 0 <= rp.rank < len(digests) or rank_program_sha256(rp) != digests[rp.rank]:
+        raise OptccError("runner", f"rank {rp.rank}'s streaming program is not the proved one (its digest differs); "
+                                   "refusing to run it")
+
+
+def _key() -> bytes:
+    if not _KEY:
+        _KEY.append(secrets.token_bytes(32))
+    return _KEY[0]
+
+
+def launch_key_env() -> dict:
+    """The environment entry a launcher gives its workers so that they can check its attestations."""
+    return {LAUNCH_KEY_ENV: _key().hex()}
+
+
+def _mac(key: bytes, body: dict) -> str:
+    return hmac.new(key, json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), hashlib.sha256).hexdigest()
+
+
+def write_attestation(schedule: Schedule, path: str, dtype: str | None = None, allow_worse: bool = False,
+                      runners=()) -> None:
+    """Sign what this process accepted of `schedule` (module docstring) for the workers it starts:
+    the proof (require_proof first), numerics for `dtype`, the programs of the streaming `runners`
+    ((window, recv_order) pairs, proved now if not yet)."""
+    sha = schedule.sha256()
+    if sha not in _ACCEPTED:
+        raise OptccError("schedule", "this process has not accepted the schedule (gpu_runner.proof.require_proof)")
+    body = {"format": ATTESTATION_FORMAT, "schedule_sha256": sha, "accepted": _ACCEPTED[sha], "numerics": None,
+            "programs": []}
+    if dtype is not None:
+        body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse),
+                            "message": require_numerics(schedule, dtype, allow_worse)}
+    for window, recv_order in runners:
+        if (sha, window, bool(recv_order)) not in _PROGRAMS:
+            require_streaming(schedule, window, recv_order)
+        body["programs"].append(_PROGRAMS[(sha, window, bool(recv_order))])
+    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+
+
+def accept_attestation(schedule: Schedule, path: str) -> str:
+    """Record a launcher's attestation of `schedule` in this process (a worker's gate); returns the
+    proof's description. OptccError("attestation") for a missing key, a bad signature or
+    another schedule."""
+    key = os.environ.get(LAUNCH_KEY_ENV)
+    if not key:
+        raise OptccError("attestation", f"{path}: a launcher's attestation needs its key in {LAUNCH_KEY_ENV} "
+                                        "(only workers started by optcc have it); use --certificate")
+    data = read_json(path, "attestation")
+    if not isinstance(data, dict) or data.get("format") != ATTESTATION_FORMAT:
+        raise OptccError("attestation", f"{path}: not an {ATTESTATION_FORMAT} file")
+    body = {k: v for k, v in data.items() if k != "hmac_sha256"}
+    try:
+        good = hmac.compare_digest(_mac(bytes.fromhex(key), body), str(data.get("hmac_sha256")))
+    except ValueError:
+        good = False
+    if not good:
+        raise OptccError("attestation", f"{path}: its signature does not verify under this launch's key; refusing")
+    sha = schedule.sha256()
+    if body["schedule_sha256"] != sha:
+        raise OptccError("attestation", f"{path} attests another schedule (sha256 {body['schedule_sha256'][:16]}…, "
+                                        f"this one {sha[:16]}…); refusing")
+    description = f"attested by the launcher: {body['accepted']}"
+    _ACCEPTED[sha] = description
+    num = body.get("numerics")
+    if num:
+        _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
+    for record in body.get("programs", ()):
+        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = record
+    return description

@@ -5,10 +5,11 @@ the value it reads has landed, a landing as soon as its data arrived and no olde
 piece is in flight; posts to one peer go in posting order, at most `window` in flight; a send
 to another peer than the previous one on its link waits for it when the schedule ends it first
 (port order), and with `recv_order` (runner "streaming-ordered") receives do the same. The
-program and its dependencies come from verifier.streaming, which proves every interleaving safe
-(no hazard, no deadlock); the constructor refuses a schedule it does not prove, and, like
-every entry point that executes a schedule, one gpu_runner.proof.gate does not let through
-(unproved and uncertified; `unsafe=True` skips only the latter, for tests).
+program and its dependencies come from optcc.lowering.streaming; verifier.streaming proves every
+interleaving safe (no hazard, no deadlock). The constructor runs only a program whose digest a
+proof (or the launcher's attestation) recorded in this process (gpu_runner.proof.rank_program_of
+/ check_proved_program), and, like every entry point that executes a schedule, refuses one that
+gpu_runner.proof.gate does not let through; `unsafe=True` skips both, for tests.
 
 Completions are observed by one waiter thread per peer that waits on that peer's works in
 posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
@@ -34,26 +35,14 @@ import torch
 import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
-from gpu_runner.plan import ALIGN, piece_ranges
-from gpu_runner.proof import gate
-from verifier.streaming import DEFAULT_WINDOW, prove_streaming
+from gpu_runner.proof import check_proved_program, gate, rank_program_of
+from optcc.errors import OptccError
+from optcc.lowering.step import ALIGN, piece_ranges
+from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram
 
 POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
 EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
-
-
-class StreamingRefused(RunnerError):
-    """The verifier did not prove streaming execution of this schedule safe."""
-
-
-def require_streaming(schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
-    """The proved program, or StreamingRefused with the counterexample's message."""
-    program, cx = prove_streaming(schedule, window, recv_order)
-    if cx is not None:
-        raise StreamingRefused(f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
-                               f"{cx['message']}; run it with --runner step")
-    return program
 
 
 class _Bound:
@@ -93,9 +82,16 @@ class StreamingExecutor:
         self.group = group
         self.group_ranks = group_ranks
         self.watchdog = watchdog
-        program = program or require_streaming(schedule, window, recv_order)
-        self.program = program
-        self.rp = rp = program.ranks[rank]
+        if program is None:
+            rp = rank_program_of(schedule, rank, window, recv_order)
+        else:
+            rp = program.ranks[rank] if isinstance(program, StreamingProgram) else program
+            if rp.rank != rank:
+                raise OptccError("program", f"the program given is rank {rp.rank}'s, this executor runs rank {rank}")
+            if not unsafe:
+                check_proved_program(schedule, rp, window, recv_order)
+        self.window, self.recv_order = window, recv_order
+        self.rp = rp
         n = len(rp.ops)
         self._after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
         self._ndeps = [len(op.deps) for op in rp.ops]

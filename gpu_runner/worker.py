@@ -14,6 +14,7 @@ import sys
 import time
 from datetime import timedelta
 
+from gpu_runner.runners import DEFAULT_RUNNER, RUNNERS
 from gpu_runner.watchdog import EXIT_WRONG, Watchdog, run_rank
 from optcc.jsonout import dumps
 
@@ -22,8 +23,6 @@ DTYPES = ("float32", "bfloat16", "float16", "int32", "int64")
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "int64": 8}
 EPS = {"float32": 2.0**-23, "bfloat16": 2.0**-7, "float16": 2.0**-10}
 DEFAULT_TIMEOUT_S = 60.0
-# gpu_runner.streaming (receives posted early / in the schedule's order per port) / gpu_runner.executor
-RUNNERS = ("streaming", "streaming-ordered", "step")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--algo", choices=("schedule", "torch"), default="schedule",
                     help="'schedule' runs FILE; 'torch' runs dist.all_reduce (baseline)")
     ap.add_argument("--certificate", metavar="FILE", help="verifier certificate for FILE (skips re-proving)")
+    # what optcc's launcher proved, signed for the workers it starts (gpu_runner.proof.write_attestation)
+    ap.add_argument("--attestation", metavar="FILE", help=argparse.SUPPRESS)
     ap.add_argument("--size", type=int, default=1 << 20, help="bytes per rank (default 1 MiB)")
     ap.add_argument("--sizes", help="comma-separated sizes in bytes (bench mode)")
     ap.add_argument("--dtype", choices=DTYPES, default="float32")
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--mode", choices=("run", "bench"), default="run")
-    ap.add_argument("--runner", choices=RUNNERS, default="streaming",
+    ap.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                     help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
@@ -64,10 +65,13 @@ def _load_schedule(args):
     from optcc.schedule import Schedule
     if not args.schedule:
         raise ValueError("--schedule FILE is required with --algo schedule")
-    from gpu_runner.proof import require_numerics, require_proof
+    from gpu_runner.proof import accept_attestation, require_numerics, require_proof
     schedule = Schedule.load(args.schedule)
-    require_proof(schedule, args.certificate)      # a certificate is re-checked (witness), never trusted
-    require_numerics(schedule, args.dtype, args.allow_worse_numerics)
+    if args.attestation:                           # the launcher proved it: check its signature, not the proof
+        accept_attestation(schedule, args.attestation)
+    else:
+        require_proof(schedule, args.certificate)  # a certificate is re-checked (witness), never trusted
+    require_numerics(schedule, args.dtype, args.allow_worse_numerics)   # attested: a lookup
     return schedule
 
 
@@ -98,7 +102,7 @@ def _main(args, rank: int) -> int:
     dist.all_reduce(sync)           # every rank takes part in the first collective (NCCL rule)
     watchdog.beat()
 
-    from gpu_runner.executor import SUPPORTED_DTYPES, Executor
+    from gpu_runner.executor import SUPPORTED_DTYPES
     dtype = SUPPORTED_DTYPES[args.dtype]
     executor, placed = None, {}
     if schedule is not None:
@@ -106,12 +110,8 @@ def _main(args, rank: int) -> int:
         watchdog.phase("every rank's host name (stragglers named by host)")
         sched_rank, group_ranks, placed = placement(schedule)
         watchdog.beat()
-        if args.runner == "step":
-            executor = Executor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog)
-        else:
-            from gpu_runner.streaming import StreamingExecutor
-            executor = StreamingExecutor(schedule, sched_rank, group_ranks=group_ranks, watchdog=watchdog,
-                                         recv_order=args.runner == "streaming-ordered")
+        from gpu_runner.runners import make_executor
+        executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")

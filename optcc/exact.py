@@ -67,7 +67,8 @@ def show(x) -> str:
 
 def fraction_to_json(x: Fraction):
     """Integers as JSON ints, everything else as an exact 'num/den' string."""
-    x = Fraction(x)
+    if type(x) is not Fraction:
+        x = Fraction(x)
     if x.denominator == 1:
         return x.numerator
     return f"{x.numerator}/{x.denominator}"

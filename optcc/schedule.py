@@ -147,9 +147,12 @@ class Schedule:
     # ---- JSON ---------------------------------------------------------------------------
     def to_json(self) -> dict:
         flows = []
+        starts: dict = {}                  # start -> its JSON form (flows share few distinct starts)
         for f in self.flows:
-            d = {"src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op,
-                 "start": fraction_to_json(f.start)}
+            start = starts.get(f.start)
+            if start is None:
+                start = starts[f.start] = fraction_to_json(f.start)
+            d = {"src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op, "start": start}
             if f.link != "nic":
                 d["link"] = f.link
             if f.rate != 1:
@@ -252,7 +255,7 @@ class Schedule:
 
 def posting_order(schedule: Schedule, starts=None) -> list[int]:
     """Flow indices sorted by (start, src, dst, piece, index): the one order in which every rank
-    posts its flows (gpu_runner.plan), so both ends of every pair post alike, and in which
+    posts its flows (optcc.lowering.step), so both ends of every pair post alike, and in which
     landings of one instant are applied, by the runners and every verifier property. `starts`: per-flow start times in any order-preserving encoding
     (e.g. optcc.timing.IntegerTimes.starts, faster to compare); default the flows' own starts."""
     flows = schedule.flows

@@ -33,6 +33,8 @@ CACHES = (
     ("optcc.model_time_rails", "_CACHE"),
     ("optcc.algorithms.rails_borrow", "_share_lp"),
     ("gpu_runner.proof", "_PROVED"),
+    ("gpu_runner.proof", "_NUMERICS"),
+    ("gpu_runner.proof", "_PROGRAMS"),
 )
 
 

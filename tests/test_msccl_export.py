@@ -13,7 +13,7 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 from verifier.msccl import verify_xml
-from verifier.msccl.export import chunk_layout, export_xml
+from optcc.lowering.msccl import chunk_layout, export_xml
 
 # (p, g, stragglers, k): single and multiple stragglers, servers, pipelining segments
 GRID = [(2, 1, {}, 1), (3, 1, {0: 2}, 1), (4, 1, {0: 2}, 2), (5, 1, {1: 3}, 1), (8, 1, {0: F(8, 7)}, 1),

@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_runner.executor import Executor, RunnerError, run_virtual  # noqa: E402
-from gpu_runner.plan import build_all_plans, build_plan, piece_ranges  # noqa: E402
+from optcc.lowering.step import build_all_plans, build_plan, piece_ranges  # noqa: E402
 from optcc.algorithms import build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
 from optcc.errors import OptccError  # noqa: E402

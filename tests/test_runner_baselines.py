@@ -9,9 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from gpu_runner.executor import run_virtual  # noqa: E402
-from gpu_runner.plan_check import check_plans  # noqa: E402
+from verifier.step_check import check_plans  # noqa: E402
 from gpu_runner.launch import launch, prepare_schedule, worker_certificate  # noqa: E402
-from gpu_runner.plan import build_all_plans  # noqa: E402
+from optcc.lowering.step import build_all_plans  # noqa: E402
 from optcc.algorithms import baselines, build_schedule  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
 from optcc.timing import IntegerTimes  # noqa: E402
@@ -31,7 +31,7 @@ BASELINES = {
 @pytest.mark.parametrize("name", list(BASELINES))
 def test_runner_posts_in_the_order_the_verifier_checks(name):
     """Each rank's plan posts its flows in posting order (runner_posts) and passes the 'runnable'
-    check of gpu_runner.plan_check, and every pair's transfers line up on both ends (same flow,
+    check of verifier.step_check, and every pair's transfers line up on both ends (same flow,
     same element range) for any length."""
     s = BASELINES[name]()
     plans = build_all_plans(s, 10**6)                  # every piece gets an element: no flow skipped

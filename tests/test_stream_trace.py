@@ -74,7 +74,8 @@ def test_a_spare_slot_lets_each_receive_post_before_the_previous_one_landed():
     the program is still proved (M, H, D)."""
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
-    from verifier.streaming import SLOT_SPARE, prove_streaming
+    from optcc.lowering.streaming import SLOT_SPARE
+    from verifier.streaming import prove_streaming
     assert SLOT_SPARE == 1
     schedule = build_schedule("optcc", Cluster.build(8, stragglers={0: 2}), 4)
     program, cx = prove_streaming(schedule)
@@ -127,7 +128,8 @@ def test_sends_to_different_peers_keep_the_schedules_port_order():
     sharing its bandwidth between peers (docs/gpu_runner.md); without it such pairs are unordered."""
     from optcc.algorithms import build_schedule
     from optcc.cluster import Cluster
-    from verifier.streaming import PORT_ORDER, prove_streaming, streaming_program
+    from optcc.lowering.streaming import PORT_ORDER, streaming_program
+    from verifier.streaming import prove_streaming
     assert PORT_ORDER
     for cluster, k in ((Cluster.build(8, stragglers={0: 2}), 4), (Cluster.build(6, stragglers={1: 2, 4: 1.5}), 3),
                        (Cluster.build(8, g=2, stragglers={0: 2, 1: 2}), 2)):

@@ -7,7 +7,8 @@ import pytest
 from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from verifier import prove_allreduce
-from verifier.streaming import prove_streaming, streaming_program
+from optcc.lowering.streaming import streaming_program
+from verifier.streaming import prove_streaming
 from verifier.streaming_check import check_streaming
 
 from streaming_cases import random_schedule, signed_schedule, simulate  # noqa: E402
@@ -104,7 +105,7 @@ def test_zero_duration_and_bad_window_are_refused():
 @pytest.mark.parametrize("seed", range(6))
 def test_random_interleavings_compute_the_allreduce(seed):
     torch = pytest.importorskip("torch")
-    from gpu_runner.plan import piece_ranges
+    from optcc.lowering.step import piece_ranges
     rng = random.Random(seed)
     schedule = signed_schedule() if seed == 0 else random_schedule(rng, max_p=4)
     program, cx = prove_streaming(schedule, rng.choice([1, 2, 4]), recv_order=seed % 2 == 1)
@@ -123,7 +124,7 @@ def test_random_interleavings_compute_the_allreduce(seed):
 def test_simulator_catches_an_unsafe_program():
     """Without its receive-completion dependency a landing reads a slot before the data is there."""
     torch = pytest.importorskip("torch")
-    from gpu_runner.plan import piece_ranges
+    from optcc.lowering.step import piece_ranges
     schedule = build_schedule("optcc", Cluster.build(4, stragglers={0: 2}), 2)
     program = streaming_program(schedule, 2)
     for rp in program.ranks:
@@ -150,7 +151,7 @@ def test_streaming_is_bitwise_equal_to_the_step_runner_on_floats():
     """Same order of additions per piece: float results equal the step runner's bit for bit."""
     torch = pytest.importorskip("torch")
     from gpu_runner.executor import run_virtual
-    from gpu_runner.plan import piece_ranges
+    from optcc.lowering.step import piece_ranges
     schedule = build_schedule("optcc", Cluster.build(5, stragglers={2: 3}), 3)
     program, cx = prove_streaming(schedule, 2)
     assert cx is None

@@ -53,13 +53,13 @@ def test_cli_runner_flag_step_and_streaming(tmp_path):
 
 def test_streaming_is_refused_when_not_proved(tmp_path, monkeypatch, capsys):
     """A schedule whose streaming program the verifier refutes never starts a process (exit 2)."""
-    import gpu_runner.streaming as streaming
+    import verifier.streaming
     path = str(tmp_path / "r.json")
     build_schedule("ring", Cluster.build(3), 1).save(path)
 
     def refuted(schedule, window=4, recv_order=False):
         return None, {"property": "streaming", "kind": "deadlock", "rank": 0, "message": "a cycle"}
-    monkeypatch.setattr(streaming, "prove_streaming", refuted)
+    monkeypatch.setattr(verifier.streaming, "prove_streaming", refuted)
     monkeypatch.setattr("gpu_runner.launch.launch", lambda *a, **k: pytest.fail("a process was started"))
     assert main(["run", "--nproc", "3", "--schedule", path]) == 2
     err = capsys.readouterr().err

@@ -2,8 +2,8 @@
 it alone refutes while every other property proves it.
 
 sum, causality, capacity, time: a schedule each. runnable checks the runner's own per-rank
-programs (gpu_runner.plan_check), so its case is a proved schedule with a lowering bug put into
-gpu_runner.plan (index order instead of posting order; every scratch slot at offset 0).
+programs (verifier.step_check), so its case is a proved schedule with a lowering bug put into
+optcc.lowering.step (index order instead of posting order; every scratch slot at offset 0).
 """
 from fractions import Fraction as F
 
@@ -76,7 +76,7 @@ def _others_prove(proof, name):
 
 
 def _runnable(s):
-    from gpu_runner.plan_check import runnable_property
+    from verifier.step_check import runnable_property
     return runnable_property(s)
 
 
@@ -118,7 +118,7 @@ def _slots_at_zero(users):
 
 @pytest.mark.parametrize("patch,kind", [("posting_order", "pair order"), ("_assign_slots", "buffer")])
 def test_runnable_refutes_a_lowering_bug_on_a_proved_schedule(monkeypatch, patch, kind):
-    import gpu_runner.plan as plan
+    import optcc.lowering.step as plan
     s = two_way_pair() if patch == "posting_order" else two_at_once()
     assert prove_allreduce(s).proved and _runnable(s) == (True, None)
     monkeypatch.setattr(plan, patch, _index_order if patch == "posting_order" else _slots_at_zero)

@@ -255,7 +255,7 @@ def test_property_subset_and_unknown_name():
     assert proof.properties == {"sum": True, "capacity": True} and proof.proved
     with pytest.raises(OptccError):
         prove_allreduce(ring(3, 1, 1), properties=["speed"])
-    with pytest.raises(OptccError):          # checked on the runner's own plans: gpu_runner.plan_check
+    with pytest.raises(OptccError):          # checked on the runner's own plans: verifier.step_check
         prove_allreduce(ring(3, 1, 1), properties=["runnable"])
 
 

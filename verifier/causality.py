@@ -1,6 +1,6 @@
 """Property "causality": the computed values do not hinge on how same-instant landings are ordered.
 
-Both runners (gpu_runner.plan / executor, and the streaming program of verifier.streaming)
+Both runners (optcc.lowering.step / executor, and the streaming program of optcc.lowering.streaming)
 realize the schedule's stated-time semantics exactly: a send carries the value its source
 holds at the flow's start (it reads the tensor at posting, or a snapshot taken then when the
 piece changes while the flow is in flight); a receive lands in a private scratch slot and is

@@ -1,6 +1,6 @@
 """Per-piece event order on the integer time grid, and the rank-relabelled signature of a piece.
 
-The one order every property uses, the order both runners execute (gpu_runner.plan, the
+The one order every property uses, the order both runners execute (optcc.lowering.step, the
 streaming program of verifier.streaming): at one instant landings (phase 0), then local ops
 (phase 1), then reads (phase 2); landings of one instant in posting order
 (optcc.schedule.posting_order: start, src, dst, piece, index); local ops and reads of one

@@ -5,8 +5,8 @@ capacity: delegated to optcc.timing.check_capacity (the one timing model; the sc
 check_runnable: R1-R3 below on given posting lists. On the lists `runner_posts` derives from
   the schedule they hold for every validated schedule (durations are positive and the lists
   are posting_order itself), so this is no longer a proved property of prove_allreduce: the
-  "runnable" property checks the runner's own programs (gpu_runner.plan_check). What the rules
-  mean: the batched runner (gpu_runner.plan / executor) cannot deadlock or mis-pair data.
+  "runnable" property checks the runner's own programs (verifier.step_check). What the rules
+  mean: the batched runner (optcc.lowering.step / executor) cannot deadlock or mis-pair data.
   The runner posts, on every rank, one batch_isend_irecv batch per distinct start time, in
   increasing time; inside a batch, in the global order (start, src, dst, piece, index)
   (optcc.schedule.posting_order, which the runner calls too), each flow is an isend on src and an

@@ -9,8 +9,9 @@ instant in posting order; verifier.events.piece_events). docs/verifier.md has th
   time       ends exactly at the schedule's stated slot time, not below
              bounds.closed_form.lower_bound; a schedule that states none has no `time` entry
              in `properties` ("not stated" in facts), unless it beats the bound (refuted)
-"runnable" (the runner's own per-rank programs realize the schedule) is checked where those
-programs are built, gpu_runner.plan_check: the verifier may not import the runner.
+"runnable" (the step runner's per-rank plans, optcc.lowering.step, realize the schedule) is
+verifier.step_check: its plans depend on the tensor length, so `optcc verify` adds it for one
+length and every rank checks its own plan before it runs.
 Reported beside them, not part of `proved` (a correct AllReduce may lack them; callers that
 need one check `Proof.reported`):
   deterministic  every rank's final value of a piece has the same summation tree, so all

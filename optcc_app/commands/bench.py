@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import os
 
-from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
+from gpu_runner.runners import RUNNERS   # torch-free modules
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
                                         require_cuda_for_nccl, segments_from_args)
 from optcc.errors import OptccError, RunFailed
@@ -40,7 +41,7 @@ def run(args) -> int:
     require("bench", "torch")
     from gpu_runner.bench import nccl_lines, sweep, table_rows
     from optcc.sizes import parse_bytes
-    from gpu_runner.launch import check_runner, launch, prepare_schedule, private_tempdir, worker_certificate
+    from gpu_runner.launch import attested_worker_args, check_runner, launch, prepare_schedule, private_tempdir
     if args.nproc < 2:
         raise OptccError("--nproc", f"expected at least 2 ranks, got {args.nproc}")
     if args.iters < 1 or args.warmup_iters < 0:
@@ -73,8 +74,8 @@ def run(args) -> int:
             schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
             note += "; " + check_runner(schedule, args.runner)
             cluster = schedule.cluster
-            worker = ["--schedule", path, "--certificate", worker_certificate(schedule, tmp), "--runner", args.runner,
-                      *common]
+            worker = [*attested_worker_args(schedule, path, tmp, args.runner, args.dtype, args.allow_worse_numerics),
+                      "--runner", args.runner, *common]
             if args.allow_worse_numerics:
                 worker.append("--allow-worse-numerics")
             label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"

@@ -70,7 +70,7 @@ def run_export(args) -> int:
     from optcc.schedule import Schedule
     from verifier import prove_allreduce
     from verifier.msccl import verify_xml
-    from verifier.msccl.export import check_expressible, check_fits, export_xml
+    from optcc.lowering.msccl import check_expressible, check_fits, export_xml
 
     check_writable(args.output, "--output")            # before the proofs, not after them
     schedule = Schedule.load(args.schedule)

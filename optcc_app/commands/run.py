@@ -1,7 +1,8 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
-from gpu_runner.worker import DTYPES, ELEMENT_BYTES, RUNNERS   # torch-free module
+from gpu_runner.runners import RUNNERS   # torch-free modules
+from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
 from optcc.needs import require

@@ -6,7 +6,7 @@ import sys
 
 from optcc.cluster import parse_straggler
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
-from gpu_runner.worker import RUNNERS   # torch-free module
+from gpu_runner.runners import RUNNERS   # torch-free module
 from optcc.errors import OptccError, RunFailed
 from optcc.files import check_writable
 from optcc.needs import require

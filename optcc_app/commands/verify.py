@@ -28,7 +28,7 @@ def run(args) -> int:
     proof, lp, runnable = verify_schedule(schedule, args.dtype)
     if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
-    from gpu_runner.plan_check import add_runnable
+    from verifier.step_check import add_runnable
     add_runnable(proof, runnable)
     if args.json:
         out = proof.to_json()

@@ -1,6 +1,6 @@
 """What `optcc verify` establishes about a schedule, from three layers: the verifier's proof,
 the LP bound (lp_models.schedule_point, reported as `bound`) and `runnable`, checked on the
-runner's own per-rank plans (gpu_runner.plan_check)."""
+runner's own per-rank plans (verifier.step_check)."""
 from __future__ import annotations
 
 from optcc.schedule import Schedule
@@ -8,9 +8,9 @@ from optcc.schedule import Schedule
 
 def verify_schedule(schedule: Schedule, dtype: str = "float32"):
     """(proof, lp, runnable): the Proof with `bound` among its reported properties, the LP check's
-    result, and runnable_result's (ok, message) or None (gpu_runner.plan_check.add_runnable puts it
+    result, and runnable_result's (ok, message) or None (verifier.step_check.add_runnable puts it
     into the proof, after any certificate of the verifier's own properties is written)."""
-    from gpu_runner.plan_check import runnable_result
+    from verifier.step_check import runnable_result
     from lp_models.schedule_point import check_lp_bound
     from verifier import prove_allreduce
     proof = prove_allreduce(schedule, dtype=dtype)

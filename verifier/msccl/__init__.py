@@ -2,8 +2,8 @@
 
 verify_xml(text) parses with the runtime's lexical rules (verifier.msccl.parse), loads and checks
 the program (verifier.msccl.model), executes it symbolically (verifier.msccl.execute) and proves
-sum, deadlock_free, limits and deterministic (verifier.msccl.prove). export_xml(schedule) writes a
-proved optcc Schedule as an in-place AllReduce XML (verifier.msccl.export). docs/msccl.md.
+sum, deadlock_free, limits and deterministic (verifier.msccl.prove). optcc.lowering.msccl.export_xml
+writes a proved optcc Schedule as an in-place AllReduce XML. docs/msccl.md.
 """
 from verifier.msccl.model import Program, load_program
 from verifier.msccl.prove import PROPERTIES, MscclProof, prove_program

@@ -30,7 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from optcc.errors import OptccError
-from verifier.msccl.parse import MAX_NODES, Node, parse_xml
+from optcc.lowering.msccl_runtime import (MAX_CHANNELS, MAX_COUNT, MAX_NODES, MAX_REDUCE_FUSION, MAX_TBS_PER_CHANNEL,
+                                           MAX_THREAD_BLOCKS)
+from verifier.msccl.parse import Node, parse_xml
 
 PROTOS = ("Simple", "LL", "LL128")
 BUFFERS = ("i", "o", "s")
@@ -39,11 +41,6 @@ RECVS = {"r", "rcs", "rrs", "rrc", "rrcs"}
 READS_SRC = {"s", "rrs", "rrc", "rrcs", "cpy", "re"}
 WRITES_DST = {"r", "rcs", "rrc", "rrcs", "cpy", "re"}
 TYPES = ("s", "r", "rcs", "rrs", "rrc", "rrcs", "cpy", "re", "nop")
-MAX_COUNT = 72              # MSCCL_MAX_COUNT: cnt must be < 72
-MAX_THREAD_BLOCKS = 64      # per GPU (RCCL; ../shared/MSCCL.md)
-MAX_TBS_PER_CHANNEL = 32    # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: send (recv) peers per channel
-MAX_REDUCE_FUSION = 16      # MSCCL_MAX_REDUCE_FUSION
-MAX_CHANNELS = 64           # MAXCHANNELS: NCCL 2.12-2.18 and RCCL 32, later NCCL 64
 # optcc's own bounds on the work of one verification (no runtime file comes near them)
 MAX_CHUNKS = 1 << 16        # nchunksperloop and i/o/s_chunks
 MAX_CELLS = 1 << 21         # ngpus x nchunksperloop: buffer cells the executor tracks

@@ -20,11 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from optcc.errors import OptccError
+from optcc.lowering.msccl_runtime import MAX_ATTR_COUNT, MAX_STR_LEN, MAX_SUBS
 
-MAX_STR_LEN = 255       # MSCCL_MAX_STR_LEN (msccl_parser.h)
-MAX_ATTR_COUNT = 16     # MSCCL_MAX_ATTR_COUNT
-MAX_SUBS = 1024         # MSCCL_MAX_SUBS: children of one element
-MAX_NODES = 4096        # MSCCL_MAX_NODES: elements the runtime stores for one rank (RCCL)
 INT_MIN, INT_MAX = -(2 ** 31), 2 ** 31 - 1     # the runtime stores integer attributes in a C int
 # optcc's bounds on one verification, checked as elements are read (the executor keeps one
 # vector clock per thread block for every step that sends or publishes)

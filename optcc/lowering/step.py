@@ -1,4 +1,4 @@
-"""Per-rank execution plan of a Schedule for a tensor of N elements (pure Python, no torch).
+"""The step runner's per-rank plans of a Schedule for a tensor of N elements (pure Python, no torch).
 
 - Piece k covers elements [floor(N·c_k), floor(N·c_{k+1})) of the flattened tensor, where
   c_k is the sum of the first k piece sizes (exact Fractions), so any N works; a piece that
@@ -8,7 +8,7 @@
   copy: x = scratch), local ops at t scale in place, then the flows that start at t are
   posted as ONE batch (sends and receives, in the global order optcc.schedule.posting_order
   (start, src, dst, piece, index) that both ends of every pair compute alike, so pairs match;
-  gpu_runner.plan_check, the "runnable" property, checks every plan against the schedule).
+  verifier.step_check, the "runnable" property, checks every plan against the schedule).
 - Received data lands in a scratch buffer slot reserved from the flow's start to its end. A
   send reads the tensor directly, unless this rank modifies that piece while the flow is in
   flight, in which case it is first copied ("snapshot") into a scratch slot. Slots are given

@@ -1,9 +1,8 @@
-"""Property "runnable": the step runner's own per-rank programs (gpu_runner.plan) realize the schedule.
+"""Property "runnable": the step runner's per-rank plans (optcc.lowering.step) realize the schedule.
 
-Checks a RankPlan, as plan.py built it, against the Schedule alone (the spec), so a lowering
-bug is caught before anything runs. It lives here, not in the verifier, because the verifier
-may not import the runner (layering); the verifier proves the schedule's values in the order
-these checks demand of the plan. For rank r and a tensor of N elements:
+Checks a RankPlan, as optcc.lowering.step built it, against the Schedule alone (the spec), so
+a lowering bug is caught before anything runs; the verifier proves the schedule's values in
+the order these checks demand of the plan. For rank r and a tensor of N elements:
   B  transfers: every flow of r whose piece gets an element is one transfer, a send on src and
      a receive on dst, with that peer, op, coefficient, start, end (start + the Cluster's
      duration) and the piece's element range [floor(N·c_k), floor(N·c_{k+1})) (c_k: the sum of
@@ -20,7 +19,7 @@ these checks demand of the plan. For rank r and a tensor of N elements:
      tensor directly is not sent from a piece this rank modifies while it is in flight (else
      it is snapshotted at its start).
 The streaming runner does not run these plans: its programs are checked by
-verifier.streaming.check_streaming, independently of how they are built.
+verifier.streaming_check.check_streaming, independently of how they are built.
 """
 from __future__ import annotations
 
@@ -170,8 +169,8 @@ def nonempty_numel(schedule) -> int:
 
 def runnable_property(schedule):
     """`runnable` as `optcc verify` reports it: every rank's plan for a tensor that gives every
-    piece an element, built by gpu_runner.plan and checked above; (ok, counterexample)."""
-    from gpu_runner.plan import build_all_plans
+    piece an element, built by optcc.lowering.step and checked above; (ok, counterexample)."""
+    from optcc.lowering.step import build_all_plans
     return check_plans(schedule, build_all_plans(schedule, nonempty_numel(schedule)))
 
 

@@ -31,10 +31,9 @@ from bisect import bisect_right
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
-from verifier.msccl.model import MAX_COUNT, MAX_TBS_PER_CHANNEL, MAX_THREAD_BLOCKS
-from verifier.msccl.parse import MAX_NODES
+from optcc.lowering.msccl_runtime import MAX_COUNT, MAX_NODES, MAX_TBS_PER_CHANNEL, MAX_THREAD_BLOCKS
 
-MAX_CHANNELS = 32           # NCCL MAXCHANNELS: chan must stay below it
+MAX_CHANNELS = 32           # what the export uses: NCCL 2.12-2.18 and RCCL's MAXCHANNELS (msccl_runtime has later NCCL's 64)
 
 
 def chunk_layout(schedule) -> tuple[int, list[list[tuple[int, int]]]]:

@@ -1,0 +1,23 @@
+"""Digests of per-rank programs: what a certificate records of the programs the verifier proved,
+and what a worker compares with the program it built before it runs it (no re-proof)."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+FORMAT = "optcc-program/1"    # bump when RankProgram's fields or their meaning change
+
+
+def rank_program_sha256(rp) -> str:
+    """sha256 of one streaming RankProgram: every op (kind, piece, flow, peer, slot, local op,
+    deps in order), the per-peer posting sequences and the slot count, canonical JSON."""
+    ops = [[op.kind, op.piece, op.flow, op.peer, op.slot, op.local, [[m, ev] for m, ev in op.deps]] for op in rp.ops]
+    seq = sorted([peer, list(idx)] for peer, idx in rp.peer_seq.items())
+    text = json.dumps([FORMAT, rp.rank, rp.n_slots, seq, ops], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def program_record(program) -> dict:
+    """What a certificate stores of a proved StreamingProgram: its parameters and every rank's digest."""
+    return {"format": FORMAT, "window": program.window, "recv_order": bool(program.recv_order),
+            "ranks_sha256": [rank_program_sha256(rp) for rp in program.ranks]}
