@@ -45,7 +45,7 @@ def _flat(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.view(-1)
 
 
-class _Bound:
+class _BoundPlan:
     """A plan bound to one tensor: views and P2POps built once."""
 
     def __init__(self, plan: RankPlan, flat: torch.Tensor, scratch: torch.Tensor, group, group_ranks):
@@ -102,7 +102,7 @@ class Executor:
             self._plans[numel] = plan
         return plan
 
-    def prepare(self, tensor: torch.Tensor) -> _Bound:
+    def prepare(self, tensor: torch.Tensor) -> _BoundPlan:
         """Build (or reuse) the plan, scratch and views for this tensor; no work per step later."""
         flat = _flat(tensor)
         key = (flat.data_ptr(), flat.numel(), flat.dtype, flat.device)
@@ -117,7 +117,7 @@ class Executor:
                                                          device=flat.device)
         if len(self._bound) > 8:            # DDP re-uses a few bucket buffers; keep the cache small
             self._bound.clear()
-        bound = self._bound[key] = _Bound(plan, flat, scratch, self.group, self.group_ranks)
+        bound = self._bound[key] = _BoundPlan(plan, flat, scratch, self.group, self.group_ranks)
         return bound
 
     def run(self, tensor: torch.Tensor) -> torch.Tensor:

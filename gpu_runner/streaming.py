@@ -45,7 +45,7 @@ EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit wai
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
-class _Bound:
+class _BoundProgram:
     """The program bound to one tensor: per op, the views it reads and writes."""
 
     def __init__(self, schedule, rp, flat, scratch, offsets, peer_of):
@@ -112,7 +112,7 @@ class StreamingExecutor:
     def _peer(self, r: int) -> int:
         return r if self.group_ranks is None else self.group_ranks[r]
 
-    def prepare(self, tensor: torch.Tensor) -> _Bound:
+    def prepare(self, tensor: torch.Tensor) -> _BoundProgram:
         flat = _flat(tensor)
         key = (flat.data_ptr(), flat.numel(), flat.dtype, flat.device)
         bound = self._bound.get(key)
@@ -131,7 +131,7 @@ class StreamingExecutor:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        bound = self._bound[key] = _Bound(self.schedule, self.rp, flat, scratch, offsets, self._peer)
+        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, self._peer)
         return bound
 
     def _waiter(self, peer: int) -> queue.Queue:
@@ -189,7 +189,7 @@ class _Run:
     """One execution: whichever thread sees a completion runs the ops it enables (under `lock`),
     so an enabled op never waits for another thread to wake up."""
 
-    def __init__(self, ex: StreamingExecutor, bound: _Bound):
+    def __init__(self, ex: StreamingExecutor, bound: _BoundProgram):
         self.ex, self.args, self.ops = ex, bound.args, ex.rp.ops
         self.lock = threading.Lock()
         self.finished = threading.Event()

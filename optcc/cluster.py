@@ -1,7 +1,7 @@
 """Cluster: p GPUs, g per server, NIC bandwidth B, per-GPU slowdown ℓ_i, NVLink, latencies.
 
-Latencies (seconds, optcc.latency): overhead o (stored as `alpha`, its old name, so that cluster
-JSON and schedule hashes stay as they were), issue delay Li and wire latency L.
+Latencies (seconds, optcc.latency): overhead o (JSON key `overhead`; files that wrote its old
+name `alpha` are still read), issue delay Li and wire latency L.
 
 Units (used across the project): a time is in units of n/B, where n is the AllReduce size in
 bytes and B the healthy NIC bandwidth. A flow of a piece of size s (a fraction of n) between
@@ -36,7 +36,7 @@ class Cluster:
     slowdown: tuple[Fraction, ...] = field(default=())
     bandwidth: Fraction = DEFAULT_BANDWIDTH
     nvlink_bandwidth: Fraction = DEFAULT_NVLINK_BANDWIDTH
-    alpha: Fraction = Fraction(0)          # the overhead o (see `overhead`)
+    overhead: Fraction = Fraction(0)       # o: per-message work at both ends, holds both ports
     issue_delay: Fraction = Fraction(0)
     latency: Fraction = Fraction(0)
     latency_model: str = ""                # preset name, "custom", or "" (none stated)
@@ -53,10 +53,9 @@ class Cluster:
         stragglers: Mapping[int, object] | Iterable[tuple[int, object]] | None = None,
         bandwidth=DEFAULT_BANDWIDTH,
         nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
-        alpha=0,
+        overhead=None,
         field_prefix: str = "",
         hosts=(),
-        overhead=None,
         issue_delay=None,
         latency=None,
         latency_model: str | None = None,
@@ -66,8 +65,8 @@ class Cluster:
         """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1);
         `failed_nics` lists (server, NICs lost), mapped to ℓ by optcc.failures.
 
-        `overhead` (when given) is the overhead o and replaces `alpha`, its alias; the preset
-        `latency_model` supplies o, Li, L that explicit values override (optcc.latency)."""
+        The preset `latency_model` supplies o, Li, L that explicit `overhead`, `issue_delay`,
+        `latency` override (optcc.latency); none of them given: all zero."""
         pre = field_prefix
         p = _positive_int(p, pre + "p")
         if p < 2:
@@ -97,11 +96,7 @@ class Cluster:
         failed = apply_failed_nics(p, g, failed_nics, slowdown, seen, pxn, pre)
         bandwidth = _positive_fraction(bandwidth, pre + "bandwidth")
         nvlink_bandwidth = _positive_fraction(nvlink_bandwidth, pre + "nvlink_bandwidth")
-        alpha = parse_fraction(alpha, pre + "alpha")
-        if alpha < 0:
-            raise OptccError(pre + "alpha", f"latency must be ≥ 0 seconds, got {alpha}")
-        lat = resolve_latency(latency_model, alpha if overhead is None and alpha else overhead,
-                              issue_delay, latency, field_prefix=pre)
+        lat = resolve_latency(latency_model, overhead, issue_delay, latency, field_prefix=pre)
         return cls(p, g, tuple(slowdown), bandwidth, nvlink_bandwidth, lat["overhead"],
                    lat["issue_delay"], lat["latency"], lat["latency_model"], tuple(hosts),
                    failed, pxn if failed else True)
@@ -111,7 +106,7 @@ class Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
-        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "alpha", "overhead",
+        known = {"p", "g", "stragglers", "bandwidth", "nvlink_bandwidth", "overhead", "alpha",
                  "issue_delay", "latency", "latency_model", "hosts", "failed_nics", "pxn"}
         for key in data:
             if key not in known:
@@ -136,7 +131,7 @@ class Cluster:
             p, g, pairs,
             data.get("bandwidth", DEFAULT_BANDWIDTH),
             data.get("nvlink_bandwidth", DEFAULT_NVLINK_BANDWIDTH),
-            data.get("alpha", 0), field_prefix=field_prefix, hosts=hosts, overhead=data.get("overhead"),
+            _json_overhead(data, field_prefix), field_prefix=field_prefix, hosts=hosts,
             issue_delay=data.get("issue_delay", 0), latency=data.get("latency", 0),
             failed_nics=lost, pxn=data.get("pxn", True),
         )
@@ -153,7 +148,7 @@ class Cluster:
             "stragglers": [{"rank": r, "ell": fraction_to_json(l)} for r, l in self._explicit_stragglers()],
             "bandwidth": fraction_to_json(self.bandwidth),
             "nvlink_bandwidth": fraction_to_json(self.nvlink_bandwidth),
-            "alpha": fraction_to_json(self.alpha),
+            "overhead": fraction_to_json(self.overhead),
             **self._latency_json(),
         }
         if self.failed_nics:                 # only then, so older clusters keep their JSON
@@ -180,15 +175,10 @@ class Cluster:
             out["latency_model"] = self.latency_model
         return out
 
-    @property
-    def overhead(self) -> Fraction:
-        """The per-message overhead o in seconds (holds both ports); `alpha` is its old name."""
-        return self.alpha
-
     def with_latency(self, overhead, issue_delay, latency, latency_model: str = "") -> Cluster:
         """The same cluster under other latency parameters (seconds; validated)."""
         lat = resolve_latency(None, overhead, issue_delay, latency)
-        return replace(self, alpha=lat["overhead"], issue_delay=lat["issue_delay"],
+        return replace(self, overhead=lat["overhead"], issue_delay=lat["issue_delay"],
                        latency=lat["latency"], latency_model=latency_model)
 
     # ---- derived views ------------------------------------------------------------------
@@ -266,3 +256,17 @@ def _positive_fraction(value, field: str) -> Fraction:
     if x <= 0:
         raise OptccError(field, f"expected a positive number, got {x}")
     return x
+
+
+def _json_overhead(data: dict, field_prefix: str):
+    """o from a cluster's JSON: `overhead`, or `alpha` (its name in files written before issue 21),
+    validated under the key the file used; both at once must agree."""
+    if "alpha" not in data:
+        return data.get("overhead", 0)
+    old = parse_fraction(data["alpha"], field_prefix + "alpha")
+    if old < 0:
+        raise OptccError(field_prefix + "alpha", f"latency must be ≥ 0 seconds, got {old}")
+    if "overhead" in data and parse_fraction(data["overhead"], field_prefix + "overhead") != old:
+        raise OptccError(field_prefix + "alpha", "`alpha` is the old name of `overhead`; the file gives both, "
+                                                 "with different values")
+    return old

@@ -19,7 +19,7 @@ from optcc.schedule import Flow, LocalOp, Schedule
 def relabel(schedule: Schedule, perm) -> Schedule:
     c = schedule.cluster
     cluster = Cluster.build(c.p, c.g, {perm[r]: ell for r, ell in c.stragglers.items()}, c.bandwidth,
-                            c.nvlink_bandwidth, c.alpha)
+                            c.nvlink_bandwidth, c.overhead)
     flows = [f._replace(src=perm[f.src], dst=perm[f.dst]) for f in schedule.flows]
     ops = [LocalOp(perm[o.rank], o.piece, o.time, o.coef) for o in schedule.local_ops]
     return Schedule(cluster, schedule.pieces, flows, ops, dict(schedule.meta)).validate()

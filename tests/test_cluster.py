@@ -20,7 +20,7 @@ def test_defaults_and_exact_slowdown():
 
 
 def test_json_round_trip_is_exact():
-    c = Cluster.build(16, 4, {4: "4/3"}, bandwidth=25 * 10**9, alpha="3/1000000")
+    c = Cluster.build(16, 4, {4: "4/3"}, bandwidth=25 * 10**9, overhead="3/1000000")
     assert Cluster.from_json(c.to_json()) == c
 
 
@@ -42,7 +42,7 @@ def test_parse_straggler():
     (dict(p=8, stragglers=[(1, 2), (1, 3)]), "stragglers[1].rank", "twice"),
     (dict(p=8, g=3), "g", "does not divide"),
     (dict(p=8, bandwidth=0), "bandwidth", "positive"),
-    (dict(p=8, alpha=-1), "alpha", "≥ 0"),
+    (dict(p=8, overhead=-1), "overhead", "≥ 0"),
 ])
 def test_bad_values_name_their_field(kwargs, field, text):
     with pytest.raises(OptccError) as err:

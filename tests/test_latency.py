@@ -34,12 +34,19 @@ def test_cluster_json_round_trip_and_old_files():
     c = Cluster.build(8, stragglers={0: 2}, latency_model="simai", overhead="1/1000000")
     back = Cluster.from_json(c.to_json())
     assert back == c and back.overhead == F(1, 10**6) and back.latency_model == "custom"
-    old = {"p": 4, "alpha": "1/1000"}                    # a file written before issue 13
+    old = {"p": 4, "alpha": "1/1000"}                    # a file written before issue 21 names o `alpha`
+    assert Cluster.from_json(old) == Cluster.from_json({"p": 4, "overhead": "1/1000"})
     assert Cluster.from_json(old).overhead == F(1, 1000)
-    assert Cluster.from_json({"p": 4, "overhead": "1/1000"}).alpha == F(1, 1000)
-    # Without Li, L or a preset the JSON (and so every schedule's sha256) is as before.
-    assert set(Cluster.build(4, alpha="1/1000").to_json()) == {"p", "g", "stragglers", "bandwidth",
-                                                                "nvlink_bandwidth", "alpha"}
+    assert Cluster.from_json({**old, "overhead": "1/1000"}).overhead == F(1, 1000)
+    with pytest.raises(OptccError) as e:                 # both names, two values: refused, not guessed
+        Cluster.from_json({**old, "overhead": "1/100"})
+    assert e.value.field == "cluster.alpha"
+    with pytest.raises(OptccError) as e:
+        Cluster.from_json({"p": 4, "alpha": -1})
+    assert e.value.field == "cluster.alpha"
+    # One name in what is written: `overhead`, never `alpha`; Li, L and a preset only when set.
+    assert set(Cluster.build(4, overhead="1/1000").to_json()) == {"p", "g", "stragglers", "bandwidth",
+                                                                   "nvlink_bandwidth", "overhead"}
     assert model_name(Cluster.build(4, latency_model="nccl")) == "nccl"
     assert model_name(Cluster.build(4, overhead=F(5, 10**6))) == "alpha"   # the preset's exact values
     assert model_name(Cluster.build(4)) == "none"

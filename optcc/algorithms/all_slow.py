@@ -29,7 +29,7 @@ def reduced(cluster: Cluster) -> tuple[Cluster, Fraction]:
         raise OptccError("stragglers", "some GPU is healthy; nothing to reduce")
     slow = {r: l / c for r, l in enumerate(cluster.slowdown) if l != c}
     red = Cluster.build(cluster.p, cluster.g, slow or None, cluster.bandwidth, cluster.nvlink_bandwidth,
-                        cluster.alpha)
+                        cluster.overhead)
     return replace(red, issue_delay=cluster.issue_delay, latency=cluster.latency,
                    latency_model=cluster.latency_model), c
 

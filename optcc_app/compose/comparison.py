@@ -160,7 +160,7 @@ def _add_ring(out, record, cluster, segments, small, t0, lb, prove, notes) -> No
     fault-free one, PAPER.md's derived reading)."""
     algos = out["algorithms"]
     fault_free = Cluster.build(cluster.p, cluster.g, bandwidth=cluster.bandwidth,
-                               nvlink_bandwidth=cluster.nvlink_bandwidth, alpha=cluster.alpha)
+                               nvlink_bandwidth=cluster.nvlink_bandwidth, overhead=cluster.overhead)
     if cluster.g == 1:
         if small:
             _add_schedule(out, "ring_pxn", record.build(cluster, 1), t0, lb, prove, notes)

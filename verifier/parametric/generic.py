@@ -49,7 +49,10 @@ def _distinct(f1, i1, f2, i2):
 
 
 @dataclass
-class Construction:
+class GeneratorModel:
+    """A proved generator's symbolic model: its parameters, their range and its flow families
+    (verifier.parametric.ring / optcc / multi build one; `construction` elsewhere is a built
+    Algorithm record of optcc.algorithms.registry)."""
     name: str
     P: tuple                      # z3 Params
     assume: list                  # parameter assumptions (the quantified range)
@@ -59,7 +62,7 @@ class Construction:
     shared: frozenset = frozenset()   # family-name pairs that may share a box, one after the other
 
 
-def well_formed(C: Construction) -> list[Obligation]:
+def well_formed(C: GeneratorModel) -> list[Obligation]:
     out = []
     for fam in C.families:
         A = Z3Arith()
@@ -101,13 +104,13 @@ def _pair_obligations(C, prop, relation, what, need_distinct):
     return out
 
 
-def ports(C: Construction) -> list[Obligation]:
+def ports(C: GeneratorModel) -> list[Obligation]:
     """No two flows on one NIC direction (same sender, or same receiver) overlap."""
     return (_pair_obligations(C, "ports", lambda T1, T2: T1.src == T2.src, "one send port", True)
             + _pair_obligations(C, "ports", lambda T1, T2: T1.dst == T2.dst, "one receive port", True))
 
 
-def causality(C: Construction) -> list[Obligation]:
+def causality(C: GeneratorModel) -> list[Obligation]:
     """No read of a value overlaps a write to it; no two writes to one value overlap."""
     def write_read(T1, T2):
         return z3.And(T1.dst == T2.src, _eq_key(T1.piece, T2.piece))
@@ -143,7 +146,7 @@ class Chain:
     final: Callable               # P -> Val (the full sum)
 
 
-def sum_property(C: Construction, ch: Chain) -> list[Obligation]:
+def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
     P, out = C.P, []
     node = z3.Int("node")
     n, N, m = C.nodes(P), ch.ring(P), ch.length(P)

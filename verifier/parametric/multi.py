@@ -14,13 +14,13 @@ from verifier.parametric import generic as G
 FOR_ALL = "all H ≥ 1 healthy, m ≥ 3 stragglers, k ≥ 1 (periodic core only: ports)"
 
 
-def construction() -> G.Construction:
+def generator_model() -> G.GeneratorModel:
     H, m, k = z3.Ints("H m k")
     P = M.MultiParams(H, m, k)
-    return G.Construction("multi-core", P, [H >= 1, m >= 3, k >= 1], M.FAMILIES, lambda P: P.H + P.m,
+    return G.GeneratorModel("multi-core", P, [H >= 1, m >= 3, k >= 1], M.FAMILIES, lambda P: P.H + P.m,
                           lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.H))
 
 
 def obligations() -> list:
-    C = construction()
+    C = generator_model()
     return G.well_formed(C) + G.ports(C)

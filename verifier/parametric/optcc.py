@@ -20,7 +20,7 @@ from optcc.algorithms.families import Params
 from optcc.algorithms.families import optcc as F
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
-from verifier.parametric.generic import Chain, Construction, Segment, fresh_index
+from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
 FOR_ALL = "all p ≥ 3, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (p = 2: per instance)"
@@ -39,11 +39,11 @@ def _piece_ok(A, P, key):
     return z3.And(key[0] >= 0, key[0] <= P.k - 2, P.ell < 2)
 
 
-def construction(families=F.FAMILIES) -> Construction:
+def generator_model(families=F.FAMILIES) -> GeneratorModel:
     P, assume = params()
     f = dict(zip(("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi"), families))
     shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
-    return Construction("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared)
+    return GeneratorModel("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared)
 
 
 def _shard_value(A, P, key, v, j):
@@ -160,7 +160,7 @@ def _pipeline_len(A, P):
     return z3.If(z3.And(P.ell < 2, P.k == 1), z3.ToReal(2 * H) + P.ell, z3.ToReal(A.mul(P.k, 2 * H) + 2))
 
 
-def finish(C: Construction) -> list[Obligation]:
+def finish(C: GeneratorModel) -> list[Obligation]:
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = C.families
 
     def last_step(P):
@@ -187,7 +187,7 @@ def finish(C: Construction) -> list[Obligation]:
     return out
 
 
-def bound(C: Construction) -> list[Obligation]:
+def bound(C: GeneratorModel) -> list[Obligation]:
     H, k, ell, *_ = _real(C.P)
     T = closed_form(H, k, ell)
     return [Obligation("bound", "closed form ≥ max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)) (Theorem 1)", C.assume,
@@ -230,7 +230,7 @@ def spans(P):
             "optcc.upload": job, "optcc.download": job, "optcc.p2p_upload": job, "optcc.p2p_download": job}
 
 
-def span_lemmas(C: Construction) -> list[Obligation]:
+def span_lemmas(C: GeneratorModel) -> list[Obligation]:
     out = []
     sp = spans(C.P)
     for fam in C.families:
@@ -245,7 +245,7 @@ def span_lemmas(C: Construction) -> list[Obligation]:
     return out
 
 
-def phase_lemma(C: Construction) -> Obligation:
+def phase_lemma(C: GeneratorModel) -> Obligation:
     """Phases follow one another in time (each starts when the previous one's last slot ends, the
     limits `finish` proves), their slots are positive, and the last ends at the closed form."""
     P = C.P
@@ -284,6 +284,6 @@ def piece_lemma() -> Obligation:
 def obligations(families=None) -> list[Obligation]:
     from verifier.parametric import generic as G
     fams = families or F.FAMILIES
-    C = construction(fams)
+    C = generator_model(fams)
     return ([rank_lemma(), piece_lemma()] + span_lemmas(C) + G.well_formed(C) + G.sum_property(C, shard_chain(fams))
             + G.sum_property(C, p2p_chain(fams)) + G.ports(C) + G.causality(C) + finish(C) + bound(C))

@@ -21,7 +21,7 @@ def obligations(algo: str, families=None):
     if algo == "ring":
         from verifier.parametric import ring as R
         fams = families or R.R.FAMILIES
-        C = R.construction(fams)
+        C = R.generator_model(fams)
         obs = (common + [R.piece_lemma()] + R.span_lemmas(C) + G.well_formed(C) + G.sum_property(C, R.chain(fams))
                + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C))
         return R.FOR_ALL, obs

@@ -17,7 +17,7 @@ from optcc.algorithms.families import Params
 from optcc.algorithms.families import ring as R
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
-from verifier.parametric.generic import Chain, Construction, Segment, fresh_index
+from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
 FOR_ALL = "all p ≥ 2, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p"
@@ -29,9 +29,9 @@ def params():
     return Params(p, k, ell, s), [p >= 2, k >= 1, ell >= 1, s >= 0, s < p]
 
 
-def construction(families=R.FAMILIES) -> Construction:
+def generator_model(families=R.FAMILIES) -> GeneratorModel:
     P, assume = params()
-    return Construction("ring", P, assume, tuple(families), lambda P: P.p,
+    return GeneratorModel("ring", P, assume, tuple(families), lambda P: P.p,
                         lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p))
 
 
@@ -73,7 +73,7 @@ def lower_bound(p, ell):
     return ell, 2 * ell * (p - 1) / (ell * (p - 1) + 1)
 
 
-def finish(C: Construction) -> list[Obligation]:
+def finish(C: GeneratorModel) -> list[Obligation]:
     P, out = C.P, []
     for fam in C.families:
         A = Z3Arith()
@@ -100,7 +100,7 @@ def finish(C: Construction) -> list[Obligation]:
     return out
 
 
-def bound(C: Construction) -> list[Obligation]:
+def bound(C: GeneratorModel) -> list[Obligation]:
     P = C.P
     p = z3.ToReal(P.p)
     T = closed_form(p, P.ell)
@@ -129,7 +129,7 @@ def spans(P):
     return {"ring.reduce_scatter": rng, "ring.all_gather": rng}
 
 
-def span_lemmas(C: Construction) -> list[Obligation]:
+def span_lemmas(C: GeneratorModel) -> list[Obligation]:
     out = []
     for fam in C.families:
         A = Z3Arith()
