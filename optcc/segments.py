@@ -115,13 +115,35 @@ def has_latency(cluster: Cluster) -> bool:
     return any(x > 0 for x in (cluster.overhead, cluster.issue_delay, cluster.latency))
 
 
-def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> tuple[int, list[str]]:
+def _check_accepts(algo: str, cluster: Cluster) -> None:
+    """The refusal optcc.algorithms.build_schedule gives a record that does not accept the cluster
+    (a dispatcher's own choice says why not): before auto times a construction that cannot build."""
+    from optcc.algorithms.registry import algorithm
+    record = algorithm(algo)
+    if record.choose is None:
+        ok, why = record.accepts(cluster)
+        if not ok:
+            raise OptccError("algo", f"{algo} does not accept this cluster: {why}")
+
+
+NO_LATENCY_HINT = "give --latency-model to choose another"
+
+
+def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
+                    no_latency_hint: str = NO_LATENCY_HINT,
+                    say_default_latency: bool = True) -> tuple[int, list[str]]:
     """(k, notes): the integer given, or auto's choice with a note for each decision a user should
-    see: a cluster without latency is timed under AUTO_DEFAULT_LATENCY_MODEL, and with `build` the
-    k is kept among those optcc.algorithms.check_work lets us build here (never capped silently)."""
+    see: a cluster without latency is timed under AUTO_DEFAULT_LATENCY_MODEL (noted unless not
+    `say_default_latency`, ending with `no_latency_hint`, how to give another), and with `build`
+    the k is kept among those optcc.algorithms.check_work lets us build here (never capped
+    silently). A record that does not accept the cluster is refused (field "algo", as the build
+    would); where the model has no time for it here (its latency counts are "none derived", or its
+    closed form refuses the cluster) there is nothing to minimise: k = 1, with a note, as where
+    every k is over the knee."""
     value = parse_segments(value)
     if value != "auto":
         return value, []
+    _check_accepts(algo, cluster)
     fixed = _fixed_segments(algo, cluster)
     if fixed is not None:            # nothing to choose: no model time needed
         return fixed, []
@@ -131,9 +153,13 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
         from optcc.latency import PRESETS
         preset = PRESETS[AUTO_DEFAULT_LATENCY_MODEL]
         timed = cluster.with_latency(preset.overhead, preset.issue_delay, preset.latency, preset.name)
-        notes.append(f"the cluster has no latency (o = Li = L = 0), so --segments auto chose k under the "
-                     f"'{preset.name}' latency model ({preset.source}); give --latency-model to choose another")
-    k, _ = auto_segments(algo, timed, n_bytes, K_MAX)
+        if say_default_latency:
+            notes.append(f"the cluster has no latency (o = Li = L = 0), so --segments auto chose k under the "
+                         f"'{preset.name}' latency model ({preset.source}); {no_latency_hint}")
+    try:
+        k, _ = auto_segments(algo, timed, n_bytes, K_MAX)
+    except OptccError as e:
+        return 1, [f"--segments auto: nothing to minimise, {e.message}; using k = 1"]
     if build:
         from optcc.algorithms import max_buildable_segments
         k_max = min(K_MAX, max_buildable_segments(cluster))

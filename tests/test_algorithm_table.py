@@ -94,12 +94,16 @@ def test_throwaway_construction_reaches_every_command(p5_only, tmp_path, capsys)
     assert served_by("optcc", Cluster.build(6, 1, {0: 2})) == "optcc_single"
 
 
-def test_record_without_counts_gives_a_clear_error_for_auto(uncounted_ring, tmp_path, capsys):
+def test_record_without_counts_makes_auto_take_k_1_and_say_why(uncounted_ring, tmp_path, capsys):
+    """auto (the default --segments) has nothing to minimise without latency counts: k = 1, with
+    a note naming the record's reason, given or not."""
     path = str(tmp_path / "s.json")
     flags = ["--p", "4", "--straggler", "1:3/2"]
-    assert main(["schedule", "--algo", "ring_uncounted", *flags, "--segments", "auto", "-o", path]) == 2
-    err = capsys.readouterr().err
-    assert "--segments" in err and "none derived: a test record" in err and "internal error" not in err
+    for given in (["--segments", "auto"], []):
+        assert main(["schedule", "--algo", "ring_uncounted", *flags, *given, "-o", path]) == 0
+        err = capsys.readouterr().err
+        assert "--segments auto: nothing to minimise" in err and "none derived: a test record" in err, err
+        assert "k=1," in err and "internal error" not in err
     with pytest.raises(OptccError) as e:
         model_time("ring_uncounted", Cluster.build(4), 1, N)
     assert e.value.field == "segments"

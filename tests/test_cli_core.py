@@ -160,7 +160,7 @@ def test_testbed_prints_its_table_before_a_failing_chart(tmp_path, monkeypatch, 
         raise RuntimeError("no display")
     monkeypatch.setattr(testbed, "write_chart", broken_chart)
     png = str(tmp_path / "tb.png")
-    assert main(["testbed", "--p", "3", "--straggler", "0:2", "--rate", "40", "--plot", png]) == 3
+    assert main(["testbed", "--p", "3", "--straggler", "0:2", "--rate", "40", "-k", "32", "--plot", png]) == 3
     out, err = capsys.readouterr()
     assert seen["plot"] is None                               # run_testbed itself draws nothing
     assert "optcc straggler" in out and "1.100" in out        # the measured table is printed

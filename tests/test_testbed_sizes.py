@@ -79,13 +79,43 @@ def test_auto_segments_follow_the_measured_latency():
 
 def test_segments_and_size_input_errors():
     base = [sys.executable, "-m", "optcc", "testbed", "--p", "3", "--straggler", "0:2", "--rate", "40"]
-    for extra, field in ((["--segments", "auto"], "--segments"),                    # auto needs --sizes
-                         (["--segments", "auto", "--sizes", "1M"], "--segments"),   # ... and --delay-ms
-                         (["--segments", "0"], "--segments"), (["--size", "4X"], "--size"),
+    for extra, field in ((["--segments", "0"], "--segments"), (["--segments", "x"], "--segments"),
+                         (["--size", "4X"], "--size"),
                          (["--iters", "0"], "--iters")):
         res = subprocess.run(base + extra, capture_output=True, text=True, timeout=60)
         assert res.returncode == 2, (extra, res.stderr)
         assert res.stderr.strip().startswith(f"optcc: error: {field}:"), (extra, res.stderr)
+
+
+def test_auto_segments_without_a_measured_delay_are_chosen_once_by_the_command(capsys):
+    """--segments auto (the default) is left to the sweep only with --sizes and --delay-ms (there
+    it comes from the measured delay and overhead); otherwise the command chooses it as every
+    command does: at --size or the largest of --sizes, on the shaped cluster with --delay-ms as L,
+    and with no delay under the default preset (AUTO_DEFAULT_LATENCY_MODEL, said on stderr)."""
+    import argparse
+    from fractions import Fraction
+
+    from optcc.cluster import Cluster
+    from optcc.segments import resolve_segments
+    from optcc_app.commands._common import DEFAULT_SEGMENTS, _DefaultSegments
+    from optcc_app.commands.testbed import _segments
+
+    def k(**given):
+        args = dict(segments=DEFAULT_SEGMENTS, size=8 << 20, sizes=None, delay_ms=None, p=8, rate=40.0)
+        return _segments(argparse.Namespace(**{**args, **given}), 0, Fraction(2))
+    plain = Cluster.build(8, stragglers={0: 2}, bandwidth=5 * 10**6)
+    no_delay = k()
+    assert no_delay == resolve_segments("auto", "optcc", plain, 8 << 20)
+    assert "under the 'nccl' latency model" in capsys.readouterr().err       # said, typed or not
+    assert k(segments=_DefaultSegments(DEFAULT_SEGMENTS)) == no_delay
+    assert "under the 'nccl' latency model" in capsys.readouterr().err
+    assert k(sizes="1M,4M") == resolve_segments("auto", "optcc", plain, 4 << 20)       # the largest size
+    capsys.readouterr()
+    delayed = Cluster.build(8, stragglers={0: 2}, bandwidth=5 * 10**6, latency=Fraction(2, 1000))
+    assert k(delay_ms=2.0) == resolve_segments("auto", "optcc", delayed, 8 << 20) < no_delay
+    assert "no latency" not in capsys.readouterr().err
+    assert k(sizes="1M,4M", delay_ms=2.0) == "auto"                                   # the sweep measures
+    assert k(segments="32") == 32
 
 
 def test_streaming_runner_is_ordered_once_a_message_lasts_many_round_trips():

@@ -105,20 +105,51 @@ def cluster_from_args(args) -> Cluster:
         raise OptccError(overhead_flag if e.field == "overhead" else flag_for(e.field), e.message) from None
 
 
-def add_segments_arg(parser, default) -> None:
-    """--segments/-k K or 'auto' (the k minimising the model time for --n; optcc.segments)."""
-    parser.add_argument("--segments", "-k", default=str(default), metavar="K|auto",
-                        help=f"pipeline segments k, or 'auto': the k minimising the model time at --n "
-                             f"on this cluster and latency model (default {default})")
+# The one default of --segments, for every command that takes it (issue 25 item 10): 'auto', the
+# k minimising the closed-form model time for the command's message size on the cluster and its
+# latency model (optcc.segments; a cluster without latency is timed under the
+# optcc.segments.AUTO_DEFAULT_LATENCY_MODEL preset, said on stderr where 'auto' is typed). A
+# command with several sizes (bench -b..-e, testbed --sizes) takes the largest unless it says
+# otherwise (testbed with --delay-ms: per size, measured); where no
+# schedule is built (time FILE, bench --schedule or --algo torch) --segments is not used.
+# docs/latency.md ("`--segments auto`") states this rule; tests/test_segments_default.py keeps
+# every command's parser, and the docs, on this one value.
+DEFAULT_SEGMENTS = "auto"
 
 
-def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
-    """The k to build with (auto resolved, within the buildable limit when `build`; what auto
-    decided is said on stderr); errors name --segments."""
+class _DefaultSegments(str):
+    """DEFAULT_SEGMENTS as argparse hands it back when --segments is not given (a typed 'auto' is
+    a plain str): segments_given tells them apart."""
+
+
+def segments_given(args) -> bool:
+    """Whether --segments was on the command line (not its default)."""
+    return not isinstance(args.segments, _DefaultSegments)
+
+
+SEGMENTS_HELP = ("pipeline segments k, or 'auto': the k minimising the model time for the message size on "
+                 "this cluster and its latency model (the 'nccl' preset where it has none; docs/latency.md)")
+
+
+def add_segments_arg(parser, note: str = "") -> None:
+    """--segments/-k K or 'auto', default DEFAULT_SEGMENTS for every command; `note` says which
+    message size the command's auto uses where that is not plain (added before the default)."""
+    parser.add_argument("--segments", "-k", default=_DefaultSegments(DEFAULT_SEGMENTS), metavar="K|auto",
+                        help=f"{SEGMENTS_HELP}{'; ' + note if note else ''} (default {DEFAULT_SEGMENTS})")
+
+
+def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
+                       no_latency_hint: str | None = None, say_default_latency: bool = False) -> int:
+    """The k to build with (auto resolved, within the buildable limit when `build`); what auto
+    decided is said on stderr, except the default latency preset of a cluster without latency when
+    --segments was not given (the default's rule, said in --help: one note on every plain run
+    would precede each table and error; `say_default_latency` says it anyway); `no_latency_hint`
+    where the command has no --latency-model. Errors name --segments."""
     import sys
-    from optcc.segments import choose_segments
+    from optcc.segments import NO_LATENCY_HINT, choose_segments
     try:
-        k, notes = choose_segments(args.segments, algo, cluster, n_bytes, build)
+        k, notes = choose_segments(args.segments, algo, cluster, n_bytes, build,
+                                   no_latency_hint or NO_LATENCY_HINT, say_default_latency=say_default_latency or segments_given(args))
     except OptccError as e:
         if e.field == "segments":
             raise OptccError("--segments", e.message) from None

@@ -19,7 +19,7 @@ def register(sub) -> None:
     what.add_argument("--algo", choices=("optcc", "ring", "torch"),
                       help="build the schedule for the cluster flags ('torch' = dist.all_reduce)")
     add_cluster_args(parser, p_required=False)
-    add_segments_arg(parser, 1)   # auto: for the largest size, -e
+    add_segments_arg(parser, "at the largest size -e (unused with --schedule, --algo torch)")
     parser.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
     parser.add_argument("-e", "--maxbytes", default="1M", help="largest size (default 1M)")
     parser.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")

@@ -9,7 +9,7 @@ from optcc.timing import units_to_seconds
 def register(sub) -> None:
     parser = sub.add_parser("compare", help="lower bound vs LP/ILP optimum vs OptCC vs ring on one cluster")
     add_cluster_args(parser)
-    add_segments_arg(parser, 8)
+    add_segments_arg(parser, "at --n")
     parser.add_argument("--ilp", action="store_true", help="also search an optimal tree schedule with CP-SAT (p ≤ 4)")
     parser.add_argument("--ilp-pieces", type=int, default=2, help="equal pieces for the ILP (default 2)")
     parser.add_argument("--ilp-time-limit", type=float, default=30.0, help="CP-SAT time limit in seconds (default 30)")

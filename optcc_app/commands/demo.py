@@ -18,7 +18,7 @@ def register(sub) -> None:
     parser = sub.add_parser("demo", help="the main job: ring vs OptCC vs the lower bound on a degraded cluster")
     add_cluster_args(parser, p_required=False)
     parser.set_defaults(straggler=None)            # --p defaults to 16 unless --cluster is given
-    add_segments_arg(parser, 64)
+    add_segments_arg(parser, "at --n")
     add_size_and_json_args(parser)
     parser.add_argument("--no-run", action="store_true", help="skip the real gloo run even if torch is installed")
     parser.set_defaults(handler=run)

@@ -14,7 +14,7 @@ def register(sub) -> None:
                         help="an algorithm of optcc.algorithms.registry: optcc (the construction that serves "
                              "the cluster), ring, a construction or baseline by name, lp_shared, lp_exclusive")
     add_cluster_args(parser, p_required=False)   # --cluster FILE alone is enough (optcc probe writes one)
-    add_segments_arg(parser, 1)
+    add_segments_arg(parser, "at --n")
     parser.add_argument("--n", type=byte_size, default=DEFAULT_N_BYTES, metavar="BYTES",
                         help="message size for --segments auto, e.g. 1G (K/M/G binary; default 1 GiB)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the schedule")

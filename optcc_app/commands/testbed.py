@@ -5,7 +5,7 @@ import math
 import sys
 
 from optcc.cluster import parse_straggler
-from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
+from optcc_app.commands._common import add_segments_arg, byte_size, positive_seconds, print_json, print_table
 from gpu_runner.runners import RUNNERS   # torch-free module
 from optcc.errors import OptccError, RunFailed
 from optcc.files import check_writable
@@ -20,9 +20,9 @@ def register(sub) -> None:
                         help="healthy link rate in Mbit/s (straggler gets rate/ℓ), each direction")
     parser.add_argument("--size", type=byte_size, default=4 << 20, metavar="BYTES",
                         help="bytes per rank, e.g. 4M (K/M/G binary; default 4 MiB)")
-    parser.add_argument("--segments", default="32", metavar="K|auto",
-                        help="OptCC pipeline segments k (default 32); with --sizes and --delay-ms, 'auto' picks k "
-                             "per size from the measured delay and per-message overhead (optcc.segments)")
+    add_segments_arg(parser, "with --sizes and --delay-ms per size, from the measured delay and per-message "
+                             "overhead; else once, at --size or the largest of --sizes, on the shaped cluster "
+                             "with --delay-ms as its latency")
     parser.add_argument("--iters", type=int, default=2, help="timed runs per measurement (default 2)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
@@ -55,21 +55,15 @@ def run(args) -> int:
     positive_seconds(args.timeout, "--timeout")
     if not (math.isfinite(args.rate) and args.rate > 0):
         raise OptccError("--rate", f"expected a positive rate in Mbit/s, got {args.rate}")
-    from optcc.segments import parse_segments
-    try:
-        segments = parse_segments(args.segments)
-    except OptccError as e:
-        raise OptccError("--segments", e.message) from None
-    if segments == "auto" and (args.sizes is None or args.delay_ms is None):
-        raise OptccError("--segments", "'auto' needs --sizes and --delay-ms (k comes from the measured delay)")
     from optcc.sizes import parse_bytes
-    args.size, args.segments = parse_bytes(args.size, "--size"), segments
+    args.size = parse_bytes(args.size, "--size")
     if args.size <= 0:
         raise OptccError("--size", f"expected a positive size in bytes, got {args.size}")
     if args.iters < 1:
         raise OptccError("--iters", f"expected at least 1 timed run, got {args.iters}")
     if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
         raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
+    args.segments = _segments(args, rank, ell)
     if args.plot:
         check_writable(args.plot, "--plot")          # before minutes of measuring, not after
     log = (lambda m: None) if args.json else (lambda m: print("# " + m, file=sys.stderr, flush=True))
@@ -100,6 +94,40 @@ def run(args) -> int:
     return 0 if all(r["correct"] for r in res["rows"]) else 1
 
 
+def _sizes(args) -> list[int]:
+    from optcc.sizes import parse_bytes
+    sizes = [parse_bytes(x, "--sizes") for x in args.sizes.split(",") if x.strip()]
+    if not sizes:
+        raise OptccError("--sizes", "expected a comma-separated list of sizes, e.g. 1M,4M")
+    return sizes
+
+
+def _segments(args, rank: int, ell) -> int | str:
+    """The k of OptCC's schedule, or 'auto' left to the sweep where it measures the delay and the
+    per-message overhead (--sizes with --delay-ms). Otherwise auto is chosen here, once, as every
+    command chooses it (optcc.segments): at --size or the largest of --sizes, on the testbed's
+    cluster (healthy B = --rate, the straggler) with the one-way --delay-ms as its latency L; a
+    testbed without delay has no latency, so under the default preset, said on stderr even for the
+    default: that preset's 14 µs is far below gloo's per-message cost here (docs/gpu_runner.md)."""
+    from fractions import Fraction
+    from optcc.cluster import Cluster
+    from optcc.segments import parse_segments
+    from optcc_app.commands._common import segments_from_args
+    try:
+        segments = parse_segments(args.segments)
+    except OptccError as e:
+        raise OptccError("--segments", e.message) from None
+    if segments != "auto" or (args.sizes is not None and args.delay_ms is not None):
+        return segments
+    size = args.size if args.sizes is None else max(_sizes(args))
+    delay = Fraction(str(args.delay_ms)) / 1000 if args.delay_ms else None
+    cluster = Cluster.build(args.p, stragglers={rank: ell}, bandwidth=Fraction(str(args.rate)) * 10**6 / 8,
+                            latency=delay)
+    return segments_from_args(args, "optcc", cluster, size,
+                              no_latency_hint="give --delay-ms, or --segments K, to choose another",
+                              say_default_latency=True)
+
+
 def _draw(draw, res, args) -> None:
     """Draw the chart after the table (or JSON) is out, so that a plotting error loses no measurement."""
     sys.stdout.flush()
@@ -115,11 +143,8 @@ def _draw(draw, res, args) -> None:
 
 
 def _run_sizes(args, rank, ell, log) -> int:
-    from optcc.sizes import parse_bytes
     from gpu_runner.testbed_sizes import COLUMNS, run_sizes
-    sizes = [parse_bytes(x, "--sizes") for x in args.sizes.split(",") if x.strip()]
-    if not sizes:
-        raise OptccError("--sizes", "expected a comma-separated list of sizes, e.g. 1M,4M")
+    sizes = _sizes(args)
     res = run_sizes(args.p, rank, ell, args.rate, sizes, args.segments, args.iters, args.warmup,
                     args.timeout, args.delay_ms, plot=None, log=log)   # the chart comes after the table
     if args.plot:

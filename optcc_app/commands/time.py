@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from optcc.errors import OptccError
 from optcc_app.commands._common import (add_cluster_args, add_latency_args, add_segments_arg, add_size_and_json_args,
-                                        apply_latency_args, message_size, print_json, print_table)
+                                        apply_latency_args, message_size, print_json, print_table, segments_given)
 from optcc.latency import describe_json
 from optcc.schedule import Schedule
 from optcc_app.compose.timing_report import time_schedule
@@ -20,7 +20,7 @@ def register(sub) -> None:
                         help="build this algorithm of the registry in memory (as optcc schedule --algo) and time it")
     add_size_and_json_args(parser)
     add_cluster_args(parser, latency=False)   # with --algo: the cluster to build for
-    add_segments_arg(parser, 1)
+    add_segments_arg(parser, "at --n, with --algo (a FILE has its own k)")
     add_latency_args(parser)   # override the schedule's cluster's latency model
     parser.set_defaults(handler=run)
 
@@ -36,8 +36,7 @@ def _timed(args):
         raise OptccError("--algo", "give a schedule FILE or --algo NAME, not both")
     if args.file is not None:
         given = [flag for attr, flag in _CLUSTER_FLAGS if getattr(args, attr)]
-        given += [flag for attr, flag, default in (("g", "--g", 1), ("segments", "--segments", "1"))
-                  if getattr(args, attr) != default]
+        given += ["--g"] * (args.g != 1) + ["--segments"] * segments_given(args)
         if given:
             raise OptccError(given[0], "the cluster and --segments flags build a schedule with --algo; "
                                        "FILE carries its own cluster")
