@@ -78,19 +78,29 @@ def _line(cells, head: bool = False) -> str:
 def nccl_lines(rows, run_line: str, notes=()) -> list[str]:
     """The benchmark as all_reduce_perf prints it (formats of nccl-tests' src/util.cu), with
     `# ` + each of `notes` above the header and lb_us/eff as two extra columns."""
-    out = [f"# {run_line}", "#", *(f"# {n}" for n in notes), "#",
-           "# " + " " * 50 + "           out-of-place                       in-place",
-           _line(("size", "count", "type", "redop", "root") + ("time", "algbw", "busbw", "#wrong") * 2
-                 + ("lb_us", "eff"), head=True),
-           _line(("(B)", "(elements)", "", "", "") + ("(us)", "(GB/s)", "(GB/s)", "") * 2 + ("(us)", ""), head=True)]
-    wrong, busbw = 0, []
-    for r in rows:
-        place = (_num(r["time_us"], 7), _num(r["algbw"], 6), _num(r["busbw"], 6), f"{r['wrong']:g}")
-        eff = "-" if r["eff"] is None else f"{r['eff']:.4f}"
-        out.append(_line((r["size"], r["count"], NCCL_TYPE.get(r["type"], r["type"]), "sum", -1) + place * 2
-                         + (_num(r["lb_us"], 8), eff)))
-        wrong += r["wrong"]
-        busbw += [r["busbw"], r["busbw"]]
+    return nccl_header(run_line, notes) + [nccl_row(r) for r in rows] + nccl_footer(rows)
+
+
+def nccl_header(run_line: str, notes=()) -> list[str]:
+    """The lines nccl-tests prints before the first row."""
+    return [f"# {run_line}", "#", *(f"# {n}" for n in notes), "#",
+            "# " + " " * 50 + "           out-of-place                       in-place",
+            _line(("size", "count", "type", "redop", "root") + ("time", "algbw", "busbw", "#wrong") * 2
+                  + ("lb_us", "eff"), head=True),
+            _line(("(B)", "(elements)", "", "", "") + ("(us)", "(GB/s)", "(GB/s)", "") * 2 + ("(us)", ""), head=True)]
+
+
+def nccl_row(r: dict) -> str:
+    """One size's line (a row of table_rows); printed as soon as the size is done."""
+    place = (_num(r["time_us"], 7), _num(r["algbw"], 6), _num(r["busbw"], 6), f"{r['wrong']:g}")
+    eff = "-" if r["eff"] is None else f"{r['eff']:.4f}"
+    return _line((r["size"], r["count"], NCCL_TYPE.get(r["type"], r["type"]), "sum", -1) + place * 2
+                 + (_num(r["lb_us"], 8), eff))
+
+
+def nccl_footer(rows) -> list[str]:
+    """The out-of-bounds and average bus bandwidth lines after the last row."""
+    wrong = sum(r["wrong"] for r in rows)
+    busbw = [r["busbw"] for r in rows for _ in (0, 1)]
     avg = sum(busbw) / len(busbw) if busbw else 0.0
-    out += [f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}", f"# Avg bus bandwidth    : {avg:g}", "#"]
-    return out
+    return [f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}", f"# Avg bus bandwidth    : {avg:g}", "#"]

@@ -148,8 +148,11 @@ def check_placement(schedule: Schedule, envs: list[dict]) -> None:
 
 def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "127.0.0.1",
            master_port: int | None = None, prefix=None, env_extra: dict | None = None,
-           wall_limit_s: float | None = None, schedule: Schedule | None = None) -> LaunchResult:
+           wall_limit_s: float | None = None, schedule: Schedule | None = None, progress=None) -> LaunchResult:
     """Run `python -m gpu_runner worker_args` on `nproc` local ranks; rank 0's JSON comes back.
+    `progress(event)`, when given, hears rank 0's events while the ranks run: {"event": "group",
+    "backend", "world_size"} once the process group formed, {"event": "ready"} once the executor
+    is built, {"event": "row", "row"} after each size (gpu_runner.worker).
     With `schedule` (and no `prefix`, which may change the host), a cluster that names hosts is
     checked against the ranks before any starts (check_placement)."""
     port = master_port or free_port()
@@ -159,6 +162,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
     start = time.monotonic()
     with private_tempdir("optcc-run-") as tmp:
         result_path = os.path.join(tmp, "result.json")
+        events = _EventTail(os.path.join(tmp, "progress.jsonl"), progress)
         procs = []
         logs = []
         try:
@@ -166,7 +170,7 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 env = envs[r]
                 cmd = [sys.executable, "-m", "gpu_runner", *worker_args, "--timeout", str(timeout_s)]
                 if r == 0:
-                    cmd += ["--result", result_path]
+                    cmd += ["--result", result_path] + (["--progress", events.path] if progress else [])
                 if prefix is not None:
                     cmd = list(prefix(r)) + cmd
                 out = open(os.path.join(tmp, f"rank{r}.out"), "w")
@@ -175,7 +179,8 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
                 procs.append(proc)
                 _REAPER.tell("group", proc.pid)
-            codes, exit_s, killed = _wait_all(procs, timeout_s, wall_limit_s, start)
+            codes, exit_s, killed = _wait_all(procs, timeout_s, wall_limit_s, start, events.poll)
+            events.poll()
         except BaseException:
             _kill(procs)
             raise
@@ -231,14 +236,34 @@ def is_stopped(pid: int) -> bool:
     return state in ("T", "t")
 
 
-def _wait_all(procs, timeout_s, wall_limit_s, start):
-    """(return codes, seconds to each exit, {rank: (why, message)} of the ranks killed here)."""
+class _EventTail:
+    """Rank 0's progress file, read as it grows: each complete JSON line goes to `progress`."""
+
+    def __init__(self, path: str, progress):
+        self.path, self.progress, self.offset = path, progress, 0
+
+    def poll(self) -> None:
+        if self.progress is None or not os.path.exists(self.path):
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1               # a line still being written waits for the next poll
+        self.offset += end
+        for line in data[:end].splitlines():
+            self.progress(json.loads(line))
+
+
+def _wait_all(procs, timeout_s, wall_limit_s, start, poll=lambda: None):
+    """(return codes, seconds to each exit, {rank: (why, message)} of the ranks killed here);
+    `poll()` runs on every round (the progress tail)."""
     first_failure = None
     all_others_done = {}                 # rank -> when every other rank had exited, one failing
     stopped_since = {}                   # rank -> when it was first seen stopped
     exit_s = [None] * len(procs)
     killed: dict[int, tuple[str, str]] = {}
     while True:
+        poll()
         codes = [p.poll() for p in procs]
         now = time.monotonic()
         for r, c in enumerate(codes):

@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                     help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
+    # rank 0 appends one JSON line per event (group formed, ready, each size's row): the launcher's progress
+    ap.add_argument("--progress", metavar="FILE", help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help="rank 0 prints JSON to stdout")
     ap.add_argument("--allow-worse-numerics", action="store_true",
                     help="run even when the schedule's rounding-error bound for --dtype is worse than the ring's")
@@ -101,6 +103,8 @@ def _main(args, rank: int) -> int:
     sync = torch.zeros(1, device=device if backend == "nccl" else "cpu")
     dist.all_reduce(sync)           # every rank takes part in the first collective (NCCL rule)
     watchdog.beat()
+    tell = _progress(args.progress if rank == 0 else None)
+    tell({"event": "group", "backend": backend, "world_size": world})
 
     from gpu_runner.executor import SUPPORTED_DTYPES
     dtype = SUPPORTED_DTYPES[args.dtype]
@@ -177,11 +181,12 @@ def _main(args, rank: int) -> int:
             row.update({"err_eps": float(errs[0]), "torch_err_eps": float(errs[1])})
         return row
 
-    if args.mode == "run":
-        rows = [one_size(args.size)]
-    else:
-        sizes = [int(x) for x in (args.sizes or str(args.size)).split(",")]
-        rows = [one_size(s) for s in sizes]
+    tell({"event": "ready"})
+    sizes = [args.size] if args.mode == "run" else [int(x) for x in (args.sizes or str(args.size)).split(",")]
+    rows = []
+    for s in sizes:
+        rows.append(one_size(s))
+        tell({"event": "row", "row": rows[-1]})
     watchdog.phase("shutdown")
     if hasattr(executor, "close"):
         executor.close()                # join the streaming waiter threads before the group goes
@@ -255,3 +260,14 @@ def count_wrong(result, ref, absref, dtype_name: str, world: int, exact=None) ->
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _progress(path: str | None):
+    """tell(event): one JSON line appended to `path` and flushed (nothing without a path)."""
+    if not path:
+        return lambda event: None
+
+    def tell(event: dict) -> None:
+        with open(path, "a") as fh:
+            fh.write(dumps(event) + "\n")
+    return tell

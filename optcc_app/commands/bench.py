@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from gpu_runner.runners import RUNNERS   # torch-free modules
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES
@@ -39,7 +40,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     require("bench", "torch")
-    from gpu_runner.bench import nccl_lines, sweep, table_rows
+    from gpu_runner.bench import sweep, table_rows
     from optcc.sizes import parse_bytes
     from gpu_runner.launch import attested_worker_args, check_runner, launch, prepare_schedule, private_tempdir
     if args.nproc < 2:
@@ -85,7 +86,9 @@ def run(args) -> int:
                 raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
             worker = ["--algo", "torch", *common]
             label = "torch.distributed.all_reduce"
-        res = launch(args.nproc, worker, args.timeout, schedule=schedule)
+        say(f"starting {args.nproc} ranks ({len(sizes)} sizes)")
+        shown = _Rows(args, cluster, label, lo, hi, say)
+        res = launch(args.nproc, worker, args.timeout, schedule=schedule, progress=shown.event)
     if not res.ok:
         raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
     rows = table_rows(res.result, cluster)
@@ -95,10 +98,50 @@ def run(args) -> int:
                     "world_size": res.result["world_size"], "warmup": args.warmup_iters,
                     "iters": args.iters, "segments": k, "rows": rows})
     else:
-        run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {args.stepfactor}(factor) "
-                    f"warmup iters: {args.warmup_iters} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
-        notes = (f"{label} on {cluster.describe()}, {res.result['world_size']} ranks ({res.result['backend']})",
-                 "in place: the out-of-place columns repeat the in-place run; "
-                 f"lb_us = lower bound at B = {float(cluster.bandwidth):.4g} B/s; eff = lb_us/time")
-        print("\n".join(nccl_lines(rows, run_line, notes)))
+        shown.finish(res.result, rows)
     return 0 if all(r["wrong"] == 0 for r in rows) else 1
+
+
+def say(message: str) -> None:
+    print(f"optcc bench: {message}", file=sys.stderr, flush=True)
+
+
+class _Rows:
+    """The table as nccl-tests prints it, row by row as each size finishes (text), or one progress
+    line per size on stderr (--json, whose stdout is the JSON alone)."""
+
+    def __init__(self, args, cluster, label, lo, hi, say):
+        self.args, self.cluster, self.label, self.say = args, cluster, label, say
+        self.run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {args.stepfactor}(factor) "
+                         f"warmup iters: {args.warmup_iters} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
+        self.world, self.header = None, False
+
+    def _print_header(self, world, backend) -> None:
+        from gpu_runner.bench import nccl_header
+        notes = (f"{self.label} on {self.cluster.describe()}, {world} ranks ({backend})",
+                 "in place: the out-of-place columns repeat the in-place run; "
+                 f"lb_us = lower bound at B = {float(self.cluster.bandwidth):.4g} B/s; eff = lb_us/time")
+        print("\n".join(nccl_header(self.run_line, notes)), flush=True)
+        self.header = True
+
+    def event(self, event: dict) -> None:
+        from gpu_runner.bench import nccl_row, table_rows
+        if event["event"] == "group":
+            self.world = event["world_size"]
+            self.say(f"process group formed ({event['backend']}, {self.world} ranks)")
+            if not self.args.json:
+                self._print_header(self.world, event["backend"])
+        elif event["event"] == "row":
+            row, = table_rows({"world_size": self.world, "rows": [event["row"]]}, self.cluster)
+            if self.args.json:
+                self.say(f"{row['size']} bytes: {row['time_us']:.2f} us, {row['wrong']} wrong")
+            else:
+                print(nccl_row(row), flush=True)
+
+    def finish(self, result, rows) -> None:
+        from gpu_runner.bench import nccl_footer, nccl_row
+        if not self.header:             # no progress came (an old worker): the whole table now
+            self._print_header(result["world_size"], result["backend"])
+            for row in rows:
+                print(nccl_row(row))
+        print("\n".join(nccl_footer(rows)))

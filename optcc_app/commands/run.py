@@ -1,6 +1,9 @@
 """`optcc run --nproc P --schedule FILE`: prove the schedule, then run it on P local ranks."""
 from __future__ import annotations
 
+import sys
+import time
+
 from gpu_runner.runners import RUNNERS   # torch-free modules
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
@@ -45,12 +48,25 @@ def run(args) -> int:
         raise OptccError("--iters", "expected --iters ≥ 1 and --warmup ≥ 0")
     from gpu_runner.launch import check_runner, launch_trusted, prepare_schedule
     require_cuda_for_nccl(args.backend)
+    started = time.monotonic()
+
+    def say(message: str) -> None:
+        print(f"optcc run: {message} ({time.monotonic() - started:.1f} s)", file=sys.stderr, flush=True)
+
+    def heard(event: dict) -> None:
+        if event["event"] == "group":
+            say(f"process group formed: {event['backend']}, {event['world_size']} ranks")
+        elif event["event"] == "ready":
+            say("every rank has its proved program; running")
+    say(f"checking {args.schedule}: " + ("its certificate" if args.certificate else "proving it") + ", numerics, runner")
     schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
                                       args.allow_worse_numerics)
     runner_note = check_runner(schedule, args.runner)
+    say(f"accepted; starting {args.nproc} ranks")
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
                          args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner],
-                         certificate=args.certificate, allow_worse_numerics=args.allow_worse_numerics)
+                         certificate=args.certificate, allow_worse_numerics=args.allow_worse_numerics,
+                         progress=heard)
     if not res.ok:
         raise RunFailed("run", "the run failed: " + res.describe_failure())
     r = res.result
