@@ -169,7 +169,7 @@ class StreamingExecutor:
     def _run(self, tensor: torch.Tensor) -> torch.Tensor:
         bound = self.prepare(tensor)
         if not self._connected and dist.get_backend(self.group) == "nccl":
-            _connect_pairs(self.schedule.cluster.p, self.rank, self._peer, self.group, bound.flat.device)
+            _connect_pairs(self.rank, self.rp.peer_seq, self._peer, self.group, bound.flat.device)
         self._connected = True
         run = _Run(self, bound)
         with run.lock:
@@ -345,15 +345,21 @@ def _close_open_executors() -> None:
         ex.close(EXIT_JOIN_S)
 
 
-def _connect_pairs(p: int, rank: int, peer_of, group, device) -> None:
-    """NCCL creates a communicator per pair on first use; create them all in one global order
-    (pairs sorted), so that no two ranks wait for each other's first message (untested here)."""
+def handshake_order(rank: int, peers) -> list[tuple[int, int]]:
+    """The pairs (a, b), a < b, of this rank with each peer it exchanges data with, in the one
+    global order (sorted). Every rank walking its own pairs in this order cannot deadlock: the
+    smallest pair not yet done is, on both its ends, the next one (every smaller pair is done)."""
+    return sorted((min(rank, q), max(rank, q)) for q in set(peers) if q != rank)
+
+
+def _connect_pairs(rank: int, peers, peer_of, group, device) -> None:
+    """NCCL creates a communicator per pair on first use; create this rank's, and only those (a
+    healthy OptCC rank talks to three peers, not p − 1), in handshake_order (untested on GPUs)."""
     one = torch.zeros(1, device=device)
-    for a in range(p):
-        for b in range(a + 1, p):
-            if rank == a:
-                dist.send(one, peer_of(b), group)
-                dist.recv(one, peer_of(b), group)
-            elif rank == b:
-                dist.recv(one, peer_of(a), group)
-                dist.send(one, peer_of(a), group)
+    for a, b in handshake_order(rank, peers):
+        if rank == a:
+            dist.send(one, peer_of(b), group)
+            dist.recv(one, peer_of(b), group)
+        else:
+            dist.recv(one, peer_of(a), group)
+            dist.send(one, peer_of(a), group)

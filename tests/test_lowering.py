@@ -197,3 +197,41 @@ def test_each_lowering_has_one_home():
     assert set(homes) == set(defs)
     for d, where in homes.items():
         assert len(where) == 1 and where[0].startswith("optcc/lowering/"), (d, where)
+
+
+def _handshakes_finish(orders) -> bool:
+    """Every rank walks its pairs in order; a pair is done when it is next on both its ends."""
+    pos = [0] * len(orders)
+    while True:
+        moved = False
+        for r, order in enumerate(orders):
+            if pos[r] < len(order):
+                a, b = order[pos[r]]
+                q = b if r == a else a
+                if pos[q] < len(orders[q]) and orders[q][pos[q]] == (a, b):
+                    pos[r] += 1
+                    pos[q] += 1
+                    moved = True
+        if not moved:
+            return all(pos[r] == len(o) for r, o in enumerate(orders))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_nccl_connects_only_the_peers_a_rank_exchanges_with_and_cannot_deadlock(seed):
+    pytest.importorskip("torch")
+    from gpu_runner.streaming import handshake_order
+    schedule = random_schedule(random.Random(seed), max_p=7)
+    program = streaming_program(schedule)
+    orders = [handshake_order(rp.rank, rp.peer_seq) for rp in program.ranks]
+    for rp, order in zip(program.ranks, orders):
+        assert {b if a == rp.rank else a for a, b in order} == set(rp.peer_seq)
+    assert _handshakes_finish(orders)
+
+
+def test_a_healthy_optcc_rank_connects_three_peers_not_p_minus_one():
+    pytest.importorskip("torch")
+    from gpu_runner.streaming import handshake_order
+    program = streaming_program(build_schedule("optcc", Cluster.build(16, stragglers={0: 2}), 4))
+    sizes = [len(handshake_order(rp.rank, rp.peer_seq)) for rp in program.ranks]
+    assert sizes == [15] + [3] * 15
+    assert not _handshakes_finish([[(0, 1)], [(1, 2)], [(0, 2)]][:2] + [[(1, 2), (0, 2)]])   # the check can fail
