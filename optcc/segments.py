@@ -8,6 +8,13 @@ the event model) compete; if none is, k = 1. Tested against brute force over eve
 The algorithm's record (optcc.algorithms.registry) may fix the answer instead: `auto_segments`
 (the ring: 1, k only adds steps), or 1 for a record without pipeline segments. A segmented
 record whose latency counts are "none derived" has nothing to minimise: OptccError "segments".
+
+For a real run (`host_post_s`, the host's cost of posting one message) auto also keeps the k the
+host can post in time. Derived: a healthy rank of an OptCC-like schedule posts about 4·k·H
+messages (a send and a receive per piece in the reduce-scatter and in the all-gather, H = p − m
+healthy GPUs) in a run of about 2·n/B, one every n/(2·B·k·H); a host that needs c_post per post
+keeps up only while k·H ≤ n/(2·c_post·B) (at p = 1024, k = 25, 8 GiB, B = 50 GB/s: one post
+every 3.4 µs). HOST_POST_S is c_post measured here.
 """
 from __future__ import annotations
 
@@ -20,6 +27,16 @@ from optcc.latency import units as latency_units
 from optcc.model_time import ModelTime, knee_fraction, model_time
 
 K_MAX = 1024
+# measured: a healthy rank's host time per post of the streaming runner with the transport removed
+# (benchmarks/runner_overhead.py --transport none, optcc p = 16, k = 16, on this project's 2-core
+# CPU machine: 23–35 µs per post in runs under load, 25 µs taken); a GPU host has its own figure.
+HOST_POST_S = Fraction(25, 10**6)
+
+
+def host_segments(cluster: Cluster, n_bytes: int, host_post_s) -> int:
+    """The largest k with k·H ≤ n/(2·c_post·B) (module docstring; at least 1)."""
+    healthy = max(1, cluster.p - len(cluster.stragglers))
+    return max(1, math.floor(Fraction(n_bytes) / (2 * Fraction(host_post_s) * cluster.bandwidth * healthy)))
 
 
 def parse_segments(text) -> int | str:
@@ -131,7 +148,7 @@ NO_LATENCY_HINT = "give --latency-model to choose another"
 
 def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
                     no_latency_hint: str = NO_LATENCY_HINT,
-                    say_default_latency: bool = True) -> tuple[int, list[str]]:
+                    say_default_latency: bool = True, host_post_s=None) -> tuple[int, list[str]]:
     """(k, notes): the integer given, or auto's choice with a note for each decision a user should
     see: a cluster without latency is timed under AUTO_DEFAULT_LATENCY_MODEL (noted unless not
     `say_default_latency`, ending with `no_latency_hint`, how to give another), and with `build`
@@ -139,7 +156,7 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
     silently). A record that does not accept the cluster is refused (field "algo", as the build
     would); where the model has no time for it here (its latency counts are "none derived", or its
     closed form refuses the cluster) there is nothing to minimise: k = 1, with a note, as where
-    every k is over the knee."""
+    every k is over the knee. With `host_post_s` (a real run) k stays within host_segments, noted."""
     value = parse_segments(value)
     if value != "auto":
         return value, []
@@ -167,6 +184,14 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
             capped, _ = auto_segments(algo, timed, n_bytes, k_max)
             notes.append(f"--segments auto: k = {k} would be best, but a flow list of p = {cluster.p} is built "
                          f"only up to k = {k_max} here (optcc.algorithms.MAX_WORK); using k = {capped}")
+            k = capped
+    if host_post_s is not None:
+        k_host = host_segments(cluster, n_bytes, host_post_s)
+        if k > k_host:
+            capped, _ = auto_segments(algo, timed, n_bytes, k_host)
+            notes.append(f"--segments auto: k = {k} is best in the model, but this host needs about "
+                         f"{float(host_post_s) * 1e6:.3g} µs to post a message (optcc.segments.HOST_POST_S) and "
+                         f"k·H ≤ n/(2·c_post·B) holds only up to k = {k_host} for n = {n_bytes} bytes; using k = {capped}")
             k = capped
     return k, notes
 

@@ -139,17 +139,20 @@ def add_segments_arg(parser, note: str = "") -> None:
 
 
 def segments_from_args(args, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
-                       no_latency_hint: str | None = None, say_default_latency: bool = False) -> int:
+                       no_latency_hint: str | None = None, say_default_latency: bool = False,
+                       real_run: bool = False) -> int:
     """The k to build with (auto resolved, within the buildable limit when `build`); what auto
     decided is said on stderr, except the default latency preset of a cluster without latency when
     --segments was not given (the default's rule, said in --help: one note on every plain run
     would precede each table and error; `say_default_latency` says it anyway); `no_latency_hint`
-    where the command has no --latency-model. Errors name --segments."""
+    where the command has no --latency-model; `real_run`: auto keeps a k whose posts this host can
+    issue in time (optcc.segments.HOST_POST_S). Errors name --segments."""
     import sys
-    from optcc.segments import NO_LATENCY_HINT, choose_segments
+    from optcc.segments import HOST_POST_S, NO_LATENCY_HINT, choose_segments
     try:
         k, notes = choose_segments(args.segments, algo, cluster, n_bytes, build,
-                                   no_latency_hint or NO_LATENCY_HINT, say_default_latency=say_default_latency or segments_given(args))
+                                   no_latency_hint or NO_LATENCY_HINT, say_default_latency=say_default_latency or segments_given(args),
+                                   host_post_s=HOST_POST_S if real_run else None)
     except OptccError as e:
         if e.field == "segments":
             raise OptccError("--segments", e.message) from None

@@ -68,7 +68,7 @@ def run(args) -> int:
             else:
                 from optcc.algorithms import build_schedule
                 built_on = cluster_from_args(args)
-                k = segments_from_args(args, args.algo, built_on, max(sizes))
+                k = segments_from_args(args, args.algo, built_on, max(sizes), real_run=True)
                 schedule = build_schedule(args.algo, built_on, k)
                 path = os.path.join(tmp, f"{args.algo}.json")
                 schedule.save(path)

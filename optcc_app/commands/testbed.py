@@ -125,7 +125,7 @@ def _segments(args, rank: int, ell) -> int | str:
                             latency=delay)
     return segments_from_args(args, "optcc", cluster, size,
                               no_latency_hint="give --delay-ms, or --segments K, to choose another",
-                              say_default_latency=True)
+                              say_default_latency=True, real_run=True)
 
 
 def _draw(draw, res, args) -> None:
