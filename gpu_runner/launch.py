@@ -95,6 +95,26 @@ class _Reaper:
 
 
 _REAPER = _Reaper()
+ZYGOTE_ENV = "OPTCC_ZYGOTE"          # "0": every local rank is a fresh interpreter (gpu_runner.zygote)
+_ZYGOTES: dict = {}                  # (launcher pid, interpreter, PYTHONPATH, OMP_NUM_THREADS) -> Zygote
+
+
+def _zygote(env: dict):
+    """The zygote that forks local ranks with this environment's interpreter settings, started on
+    first use (gpu_runner.zygote), or None where ranks start as fresh interpreters."""
+    if os.environ.get(ZYGOTE_ENV, "1") == "0" or not sys.platform.startswith("linux"):
+        return None
+    key = (os.getpid(), sys.executable, env.get("PYTHONPATH"), env.get("OMP_NUM_THREADS"))
+    zygote = _ZYGOTES.get(key)
+    if zygote is None or not zygote.alive():
+        from gpu_runner.zygote import Zygote
+        base = {k: v for k, v in env.items() if k not in ("RANK", "LOCAL_RANK", "MASTER_PORT")}
+        try:
+            zygote = _ZYGOTES[key] = Zygote(base)
+        except OSError:
+            return None
+        _REAPER.tell("group", zygote.proc.pid)
+    return zygote
 
 
 @contextmanager
@@ -173,10 +193,14 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                     cmd += ["--result", result_path] + (["--progress", events.path] if progress else [])
                 if prefix is not None:
                     cmd = list(prefix(r)) + cmd
-                out = open(os.path.join(tmp, f"rank{r}.out"), "w")
-                err = open(os.path.join(tmp, f"rank{r}.err"), "w")
-                logs.append((out, err))
-                proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+                out_path, err_path = os.path.join(tmp, f"rank{r}.out"), os.path.join(tmp, f"rank{r}.err")
+                zygote = _zygote(env) if prefix is None else None
+                if zygote is not None:      # forked from a process that imported torch once
+                    proc = zygote.spawn(cmd[3:], env, out_path, err_path)
+                else:
+                    out, err = open(out_path, "w"), open(err_path, "w")
+                    logs.append((out, err))
+                    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
                 procs.append(proc)
                 _REAPER.tell("group", proc.pid)
             codes, exit_s, killed = _wait_all(procs, timeout_s, wall_limit_s, start, events.poll)

@@ -53,7 +53,32 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _descendants(pid: int) -> list[int]:
+    """Children, and theirs: ranks forked by the launcher's zygote (gpu_runner.zygote) are grandchildren."""
+    out, todo = [], [pid]
+    while todo:
+        kids = _children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
 def _rank_of(pid: int):
+    """A rank's number: its name optcc-rankR (forked by the zygote), or RANK in the environment of
+    a `python -m gpu_runner` process (started as its own interpreter)."""
+    comm = _comm(pid)
+    if comm.startswith("optcc-rank") and comm[len("optcc-rank"):].isdigit():
+        return int(comm[len("optcc-rank"):])
+    if "-m gpu_runner" not in _cmdline(pid) or "gpu_runner.zygote" in _cmdline(pid):
+        return None
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\0") if b"=" in kv)
@@ -67,6 +92,11 @@ def _sockets(pid: int) -> int:
         return sum(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:") for fd in os.listdir(f"/proc/{pid}/fd"))
     except OSError:
         return 0
+
+
+def _errors(err: str) -> list[str]:
+    """stderr without `optcc run`'s progress lines (what it is doing, not what went wrong)."""
+    return [line for line in err.strip().splitlines() if not line.startswith("optcc run: ")]
 
 
 def _leftovers(tmp) -> list[str]:
@@ -89,9 +119,9 @@ def running(tmp_path):
     deadline = time.monotonic() + 180
     workers, others = {}, []
     while time.monotonic() < deadline and proc.poll() is None:
-        kids = _children(proc.pid)
-        workers = {_rank_of(k): k for k in kids if "-m gpu_runner" in _cmdline(k) and _rank_of(k) is not None}
-        others = [k for k in kids if k not in workers.values()]          # the reaper
+        kids = _descendants(proc.pid)
+        workers = {_rank_of(k): k for k in kids if _rank_of(k) is not None}
+        others = [k for k in _children(proc.pid) if k not in workers.values()]   # the reaper, the zygote
         # past the rendezvous: each rank holds sockets to the store and to its P - 1 peers
         if len(workers) == P and all(_sockets(pid) >= P for pid in workers.values()):
             break
@@ -129,7 +159,7 @@ def test_sigterm_stops_every_worker_and_removes_the_temporary_folders(running):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM
-    assert err.strip().splitlines() == ["optcc: terminated by SIGTERM"]
+    assert _errors(err) == ["optcc: terminated by SIGTERM"]
     assert _wait_gone(list(workers.values()) + others, 5) == []
     assert _wait_clean(tmp, 5) == []
 
@@ -157,7 +187,7 @@ def test_a_stopped_rank_ends_the_run_within_the_timeout_and_is_named_first(runni
     _, err = proc.communicate(timeout=30)
     exited = time.monotonic() - stopped_at
     assert proc.returncode == 3
-    lines = err.strip().splitlines()
+    lines = _errors(err)
     assert len(lines) == 1, err
     assert lines[0].startswith("optcc: error: run: the run failed: rank 2: stopped"), lines[0]
     assert ended is not None and ended <= TIMEOUT + 5, ended
