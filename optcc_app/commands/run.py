@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 from gpu_runner.runners import RUNNERS   # torch-free modules
@@ -9,6 +10,8 @@ from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
 from optcc.needs import require
+
+SAY_AFTER_S = 2.0     # policy: a step that takes longer than this is announced on stderr
 
 
 def register(sub) -> None:
@@ -58,10 +61,18 @@ def run(args) -> int:
             say(f"process group formed: {event['backend']}, {event['world_size']} ranks")
         elif event["event"] == "ready":
             say("every rank has its proved program; running")
-    say(f"checking {args.schedule}: " + ("its certificate" if args.certificate else "proving it") + ", numerics, runner")
-    schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
-                                      args.allow_worse_numerics)
-    runner_note = check_runner(schedule, args.runner)
+    # said only when the checks take a while, so that a refusal stays one line
+    slow = threading.Timer(SAY_AFTER_S, say, [f"checking {args.schedule}: "
+                                              + ("its certificate" if args.certificate else "proving it")
+                                              + ", numerics, runner"])
+    slow.daemon = True
+    slow.start()
+    try:
+        schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
+                                          args.allow_worse_numerics)
+        runner_note = check_runner(schedule, args.runner)
+    finally:
+        slow.cancel()
     say(f"accepted; starting {args.nproc} ranks")
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
                          args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner],
