@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import cached_property
 from collections.abc import Iterable, Mapping
 
 from optcc.errors import OptccError
@@ -184,8 +185,18 @@ class Cluster:
     # ---- derived views ------------------------------------------------------------------
     @property
     def stragglers(self) -> dict[int, Fraction]:
-        """rank -> ℓ for every GPU slower than B, in rank order."""
-        return {r: l for r, l in enumerate(self.slowdown) if l != 1}
+        """rank -> ℓ for every GPU slower than B, in rank order (a fresh dict each call)."""
+        return dict(self._straggler_items)
+
+    @cached_property
+    def _straggler_items(self) -> tuple[tuple[int, Fraction], ...]:
+        # computed once: the cluster is immutable, and the registry's choice reads it per call
+        return tuple((r, l) for r, l in enumerate(self.slowdown) if l != 1)
+
+    @cached_property
+    def min_slowdown(self) -> Fraction:
+        """min(slowdown): ℓ of the fastest GPU (computed once; the cluster is immutable)."""
+        return min(self.slowdown)
 
     @property
     def healthy(self) -> list[int]:

@@ -43,12 +43,13 @@ def durations(schedule: Schedule) -> list[Fraction]:
     slow_ids: dict = {}
     rank_class = [slow_ids.setdefault(x, len(slow_ids)) for x in c.slowdown]
     slows = list(slow_ids)
+    # the slower end's class of every pair of classes, compared once (not once per flow)
+    slower = [[a if slows[a] >= slows[b] else b for b in range(len(slows))] for a in range(len(slows))]
     cache: dict = {}
     out = []
     append = out.append
     for f in schedule.flows:
-        a, b = rank_class[f.src], rank_class[f.dst]
-        key = (piece_class[f.piece], a if slows[a] >= slows[b] else b, f.link == "nic", id(f.rate))
+        key = (piece_class[f.piece], slower[rank_class[f.src]][rank_class[f.dst]], f.link == "nic", id(f.rate))
         d = cache.get(key)
         if d is None:   # the formulas live in Cluster (one home for the model)
             size = sizes[key[0]]
@@ -103,21 +104,18 @@ class IntegerTimes:
     def __init__(self, schedule: Schedule, durs: list | None = None):
         durs = durs if durs is not None else durations(schedule)
         flows = schedule.flows
-        dens = {f.start.denominator for f in flows} | {d.denominator for d in set(durs)}
+        distinct = {id(d): d for d in durs}      # durations() hands out one object per value class
+        # many flows share one Fraction object: read each object once
+        start_objs = {id(f.start): f.start for f in flows}
+        dens = {x.denominator for x in start_objs.values()} | {d.denominator for d in distinct.values()}
         dens |= {op.time.denominator for op in schedule.local_ops}
         scale = 1
         for den in dens:
             scale = scale * den // math.gcd(scale, den)
         self.scale = scale
-        by_id: dict = {}   # many flows share one Fraction object; convert each object once
-        starts = []
-        for f in flows:
-            x = by_id.get(id(f.start))
-            if x is None:
-                x = by_id[id(f.start)] = f.start.numerator * (scale // f.start.denominator)
-            starts.append(x)
-        self.starts = starts
-        dur_int = {id(d): d.numerator * (scale // d.denominator) for d in durs}
+        start_int = {i: x.numerator * (scale // x.denominator) for i, x in start_objs.items()}
+        self.starts = [start_int[id(f.start)] for f in flows]
+        dur_int = {i: d.numerator * (scale // d.denominator) for i, d in distinct.items()}
         self.durs = [dur_int[id(d)] for d in durs]
         self.ends = [a + b for a, b in zip(self.starts, self.durs)]
         self.op_times = [op.time.numerator * (scale // op.time.denominator) for op in schedule.local_ops]

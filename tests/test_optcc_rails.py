@@ -199,3 +199,23 @@ def test_tiny_rails_take_the_fastest_of_multi_ring_direct():
     assert direct.slot_time(mixed, 2) == 3 and optcc_rails.rail_schedule(mixed, 2).meta["algorithm"] == "ring"
     c = Cluster.build(16, 4, failed_nics=[(1, 1), (2, 2)], pxn=False)
     assert optcc_rails.slot_time(c, 64) < F(61198, 100000)            # 0.61198 with optcc_multi rails
+
+
+@pytest.mark.parametrize("rates", ["equal", "proportional"])
+def test_times_only_plan_equals_the_per_rail_plan(rates):
+    """_Plan(materialize=False) lays out one representative per class of identical rails (same
+    schedule, share, rates); materialize=True lays out every rail. Their lead, end, grid and
+    NVLink work must be equal, on clusters whose rails are all alike (uniform straggler servers),
+    partly alike and all different (mixed ℓ inside a server)."""
+    clusters = [Cluster.build(32, 8, {**{i: F(3, 2) for i in range(8)}, **{8 + i: F(2) for i in range(8)}}),
+                Cluster.build(16, 4, {0: F(2), 1: F(2), 5: F(4, 3)}),
+                Cluster.build(24, 4, {0: F(2), 1: F(4, 3), 2: F(8, 7), 3: F(3)}),
+                Cluster.build(16, 8, failed_nics=[(1, 1)], pxn=False)]
+    for c in clusters:
+        for k in (1, 4, 16):
+            rails = optcc_rails._rails(c, k)
+            fast = optcc_rails._Plan(c, k, materialize=False, rates=rates, rails=rails)
+            full = optcc_rails._Plan(c, k, materialize=True, rates=rates, rails=rails)
+            assert (fast.lead, fast.end, fast.grid, fast.nvlink_work, fast.nvlink_limited) == \
+                   (full.lead, full.end, full.grid, full.nvlink_work, full.nvlink_limited), (c.slowdown, k)
+            assert fast.end >= fast.nic_time > 0

@@ -355,3 +355,25 @@ def test_the_docs_example_shows_this_report(report):
     wrong = [line for line in shown[0] if re.search(r"\d", line) and not line.lstrip().startswith("…")
              and not line.startswith("wrote ") and normal(line) not in printed]
     assert not wrong, "lines the report no longer prints:\n" + "\n".join(wrong)
+
+
+def test_text_progress_goes_to_stderr_and_stdout_is_the_table(capsys, monkeypatch, paper_rows):
+    """`optcc paper-checks` (text): one progress line per finished row on stderr, in report
+    order with its verdict; stdout is exactly the rendered table, with no progress line in it."""
+    from optcc_app.cli import main
+    from paper_checks import claims
+    from paper_checks.report import run_paper_checks
+
+    def cached(progress=None):
+        for i, r in enumerate(paper_rows, 1):
+            if progress:
+                progress(i, len(paper_rows), r.id, 0.25, r.verdict)
+        return paper_rows
+    monkeypatch.setattr(claims, "all_checks", cached)
+    assert main(["paper-checks"]) == 0
+    captured = capsys.readouterr()
+    n = len(paper_rows)
+    assert captured.err.splitlines() == [f"paper-checks: [{i}/{n}] {r.id}: {r.verdict} (0.2 s CPU)"
+                                         for i, r in enumerate(paper_rows, 1)]
+    assert captured.out == render_text(run_paper_checks(rows=paper_rows)) + "\n"
+    assert "paper-checks: [" not in captured.out

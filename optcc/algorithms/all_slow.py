@@ -19,7 +19,7 @@ from optcc.schedule import Flow, LocalOp, Schedule
 
 def applies(cluster: Cluster) -> bool:
     """True when no GPU is healthy."""
-    return min(cluster.slowdown) > 1
+    return cluster.min_slowdown > 1
 
 
 def reduced(cluster: Cluster) -> tuple[Cluster, Fraction]:

@@ -84,6 +84,39 @@ def chain_fill_plan(H: int, k: int, ells: list[Fraction], spread: int = 1) -> Ch
     window). Only pieces whose last flow ends by the no-fill slot time are made, so the closed
     form keeps its ends and only δ changes.
     """
+    base = _chain_fill_events(H, tuple(ells), spread)
+    if base is None:
+        return None
+    xs, ev, last, period = base
+    end = nofill_end(H, k, ells, spread)
+    # n = the number of periods π < k with period·π + last ≤ end (period = 2μW > 0): counted
+    # exactly by one floor division (the loop below only for inexact input)
+    if all(isinstance(x, (int, Fraction)) for x in (end, last, period)):
+        n = 0 if last > end else min(k, (end - last) // period + 1)
+    else:
+        n = 0
+        while n < k and period * n + last <= end:
+            n += 1
+    return ChainFill(list(xs), list(ev), n) if n else None
+
+
+_EVENTS: dict = {}
+
+
+def _chain_fill_events(H: int, ells: tuple, spread: int):
+    """The k-independent part of `chain_fill_plan`: (sizes x_r, piece 0's events, their latest
+    end in δ, the period 2μW in δ), or None without fill. Cached (the auto-k searches ask for
+    many k on one cluster); callers get copies of the lists."""
+    key = (H, ells, tuple(map(type, ells)), spread)
+    if key in _EVENTS:
+        return _EVENTS[key]
+    if len(_EVENTS) > 4096:
+        _EVENTS.clear()
+    value = _EVENTS[key] = _chain_fill_events_uncached(H, list(ells), spread)
+    return value
+
+
+def _chain_fill_events_uncached(H: int, ells: list[Fraction], spread: int):
     m = len(ells)
     pat = Pattern(H, m, spread)
     if not (m >= 3 or pat.coincide) or H < 1:
@@ -136,11 +169,7 @@ def chain_fill_plan(H: int, k: int, ells: list[Fraction], spread: int = 1) -> Ch
             A = occ(i, A + 1)
             ev.append(FillEvent(r, S[i + 1], S[i], "copy", A, off(i, r), ells[i] * xs[r]))
     last = max(2 * mu * e.window + e.offset + e.duration for e in ev)
-    end = nofill_end(H, k, ells, spread)
-    n = 0
-    while n < k and 2 * mu * W * n + last <= end:
-        n += 1
-    return ChainFill(xs, ev, n) if n else None
+    return tuple(xs), tuple(ev), last, 2 * mu * W
 
 
 def relay_fill_flows(h: list[int], stragglers: list[tuple[int, Fraction]], k: int, grid: SlotGrid,

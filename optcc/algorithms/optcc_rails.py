@@ -55,7 +55,7 @@ from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
-from optcc.timing import durations
+from optcc.timing import IntegerTimes
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
@@ -77,31 +77,41 @@ def rail_cluster(cluster: Cluster, l: int) -> Cluster:
     return Cluster.build(cluster.servers, 1, slow or None)
 
 
-def rail_schedule(inst: Cluster, k: int, direct: bool = True) -> Schedule:
+def rail_schedule(inst: Cluster, k: int, direct: bool = True, base=None) -> Schedule:
     """The g = 1 schedule rail `inst` runs (module docstring); `direct=False` leaves the direct
-    AllReduce out (`_best_plan` compares the whole cluster with and without it)."""
+    AllReduce out (`_best_plan` compares the whole cluster with and without it). `base`: this
+    rail's `_rail_base(inst, k)` when already computed (then only direct is tried)."""
+    from optcc.algorithms import direct as direct_ar
+    sched, best, _ = _rail_base(inst, k) if base is None else base
+    # the direct AllReduce with LP shard sizes (direct.py, derived) reaches the q-node
+    # exclusive LP up to a factor 1 + 1/k on the rails above ([1, 2, 2, 1]: 8/3·(1 + 1/k)),
+    # on healthy rails (2(q−1)/q exactly) and on one straggler at ℓ ≤ 3/2; strictly faster only
+    if direct and best is not None and direct_ar.slot_time(inst, k) < best:
+        sched = direct_ar.build(inst, k)
+    return sched
+
+
+def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, IntegerTimes | None]:
+    """(the rail's schedule without the direct AllReduce, its slot time where direct may still
+    replace it: q ≤ RING_MAX_Q, q ≠ 2, else None; its IntegerTimes where computed, else None)."""
     q = inst.p
     if q == 2:
         from optcc.algorithms.optcc_servers import _two_server_instance
-        return _two_server_instance(inst, k)
+        return _two_server_instance(inst, k), None, None
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
-    from optcc.algorithms import direct as direct_ar
     sched = build_schedule("optcc", inst, k)
-    if q <= RING_MAX_Q:
-        best = max(f.start + d for f, d in zip(sched.flows, durations(sched)))
-        if len(inst.stragglers) >= 2:
-            # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats
-            # the several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]:
-            # 3 vs 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
-            ring = max(inst.slowdown) * Fraction(2 * (q - 1), q)
-            if ring < best:
-                sched, best = build_schedule("ring", inst, k), ring
-        # the direct AllReduce with LP shard sizes (direct.py, derived) reaches the q-node
-        # exclusive LP up to a factor 1 + 1/k on the rails above ([1, 2, 2, 1]: 8/3·(1 + 1/k)),
-        # on healthy rails (2(q−1)/q exactly) and on one straggler at ℓ ≤ 3/2; strictly faster only
-        if direct and direct_ar.slot_time(inst, k) < best:
-            sched = direct_ar.build(inst, k)
-    return sched
+    if q > RING_MAX_Q:
+        return sched, None, None
+    grid = IntegerTimes(sched)
+    best = Fraction(max(grid.ends), grid.scale)      # the latest flow end, exact on the grid
+    if len(inst.stragglers) >= 2:
+        # tiny rails: NCCL's ring takes exactly max ℓ·2(q−1)/q (ring.py, paper), which beats
+        # the several-straggler construction's fill on some 4-node rails (e.g. [1, 2, 2, 1]:
+        # 3 vs 3.047 at k = 64); keep the faster, ties to OptCC (derived, docs/failures.md)
+        ring = max(inst.slowdown) * Fraction(2 * (q - 1), q)
+        if ring < best:
+            sched, best, grid = build_schedule("ring", inst, k), ring, None
+    return sched, best, grid
 
 
 class _Plan:
@@ -123,35 +133,49 @@ class _Plan:
             off += len(sched.pieces)
         s_nv = cluster.nvlink_speedup
         half, full = _rates(self.shares, g, rates)       # per rail: both kinds / one kind active
+        # Rails with the same schedule, touches, share and rates (the same `_rails` entry) are
+        # laid out identically: each rail's NVLink streams (free[l] below) advance only by its
+        # own pieces, in its own (first touch, piece) order, and every quantity read across
+        # rails (the lead D, the first all-gather, the last reduce-scatter, the end) is a max or
+        # min over rails. So the times need one representative per class of equal rails; the
+        # flows (materialize) need every rail.
+        classes: dict = {}
+        rep = [classes.setdefault((id(self.rails[l]), id(touches[l]), self.shares[l], half[l], full[l]), l)
+               for l in range(g)]
+        reps = list(range(g)) if materialize else sorted(set(rep))
         # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
-        durf = [[w * x / (s_nv * full[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
-                enumerate(zip(self.shares, self.rails))]
-        durh = [[w * x / (s_nv * half[l]) for x in sched.pieces] for l, (w, (sched, _, _)) in
-                enumerate(zip(self.shares, self.rails))]
+        durf, durh = [None] * g, [None] * g
+        for l in reps:
+            w, sched = self.shares[l], self.rails[l][0]
+            durf[l] = [w * x / (s_nv * full[l]) for x in sched.pieces]
+            durh[l] = [w * x / (s_nv * half[l]) for x in sched.pieces]
         # Every time below is exact on one integer grid (value = int / M): sums, differences and
         # comparisons of integers instead of Fractions. M holds 2^LEAD_STEPS so that the lead's
         # bisection (_smallest_lead) halves exactly on the grid.
         M = self.nic_time.denominator
-        for row in durf + durh:
-            for d in row:
+        for l in reps:
+            for d in durf[l] + durh[l]:
                 M = math.lcm(M, d.denominator)
-        rail_dens = []
-        for l, (ft_l, lw_l) in enumerate(touches):
+        rail_dens = {}
+        for l in reps:
+            ft_l, lw_l = touches[l]
             dens = {t.denominator for node in ft_l + lw_l for t in node.values()}
-            rail_dens.append(dens)
+            rail_dens[l] = dens
             w_den = self.shares[l].denominator
             for den in dens:
                 M = math.lcm(M, den * w_den)
         M <<= LEAD_STEPS
         self.grid = M
         grid_int = lambda x: x.numerator * (M // x.denominator)    # noqa: E731
-        durf = [[grid_int(d) for d in row] for row in durf]
-        durh = [[grid_int(d) for d in row] for row in durh]
+        for l in reps:
+            durf[l] = [grid_int(d) for d in durf[l]]
+            durh[l] = [grid_int(d) for d in durh[l]]
         # first touch / last write per (server, rail, piece), in global time without the lead:
         # the rail's time t scaled by its share w_l, t·w_l·M = t.numerator · w.numerator · M/(t.den·w.den)
         ft = [dict() for _ in range(q)]
         lw = [dict() for _ in range(q)]
-        for l, (ft_l, lw_l) in enumerate(touches):
+        for l in reps:
+            ft_l, lw_l = touches[l]
             w = self.shares[l]
             mult = {den: w.numerator * (M // (den * w.denominator)) for den in rail_dens[l]}
             for s in range(q):
@@ -242,16 +266,29 @@ def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None
     return hi
 
 
-def _rails(cluster: Cluster, k: int, direct: bool = True):
-    """Per rail l: (its g = 1 schedule, flow ends, slot time) and its per-node touches."""
+def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = None):
+    """Per rail l: (its g = 1 schedule, its IntegerTimes, slot time) and its per-node touches.
+    `bases`: a dict shared by the calls of one (cluster, k) (`_best_plan` computes the rails
+    without and with direct): each rail's schedule without direct, with its ends and touches,
+    is computed once and reused where direct does not replace it (the same values)."""
+    bases = {} if bases is None else bases
     cache: dict = {}
     rails, touches = [], []
     for l in range(cluster.g):
         inst = rail_cluster(cluster, l)
         if inst.slowdown not in cache:
-            sched = rail_schedule(inst, k, direct)
-            ends = [f.start + d for f, d in zip(sched.flows, durations(sched))]
-            cache[inst.slowdown] = ((sched, ends, max(ends)), _touches(sched, ends, cluster.servers))
+            if inst.slowdown not in bases:
+                bases[inst.slowdown] = [_rail_base(inst, k), None]
+            base = bases[inst.slowdown]
+            sched = rail_schedule(inst, k, direct, base[0])
+            if sched is base[0][0] and base[1] is not None:
+                cache[inst.slowdown] = base[1]
+            else:
+                grid = base[0][2] if sched is base[0][0] and base[0][2] is not None else IntegerTimes(sched)
+                cache[inst.slowdown] = ((sched, grid, Fraction(max(grid.ends), grid.scale)),
+                                        _touches(sched, grid, cluster.servers))
+                if sched is base[0][0]:
+                    base[1] = cache[inst.slowdown]
         rails.append(cache[inst.slowdown][0])
         touches.append(cache[inst.slowdown][1])
     return rails, touches
@@ -285,9 +322,9 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
     more than its rails save) and the two NVLink rate rules; ties keep the earlier (no direct,
     "equal"), so schedules where direct does not win are unchanged. With equal shares the two
     rate rules are the same rule, so only "equal" is computed."""
-    best = None
+    best, bases = None, {}
     for use_direct in (False, True):
-        rails = _rails(cluster, k, use_direct)
+        rails = _rails(cluster, k, use_direct, bases)
         if use_direct and not _uses_direct(rails):
             break                                   # no rail takes direct: the same plan again
         plan = _Plan(cluster, k, materialize=False, rails=rails)
@@ -330,20 +367,24 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     return borrow if borrow is not None and borrow < end else end
 
 
-def _touches(sched: Schedule, ends, q: int):
+def _touches(sched: Schedule, grid: IntegerTimes, q: int):
     """Per node: piece -> first touch (start of its first flow, either end) and piece -> last
-    write (end of the last flow into it), in the rail's own time."""
+    write (end of the last flow into it), in the rail's own time (exact Fractions; compared as
+    integers on the schedule's grid)."""
     ft = [dict() for _ in range(q)]
     lw = [dict() for _ in range(q)]
-    for f, end in zip(sched.flows, ends):
+    for f, start, end in zip(sched.flows, grid.starts, grid.ends):
+        piece = f.piece
         for node in (f.src, f.dst):
-            cur = ft[node].get(f.piece)
-            if cur is None or f.start < cur:
-                ft[node][f.piece] = f.start
-        cur = lw[f.dst].get(f.piece)
+            cur = ft[node].get(piece)
+            if cur is None or start < cur:
+                ft[node][piece] = start
+        cur = lw[f.dst].get(piece)
         if cur is None or end > cur:
-            lw[f.dst][f.piece] = end
-    return ft, lw
+            lw[f.dst][piece] = end
+    scale = grid.scale
+    as_fraction = [{pi: Fraction(v, scale) for pi, v in node.items()} for node in ft + lw]
+    return as_fraction[:q], as_fraction[q:]
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:

@@ -23,6 +23,7 @@ max(ℓ/g + W/k, W) (q = 2), W (q = 1).
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
@@ -33,7 +34,7 @@ from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_se
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
-from optcc.timing import durations
+from optcc.timing import IntegerTimes
 
 def optcc_server_slot_time(cluster: Cluster, segments: int) -> Fraction:
     """Closed-form slot time (n/B) of `optcc_server_allreduce` (derived, docs/optcc_servers.md
@@ -81,58 +82,68 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     P = len(inst.pieces)
     gf = Fraction(g)
     sizes = [x / gf for x in inst.pieces]
+    batch = [Fraction(g - 1) * sz / s_nv for sz in sizes]   # length of one RS/AG batch of piece π
+    rnd = [sz / s_nv for sz in sizes]                      # one round of it
+    # Every time below is exact on one integer grid (value = int / M): the instance's grid S
+    # (optcc.timing.IntegerTimes) divided by g, and the batch and round lengths.
+    grid = IntegerTimes(inst)
+    M = grid.scale * g
+    for x in set(batch) | set(rnd):
+        M = math.lcm(M, x.denominator)
+    to_global = M // (grid.scale * g)                     # instance time t: t/g = int · to_global / M
+    batch_i = [x.numerator * (M // x.denominator) for x in batch]
+    rnd_i = [x.numerator * (M // x.denominator) for x in rnd]
     # First touch and last write of every (server, instance piece), in instance time.
     ft: list[dict] = [dict() for _ in range(q)]
     lw: list[dict] = [dict() for _ in range(q)]
-    for f, d in zip(inst.flows, durations(inst)):
+    for f, st, end in zip(inst.flows, grid.starts, grid.ends):
         for node in (f.src, f.dst):
             cur = ft[node].get(f.piece)
-            if cur is None or f.start < cur:
-                ft[node][f.piece] = f.start
-        end = f.start + d
+            if cur is None or st < cur:
+                ft[node][f.piece] = st
         cur = lw[f.dst].get(f.piece)
         if cur is None or end > cur:
             lw[f.dst][f.piece] = end
-    batch = [Fraction(g - 1) * sz / s_nv for sz in sizes]   # length of one RS/AG batch of piece π
-    rnd = [sz / s_nv for sz in sizes]                      # one round of it
     # RS batches: back to back from time 0 in deadline order; the instance starts at the
     # smallest D that lets every batch end by its first touch D + ft/g.
     rs_abs: list[list] = []
-    D = Fraction(0)
+    D = 0
     for s in range(q):
-        t = Fraction(0)
+        t = 0
         seq = []
         for pi in sorted(ft[s], key=lambda pi: ft[s][pi]):
             seq.append((t, pi))
-            t += batch[pi]
-            need = t - ft[s][pi] / gf
+            t += batch_i[pi]
+            need = t - ft[s][pi] * to_global
             if need > D:
                 D = need
         rs_abs.append(seq)
+    fractions: dict = {}
+
+    def at(v: int) -> Fraction:               # one Fraction object per distinct time
+        x = fractions.get(v)
+        if x is None:
+            x = fractions[v] = Fraction(v, M)
+        return x
+
     flows: list[Flow] = []
     app = flows.append
-    start_cache: dict = {}
-
-    def at(t_inst: Fraction) -> Fraction:
-        v = start_cache.get(t_inst)
-        if v is None:
-            v = start_cache[t_inst] = D + t_inst / gf
-        return v
-
-    for f in inst.flows:                      # g copies of the instance on the NICs
-        st = at(f.start)
+    for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
+        start = at(D + st * to_global)
         for l in range(g):
-            app(lifted_flow(f, l, g, P, st))
+            app(lifted_flow(f, l, g, P, start))
+    rounds: dict = {}
     for s in range(q):
-        t_free = Fraction(0)
+        t_free = 0
         for st, pi in rs_abs[s]:
-            _batch(app, s, g, P, pi, st, rnd[pi], "add")
-            t_free = st + batch[pi]
+            _batch(app, s, g, P, pi, st, rnd_i[pi], "add", at, rounds)
+            t_free = st + batch_i[pi]
         # AG batches: in release order, each as soon as it is released and NVLink is free.
-        for rel, pi in sorted((D + lw[s][pi] / gf, pi) for pi in lw[s]):
+        for rel, pi in sorted((D + lw[s][pi] * to_global, pi) for pi in lw[s]):
             t = max(rel, t_free)
-            _batch(app, s, g, P, pi, t, rnd[pi], "copy")
-            t_free = t + batch[pi]
+            _batch(app, s, g, P, pi, t, rnd_i[pi], "copy", at, rounds)
+            t_free = t + batch_i[pi]
+    D = Fraction(D, M)
     pieces = [sz for l in range(g) for sz in sizes]
     meta["lead"] = str(D)
     return Schedule(cluster, pieces, flows, meta=meta)
@@ -151,11 +162,21 @@ def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:
     return Schedule(inst_cluster, [seg] * k, flows)
 
 
-def _batch(app, s: int, g: int, P: int, pi: int, start: Fraction, rnd: Fraction, op: str) -> None:
-    """g−1 permutation rounds on server s for piece π of every instance (server_lift.nvlink_round)."""
+def _batch(app, s: int, g: int, P: int, pi: int, start, rnd, op: str, at=None, rounds=None) -> None:
+    """g−1 permutation rounds on server s for piece π of every instance (server_lift.nvlink_round).
+    `at`: start and round length are integers on a grid and `at` makes each start a Fraction;
+    `rounds`: a dict caching nvlink_round's permutations across batches."""
     for t in range(1, g):
         st = start + (t - 1) * rnd
-        for src, dst, inst in nvlink_round(s, g, t, op):
+        if at is not None:
+            st = at(st)
+        if rounds is None:
+            perm = nvlink_round(s, g, t, op)
+        else:
+            perm = rounds.get((s, t, op))
+            if perm is None:
+                perm = rounds[(s, t, op)] = nvlink_round(s, g, t, op)
+        for src, dst, inst in perm:
             app(Flow(src, dst, inst * P + pi, op, st, "nvlink"))
 
 
