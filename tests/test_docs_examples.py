@@ -141,7 +141,8 @@ def shared_reachable(argv: list[str], workdir: Path) -> bool:
 
 
 def mismatches(path: Path, workdir: Path) -> list[str]:
-    """The shown lines with a number that the document's examples no longer print."""
+    """The shown lines (every non-empty one, words and numbers; wall-clock figures masked) that the
+    document's examples no longer print."""
     wrong = []
     for command, shown in examples(path):          # `$ cat FILE` shows a file the reader writes by hand
         argv = shlex.split(command, comments=True)
