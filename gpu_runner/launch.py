@@ -371,7 +371,7 @@ def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: f
     """What `optcc run` does: prove, then launch the workers with a certificate of that proof."""
     schedule, _ = prepare_schedule(path, nproc, certificate, dtype)
     return launch_trusted(path, schedule.sha256(), nproc, size, dtype, timeout_s, iters, warmup,
-                          backend, extra, certificate=certificate)
+                          backend, extra, certificate=certificate, schedule=schedule)
 
 
 def worker_certificate(schedule: Schedule, directory: str, certificate: str | None = None) -> str:
@@ -416,8 +416,10 @@ def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=
                    extra=(), certificate=None, allow_worse_numerics=False, **kw) -> LaunchResult:
     """Launch workers on the schedule at `path`, which must have `sha256` when this process
     proves it (or re-checks `certificate`) and when each worker loads it. No worker runs what this
-    process did not accept: each checks its signed attestation (attested_worker_args)."""
-    schedule = Schedule.load(path)
+    process did not accept: each checks its signed attestation (attested_worker_args). A caller that
+    holds the proved Schedule passes it as `schedule=` (the file is not read again here: the
+    workers compare what they load with the attested sha256)."""
+    schedule = kw.get("schedule") or Schedule.load(path)
     if schedule.sha256() != sha256:
         raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
     with private_tempdir("optcc-cert-") as tmp:

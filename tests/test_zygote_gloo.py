@@ -68,3 +68,29 @@ def test_a_dead_zygote_takes_its_ranks_and_is_replaced(proved, tmp_path):
         open(f"/proc/{rank.pid}/stat").read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     assert _run(schedule, path, tmp_path)["correct"] is True   # a new zygote serves the next launch
     assert any(z.alive() and z is not zygote for z in launch_mod._ZYGOTES.values())
+
+
+def test_a_file_changed_after_its_proof_is_refused_by_every_worker(proved, tmp_path):
+    """The launcher does not read the file again; each worker compares what it loads with the
+    attested sha256, so a schedule swapped in after the proof never runs."""
+    schedule, path = proved
+    from gpu_runner.launch import launch_trusted
+    build_schedule("ring", Cluster.build(3), 1).save(path)          # proved, valid, but not the attested one
+    res = launch_trusted(path, schedule.sha256(), 3, 8 * 1001, "int64", 30, schedule=schedule)
+    assert not res.ok
+    assert "attests another schedule" in res.describe_failure()
+
+
+def test_optcc_run_reads_the_schedule_once_in_the_launcher(proved, monkeypatch):
+    from optcc.schedule import Schedule
+    from optcc_app.cli import main
+    _, path = proved
+    loads = []
+    plain = Schedule.load.__func__
+
+    def counting(cls, p):
+        loads.append(p)
+        return plain(cls, p)
+    monkeypatch.setattr(Schedule, "load", classmethod(counting))
+    assert main(["run", "--nproc", "3", "--schedule", path, "--size", "4004", "--dtype", "int32"]) == 0
+    assert loads == [path]

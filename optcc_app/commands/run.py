@@ -77,7 +77,7 @@ def run(args) -> int:
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
                          args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner],
                          certificate=args.certificate, allow_worse_numerics=args.allow_worse_numerics,
-                         progress=heard)
+                         progress=heard, schedule=schedule)
     if not res.ok:
         raise RunFailed("run", "the run failed: " + res.describe_failure())
     r = res.result
