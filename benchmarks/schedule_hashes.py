@@ -6,14 +6,19 @@ Run: python benchmarks/schedule_hashes.py OUT.json [--without-stated]
 --without-stated hashes each schedule without its stated slot time (the "slot_time" key), to
 compare against schedules made before generators stated it, and checks on every schedule that
 the stated time is the one it ends at (optcc.timing.slot_time); it prints every mismatch."""
+import argparse
 import hashlib
 import json
-import sys
 from fractions import Fraction as F
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 
-WITHOUT_STATED = "--without-stated" in sys.argv[2:]
+_parser = argparse.ArgumentParser(description="sha256 of every generated schedule over a grid, as JSON")
+_parser.add_argument("out", metavar="OUT.json", help="where the hashes are written")
+_parser.add_argument("--without-stated", action="store_true",
+                     help="hash without the stated slot time, and check it is each schedule's end")
+ARGS = _parser.parse_args()        # before any work: `--help` prints this, never writes a file
+WITHOUT_STATED = ARGS.without_stated
 MISMATCHES = []
 
 
@@ -68,7 +73,8 @@ for name, make in grid():
         out[name] = h(make(), name)
     except OptccError as e:
         out[name] = f"error {e.message}"
-json.dump(out, open(sys.argv[1], "w"), indent=0, sort_keys=True)
+with open(ARGS.out, "w") as fh:
+    json.dump(out, fh, indent=0, sort_keys=True)
 print(len(out), sum(1 for v in out.values() if v.startswith("error")))
 if WITHOUT_STATED:
     print(f"{len(MISMATCHES)} stated slot times differ from the schedule's end", *MISMATCHES, sep="\n")
