@@ -145,7 +145,7 @@ def test_local_probe_json_and_cluster_file_feed_schedule(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "c.json"
     env = dict(os.environ, OPTCC_HOSTNAME="node-a")         # names the host, as the testbed does
-    res = _optcc("probe", "--nproc", "3", "--size", "65536", "--repeats", "2", "-o", str(out), "--json", env=env)
+    res = _optcc("probe", "--nproc", "3", "--size", "1048576", "--repeats", "3", "-o", str(out), "--json", env=env)
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)
     assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
