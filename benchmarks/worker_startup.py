@@ -24,13 +24,8 @@ from optcc.schedule import Schedule
 from verifier import prove_allreduce, write_certificate
 
 
-def _forget() -> None:
-    for cache in (proof._PROVED, proof._ACCEPTED, proof._NUMERICS, proof._PROGRAMS):
-        cache.clear()
-
-
 def _worker(path, rank, runner, certificate=None, attestation=None) -> float:
-    _forget()                                    # a fresh worker process knows nothing
+    proof.forget()                               # a fresh worker process knows nothing
     t0 = time.perf_counter()
     schedule = Schedule.load(path)
     if attestation:

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from gpu_runner.proof import launch_key_env
+from gpu_runner.runners import DEFAULT_RUNNER
 from gpu_runner.watchdog import EXIT_TIMEOUT, EXIT_WRONG, LAUNCHER_PID_ENV
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -390,7 +391,7 @@ def worker_certificate(schedule: Schedule, directory: str, certificate: str | No
     return path
 
 
-def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: str = "streaming",
+def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: str = DEFAULT_RUNNER,
                          dtype: str | None = None, allow_worse_numerics: bool = False,
                          certificate: str | None = None) -> list:
     """["--schedule", path, "--attestation", FILE]: what this process accepted of the schedule at
@@ -407,13 +408,9 @@ def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: 
     return ["--schedule", path, "--attestation", attestation]
 
 
-def _runner_of(extra) -> str:
-    extra = list(extra)
-    return extra[extra.index("--runner") + 1] if "--runner" in extra[:-1] else "streaming"
-
-
 def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=1, backend="auto",
-                   extra=(), certificate=None, allow_worse_numerics=False, **kw) -> LaunchResult:
+                   extra=(), certificate=None, allow_worse_numerics=False, runner: str = DEFAULT_RUNNER,
+                   **kw) -> LaunchResult:
     """Launch workers on the schedule at `path`, which must have `sha256` when this process
     proves it (or re-checks `certificate`) and when each worker loads it. No worker runs what this
     process did not accept: each checks its signed attestation (attested_worker_args). A caller that
@@ -423,8 +420,8 @@ def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=
     if schedule.sha256() != sha256:
         raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
     with private_tempdir("optcc-cert-") as tmp:
-        args = attested_worker_args(schedule, path, tmp, _runner_of(extra), dtype, allow_worse_numerics, certificate)
-        args += ["--size", str(size), "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup),
+        args = attested_worker_args(schedule, path, tmp, runner, dtype, allow_worse_numerics, certificate)
+        args += ["--runner", runner, "--size", str(size), "--dtype", dtype, "--iters", str(iters), "--warmup", str(warmup),
                  "--backend", backend, *extra]
         if allow_worse_numerics:
             args.append("--allow-worse-numerics")

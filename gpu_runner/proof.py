@@ -54,6 +54,12 @@ _KEY: list = []       # this process's signing key, made on first use
 UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for tests only)"
 
 
+def forget() -> None:
+    """Drop everything this process accepted (proofs, numerics, programs): a fresh worker's state."""
+    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS):
+        cache.clear()
+
+
 def proof_of(schedule: Schedule):
     """The Proof require_proof made for this exact schedule in this process, or None."""
     return _PROVED.get(schedule.sha256())

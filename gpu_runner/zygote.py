@@ -21,6 +21,10 @@ import select
 import signal
 import sys
 
+POLL_S = 0.02          # policy: how often the zygote looks for ended children between requests
+START_S = 120.0        # policy: the zygote's own start (one torch import) on a loaded machine
+FORK_S = 60.0          # policy: the answer to one fork request
+
 
 def _die_with_parent() -> None:
     import ctypes
@@ -135,7 +139,7 @@ class Zygote:
         self._reader = threading.Thread(target=self._read, daemon=True, name="optcc-zygote-reader")
         self._reader.start()
         with self._got:
-            if not self._got.wait_for(lambda: self._pids or not self._alive, timeout=120) or not self._alive:
+            if not self._got.wait_for(lambda: self._pids or not self._alive, timeout=START_S) or not self._alive:
                 raise OSError("the rank zygote did not start")
             self._pids.pop(0)                     # its "ready"
 
@@ -160,7 +164,7 @@ class Zygote:
         with self._lock, self._got:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()
-            if not self._got.wait_for(lambda: self._pids or not self._alive, timeout=60) or not self._pids:
+            if not self._got.wait_for(lambda: self._pids or not self._alive, timeout=FORK_S) or not self._pids:
                 raise OSError("the rank zygote did not fork the rank")
             return ForkedRank(self._pids.pop(0), self)
 
@@ -183,7 +187,7 @@ def main() -> int:
     reading = True
     _send({"ready": os.getpid()})
     while reading or children:
-        ready, _, _ = select.select([0] if reading else [], [], [], 0.02)
+        ready, _, _ = select.select([0] if reading else [], [], [], POLL_S)
         if ready:
             data = os.read(0, 1 << 16)
             if not data:

@@ -109,8 +109,7 @@ def attested(tmp_path, monkeypatch):
 
 
 def _fresh_worker():
-    for cache in (proof._PROVED, proof._ACCEPTED, proof._NUMERICS, proof._PROGRAMS):
-        cache.clear()
+    proof.forget()
 
 
 def test_an_attestation_is_accepted_only_as_the_launcher_wrote_it(attested, tmp_path, monkeypatch):

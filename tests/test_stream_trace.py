@@ -49,7 +49,7 @@ def test_a_real_streaming_run_writes_a_consistent_trace(tmp_path, monkeypatch):
     trace.mkdir()
     monkeypatch.setenv("OPTCC_STREAM_TRACE", str(trace))
     res = launch_trusted(path, schedule.sha256(), 3, 4 * 3000, "int32", 60.0, iters=1,
-                         extra=["--runner", "streaming"])
+                         runner="streaming")
     assert res.ok, res.describe_failure()
     runs = load(str(trace))
     assert sorted(runs) == [0, 1, 2]

@@ -29,7 +29,7 @@ def test_random_proved_schedules_stream_exactly_on_gloo(tmp_path, seed):
     count = rng.choice([7, 1000, 4099])
     runner = "streaming-ordered" if seed == 2 else "streaming"
     res = launch_trusted(path, schedule.sha256(), schedule.cluster.p, 8 * count, "int64", 60.0, iters=2,
-                         extra=["--runner", runner])
+                         runner=runner)
     assert res.ok, res.describe_failure()
     row = res.result["rows"][0]
     assert res.result["runner"] == runner
@@ -73,7 +73,7 @@ def test_dead_or_hung_rank_ends_every_streaming_rank(tmp_path, kind):
     schedule.save(path)
     timeout = 5.0
     res = launch_trusted(path, schedule.sha256(), 3, 4 * 1000, "float32", timeout,
-                         extra=["--runner", "streaming", "--inject-fault", f"{kind}:1"])
+                         runner="streaming", extra=["--inject-fault", f"{kind}:1"])
     assert not res.ok
     text = res.describe_failure()
     for r in (0, 2):

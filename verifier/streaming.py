@@ -29,16 +29,14 @@ Then every execution computes what the schedule's sequential semantics computes.
 """
 from __future__ import annotations
 
-from optcc.errors import OptccError
-from optcc.lowering.streaming import DEFAULT_WINDOW, streaming_program
+from optcc.lowering.streaming import DEFAULT_WINDOW, check_window, streaming_program
 from optcc.timing import IntegerTimes
 
 
 def prove_streaming(schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
     """(program, counterexample or None): build the streaming program and check M, H, D on it."""
     from verifier.streaming_check import check_streaming
-    if window < 1:
-        raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
+    check_window(window)
     schedule.validate()
     grid = IntegerTimes(schedule)
     for i, (s, e) in enumerate(zip(grid.starts, grid.ends)):

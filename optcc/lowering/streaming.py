@@ -99,7 +99,7 @@ class _Lowering:
         return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
 
 
-def _check_window(window: int) -> None:
+def check_window(window: int) -> None:
     if window < 1:
         raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
 
@@ -107,7 +107,7 @@ def _check_window(window: int) -> None:
 def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None,
                       port_order: bool = PORT_ORDER, recv_order: bool = False) -> StreamingProgram:
     """Every rank's streaming program."""
-    _check_window(window)
+    check_window(window)
     lowering = _Lowering(schedule, grid)
     ranks = [lowering.rank(r, window, port_order, recv_order) for r in range(schedule.cluster.p)]
     return StreamingProgram(window, ranks, recv_order)
@@ -116,7 +116,7 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
 def rank_program(schedule, rank: int, window: int = DEFAULT_WINDOW, recv_order: bool = False,
                  grid: IntegerTimes | None = None, port_order: bool = PORT_ORDER) -> RankProgram:
     """One rank's program, equal to streaming_program(...).ranks[rank] (what a worker runs)."""
-    _check_window(window)
+    check_window(window)
     if not 0 <= rank < schedule.cluster.p:
         raise OptccError("rank", f"expected a rank in 0..{schedule.cluster.p - 1}, got {rank}")
     return _Lowering(schedule, grid).rank(rank, window, port_order, recv_order)

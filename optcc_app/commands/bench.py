@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import sys
 
-from gpu_runner.runners import RUNNERS   # torch-free modules
+from gpu_runner.runners import DEFAULT_RUNNER, RUNNERS   # torch-free modules
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import (add_cluster_args, add_segments_arg, cluster_from_args, positive_seconds, print_json,
                                         require_cuda_for_nccl, segments_from_args)
@@ -29,7 +29,7 @@ def register(sub) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
-    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+    parser.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                         help="streaming (default; refused unless proved safe for the schedule), streaming-ordered "
                              "(receives in the schedule's order per port: for messages of many round trips) or step")
     parser.add_argument("--allow-worse-numerics", action="store_true",

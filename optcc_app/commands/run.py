@@ -5,7 +5,7 @@ import sys
 import threading
 import time
 
-from gpu_runner.runners import RUNNERS   # torch-free modules
+from gpu_runner.runners import DEFAULT_RUNNER, RUNNERS   # torch-free modules
 from gpu_runner.worker import DTYPES, ELEMENT_BYTES
 from optcc_app.commands._common import byte_size, positive_seconds, print_json, require_cuda_for_nccl
 from optcc.errors import OptccError, RunFailed
@@ -28,7 +28,7 @@ def register(sub) -> None:
                         help="seconds a rank waits for a dead or hung peer before exiting (default 60)")
     parser.add_argument("--iters", type=int, default=1, help="timed runs (default 1)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
-    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+    parser.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                         help="streaming (default; refused unless proved safe for the schedule), streaming-ordered "
                              "(receives in the schedule's order per port: for messages of many round trips) or step")
     parser.add_argument("--allow-worse-numerics", action="store_true",
@@ -75,7 +75,7 @@ def run(args) -> int:
         slow.cancel()
     say(f"accepted; starting {args.nproc} ranks")
     res = launch_trusted(args.schedule, schedule.sha256(), args.nproc, args.size, args.dtype,
-                         args.timeout, args.iters, args.warmup, args.backend, extra=["--runner", args.runner],
+                         args.timeout, args.iters, args.warmup, args.backend, runner=args.runner,
                          certificate=args.certificate, allow_worse_numerics=args.allow_worse_numerics,
                          progress=heard, schedule=schedule)
     if not res.ok:

@@ -6,7 +6,7 @@ import sys
 
 from optcc.cluster import parse_straggler
 from optcc_app.commands._common import add_segments_arg, byte_size, positive_seconds, print_json, print_table
-from gpu_runner.runners import RUNNERS   # torch-free module
+from gpu_runner.runners import DEFAULT_RUNNER, RUNNERS   # torch-free module
 from optcc.errors import OptccError, RunFailed
 from optcc.files import check_writable
 from optcc.needs import require
@@ -27,7 +27,7 @@ def register(sub) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
     parser.add_argument("--timeout", type=float, default=120.0, help="dead/hung peer timeout in seconds (default 120)")
     parser.add_argument("--no-ring", action="store_true", help="skip the extra bar: our ring executor")
-    parser.add_argument("--runner", choices=RUNNERS, default="streaming",
+    parser.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                         help="executor for OptCC and our ring (default streaming; --sizes measures step and "
                              "streaming, ordered or not by message size)")
     parser.add_argument("--delay-ms", type=float, default=None, metavar="D",
