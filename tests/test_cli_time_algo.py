@@ -65,18 +65,26 @@ def test_time_bad_input_exits_2_naming_the_flag(run_optcc, tmp_path, args, flag)
     assert res.stdout == ""
 
 
-def test_time_algo_beyond_the_build_limit_times_the_arrays(run_optcc):
-    """p²·k = 300²·50 is over the schedule build limit (4·10⁶, `optcc schedule` exits 2) yet
-    `optcc time --algo` times it from the array form: the slot time is the construction's exact
-    closed form (optcc_single.optcc_slot_time) and every port is exclusive."""
+def test_time_algo_beyond_the_build_limit_times_the_arrays(run_optcc, tmp_path):
+    """p²·k = 300²·50 is over the flow-list build limit (4·10⁶, `optcc schedule --form flows`
+    exits 2; the default form writes the generated schedule instead) yet `optcc time --algo`
+    and `optcc time` of the generated file time it from the array form, alike: the slot time is
+    the construction's exact closed form (optcc_single.optcc_slot_time), every port exclusive."""
     from optcc.algorithms.optcc_single import optcc_slot_time
     from optcc.cluster import Cluster
     refused = run_optcc("schedule", "--algo", "optcc", "--p", "300", "--straggler", "7:3/2", "--segments", "50",
-                        "-o", "never.json")
+                        "--form", "flows", "-o", tmp_path / "never.json")
     assert refused.returncode == 2 and "--segments" in refused.stderr
+    assert not (tmp_path / "never.json").exists()
+    made = run_optcc("schedule", "--algo", "optcc", "--p", "300", "--straggler", "7:3/2", "--segments", "50",
+                     "-o", tmp_path / "g.json")
+    assert made.returncode == 0 and "generated schedule" in made.stderr
     res = run_optcc("time", "--algo", "optcc", "--p", "300", "--straggler", "7:3/2", "--segments", "50",
                     "--latency-model", "nccl", "--n", "1G", "--json", timeout=300)
     assert res.returncode == 0, res.stderr
+    of_file = run_optcc("time", tmp_path / "g.json", "--latency-model", "nccl", "--n", "1G", "--json", timeout=300)
+    assert of_file.returncode == 0, of_file.stderr
+    assert json.loads(of_file.stdout) == json.loads(res.stdout)
     out = json.loads(res.stdout)
     exact = optcc_slot_time(Cluster.build(300, stragglers={7: Fraction(3, 2)}), 50)
     assert out["slot_time"] == float(exact) and out["capacity_ok"]

@@ -14,6 +14,7 @@ from fractions import Fraction
 import pytest
 
 from glue_mutants import GENERATOR_MUTANTS, TIMING_MUTANTS, VERIFIER_MUTANTS, generator_mutant
+from optcc import proof_sources
 from optcc.algorithms.families import optcc as FO
 from optcc.algorithms.families import ring as FR
 from optcc.algorithms.optcc_single import optcc_allreduce
@@ -111,9 +112,9 @@ def test_editing_cluster_py_invalidates_a_genuine_certificate(tmp_path, monkeypa
     """Doubling the flow durations in a copy of optcc/cluster.py changes the digest; the check refuses."""
     for rel in gc.source_files("optcc"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(gc._ROOT / rel, tmp_path / rel)
+        shutil.copy(proof_sources._ROOT / rel, tmp_path / rel)
     real = gc.sources_digest("optcc")
-    monkeypatch.setattr(gc, "_ROOT", tmp_path)
+    monkeypatch.setattr(proof_sources, "_ROOT", tmp_path)
     assert gc.sources_digest("optcc") == real
     src = (tmp_path / "optcc/cluster.py").read_text()
     old = "return size * max(self.slowdown[src], self.slowdown[dst]) / rate"

@@ -110,8 +110,7 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     k = check_segments(segments)
     p = cluster.p
     H = p - 1
-    meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "straggler": s_rank,
-            "construction": "shard-level periodic ring pattern (derived), see optcc_single"}
+    meta = optcc_meta(cluster, k)
     if H == 1:
         h = 1 - s_rank
         flows = [Flow(h, s_rank, 0, "add", Fraction(0)), Flow(s_rank, h, 0, "add", Fraction(0))]
@@ -120,6 +119,13 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     # the formulas verifier.parametric proves for every p ≥ 3, k, ℓ and straggler rank.
     pieces, flows = _F.optcc_flows(p, k, s_rank, ell)
     return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def optcc_meta(cluster: Cluster, segments: int) -> dict:
+    """The schedule's meta (its generated form, optcc.generated, states the same)."""
+    return {"algorithm": "optcc", "segments": segments, "capacity": "exclusive",
+            "straggler": _straggler(cluster)[0],
+            "construction": "shard-level periodic ring pattern (derived), see optcc_single"}
 
 
 def optcc_flow_arrays(cluster: Cluster, segments: int = 1):

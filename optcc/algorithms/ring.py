@@ -43,5 +43,9 @@ def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     # The flows are the enumeration of the ring's flow families (optcc.algorithms.families.ring),
     # the formulas verifier.parametric proves for every p, k, ℓ and straggler rank.
     flows = ring_flows(p, k, step)
-    meta = {"algorithm": "ring", "segments": k, "capacity": "exclusive"}
-    return Schedule(cluster, [shard] * (k * p), flows, meta=meta)
+    return Schedule(cluster, [shard] * (k * p), flows, meta=ring_meta(cluster, k))
+
+
+def ring_meta(cluster: Cluster, segments: int) -> dict:
+    """The ring schedule's meta (its generated form, optcc.generated, states the same)."""
+    return {"algorithm": "ring", "segments": segments, "capacity": "exclusive"}

@@ -67,13 +67,13 @@ def run_verify(args) -> int:
 
 
 def run_export(args) -> int:
-    from optcc.schedule import Schedule
+    from optcc.generated import load_flows
     from verifier import prove_allreduce
     from verifier.msccl import verify_xml
     from optcc.lowering.msccl import check_expressible, check_fits, export_xml
 
     check_writable(args.output, "--output")            # before the proofs, not after them
-    schedule = Schedule.load(args.schedule)
+    schedule = load_flows(args.schedule)
     check_expressible(schedule)
     check_fits(schedule, args.max_steps)
     t0 = time.perf_counter()

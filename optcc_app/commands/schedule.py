@@ -8,6 +8,15 @@ from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_se
 from optcc.errors import OptccError
 
 
+def buildable(cluster, k: int) -> bool:
+    from optcc.algorithms import check_work
+    try:
+        check_work(cluster, k)
+    except OptccError:
+        return False
+    return True
+
+
 def register(sub) -> None:
     parser = sub.add_parser("schedule", help="build a schedule (optcc, ring, a baseline, ...) and write it as JSON")
     parser.add_argument("--algo", required=True, metavar="NAME",
@@ -17,6 +26,11 @@ def register(sub) -> None:
     add_segments_arg(parser, "at --n")
     parser.add_argument("--n", type=byte_size, default=DEFAULT_N_BYTES, metavar="BYTES",
                         help="message size for --segments auto, e.g. 1G (K/M/G binary; default 1 GiB)")
+    parser.add_argument("--form", choices=FORMS, default="auto",
+                        help="flows: the flow list (optcc-schedule/1); generated: the proved generator's "
+                             "parameters (optcc-generated-schedule/1, about 1 KB at any p; ring and "
+                             "single-straggler optcc only); auto (default): generated where the flow list "
+                             "would be over the build limit (p²·k > 4·10⁶), else flows")
     parser.add_argument("-o", "--output", required=True, metavar="FILE", help="where to write the schedule")
     parser.set_defaults(handler=run)
 
@@ -33,10 +47,27 @@ def check_algo(name: str) -> str:
     return name
 
 
+FORMS = ("auto", "flows", "generated")
+
+
 def run(args) -> int:
+    from optcc.generated import GeneratedSchedule, generated_form_of
     check_algo(args.algo)
     cluster = cluster_from_args(args)
-    k = segments_from_args(args, args.algo, cluster, args.n)
+    generator = generated_form_of(args.algo, cluster)       # None: no proved generator serves it
+    if args.form == "generated" and generator is None:
+        from optcc.generated import why_not_generated
+        raise OptccError("--form", why_not_generated(args.algo, cluster))
+    k = segments_from_args(args, args.algo, cluster, args.n, build=generator is None or args.form == "flows")
+    form = args.form
+    if form == "auto":
+        form = "generated" if generator is not None and not buildable(cluster, k) else "flows"
+    if form == "generated":
+        out = GeneratedSchedule.of(generator, cluster, k)
+        out.save(args.output, field="--output")
+        print(f"wrote {args.output}: {generator} generated schedule (its parameters, {len(out.canonical_bytes())} "
+              f"bytes), {cluster.describe()}, k={k}", file=sys.stderr)
+        return 0
     schedule = build_schedule(args.algo, cluster, k)
     schedule.save(args.output, field="--output")
     print(f"wrote {args.output}: {args.algo}, {cluster.describe()}, k={k}, "

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from optcc_app.commands._common import print_json
 from optcc.errors import OptccError
-from optcc.schedule import Schedule
+from optcc.generated import load_flows
 from optcc.simulate import simulate
 
 
@@ -18,7 +18,7 @@ def register(sub) -> None:
 def run(args) -> int:
     if not 0 <= args.seed < 2**63:
         raise OptccError("--seed", f"expected an integer in 0..2**63-1, got {args.seed}")
-    schedule = Schedule.load(args.file)
+    schedule = load_flows(args.file)
     result = simulate(schedule, seed=args.seed)
     if args.json:
         print_json(result.to_json())

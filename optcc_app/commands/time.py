@@ -7,7 +7,6 @@ from optcc.errors import OptccError
 from optcc_app.commands._common import (add_cluster_args, add_latency_args, add_segments_arg, add_size_and_json_args,
                                         apply_latency_args, message_size, print_json, print_table, segments_given)
 from optcc.latency import describe_json
-from optcc.schedule import Schedule
 from optcc_app.compose.timing_report import time_schedule
 from optcc.timing import units_to_seconds
 
@@ -15,7 +14,8 @@ from optcc.timing import units_to_seconds
 def register(sub) -> None:
     parser = sub.add_parser("time", help="time a schedule (slot and event models) against T0 and the bound")
     parser.add_argument("file", metavar="FILE", nargs="?",
-                        help="a schedule JSON (optcc schedule -o FILE); or give --algo and the cluster instead")
+                        help="a schedule JSON (optcc schedule -o FILE: a flow list or a generated schedule); "
+                             "or give --algo and the cluster instead")
     parser.add_argument("--algo", metavar="NAME",
                         help="build this algorithm of the registry in memory (as optcc schedule --algo) and time it")
     add_size_and_json_args(parser)
@@ -40,7 +40,13 @@ def _timed(args):
         if given:
             raise OptccError(given[0], "the cluster and --segments flags build a schedule with --algo; "
                                        "FILE carries its own cluster")
-        schedule = Schedule.load(args.file)
+        from optcc.generated import GeneratedSchedule, load_any
+        schedule = load_any(args.file, "FILE")
+        if isinstance(schedule, GeneratedSchedule):           # its parameters: timed as time --algo would
+            from optcc_app.compose.timing_report import time_algorithm
+            cluster = apply_latency_args(schedule.cluster, args)
+            rep, name, n_flows, built = time_algorithm(schedule.algo, cluster, schedule.segments, args.n)
+            return rep, cluster, name, n_flows, built
         schedule.cluster = apply_latency_args(schedule.cluster, args)
         return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
                 len(schedule.flows), schedule)

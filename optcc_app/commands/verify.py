@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from optcc_app.commands._common import print_json, print_table
 from optcc.exact import show
-from optcc.schedule import Schedule
 
 
 def register(sub) -> None:
@@ -24,7 +23,10 @@ def run(args) -> int:
     from verifier import write_certificate
     from verifier.time_property import NOT_STATED
 
-    schedule = Schedule.load(args.file)
+    from optcc.generated import GeneratedSchedule, load_any
+    schedule = load_any(args.file, args.file)
+    if isinstance(schedule, GeneratedSchedule):
+        return _run_generated(args, schedule)
     proof, lp, runnable = verify_schedule(schedule, args.dtype)
     if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
@@ -79,3 +81,23 @@ def run(args) -> int:
         print(f"{'PROVED' if proof.proved else 'REFUTED'} in {proof.seconds:.3f} s"
               + (f"; certificate written to {args.certificate}" if proof.proved and args.certificate else ""))
     return 0 if proof.proved else 1
+
+
+def _run_generated(args, gen) -> int:
+    """A generated schedule is proved by its generator's proof (every size), re-proved here, and
+    its parameters lying in the proof's range (checked on loading)."""
+    from optcc_app.compose.verification import verify_generated
+    out = verify_generated(gen, args.certificate)
+    if args.json:
+        print_json(out)
+    else:
+        print(f"# {gen.algo} generated schedule on {gen.cluster.describe()}, k={gen.segments} "
+              f"(its parameters; the generator is proved {out['for_all']})")
+        print_table(["property", "result"], [[name, v + (" (every size)" if v == "proved" else "")]
+                                            for name, v in out["properties"].items()])
+        print(f"sources_sha256: {gen.sources_sha256[:16]}… (the sources as they are now)")
+        for f in out["failures"]:
+            print(f"REFUTED ({f['property']}): {f['obligation']}: {f.get('why', '')}")
+        print(f"{'PROVED' if out['proved'] else 'REFUTED'} in {out['seconds']:.3f} s"
+              + (f"; generator certificate written to {args.certificate}" if out["proved"] and args.certificate else ""))
+    return 0 if out["proved"] else 1

@@ -21,3 +21,22 @@ def verify_schedule(schedule: Schedule, dtype: str = "float32"):
         proof.reported_counterexamples["bound"] = {"message": lp["message"], **lp.get("counterexample", {})}
     runnable = runnable_result(schedule)
     return proof, lp, runnable
+
+
+def verify_generated(gen, certificate: str | None = None) -> dict:
+    """`optcc verify` of a generated schedule (optcc.generated): the generator's obligations
+    re-proved by Z3 (prove_all), for the sources the file names (checked when it was loaded).
+    No flow is enumerated: the proof covers every size in its range, these parameters among them.
+    With `certificate`, the generator certificate is written there on success."""
+    from verifier.parametric.certificate import write_generator_certificate
+    from verifier.parametric.prove import prove_all
+    result = prove_all(gen.algo)
+    out = {"proved": result["proved"], "form": "generated", "algo": gen.algo, "segments": gen.segments,
+           "cluster": gen.cluster.to_json(), "sha256": gen.sha256(), "sources_sha256": gen.sources_sha256,
+           "for_all": result["for_all"], "properties": result["properties"],
+           "obligations": result["obligations"], "failures": result["failures"],
+           "obligations_sha256": result["obligations_sha256"], "seconds": result["seconds"],
+           "z3_version": result["z3_version"]}
+    if result["proved"] and certificate:
+        write_generator_certificate(result, certificate)
+    return out

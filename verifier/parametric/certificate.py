@@ -22,71 +22,18 @@ Checking one (`generator_certificate_check`), cheapest first:
 """
 from __future__ import annotations
 
-import ast
-import hashlib
 import json
 from fractions import Fraction
-from pathlib import Path
 
 import z3
 
 from optcc.errors import OptccError
 from optcc.files import read_json, write_text_atomic
+from optcc.proof_sources import MIN_P as _MIN_P
+from optcc.proof_sources import SOURCES as _SOURCES
+from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-exported)
 
 FORMAT = "optcc-generator-certificate/2"
-_ROOT = Path(__file__).resolve().parents[2]
-_COMMON = ["optcc/cluster.py", "optcc/timing.py", "optcc/schedule.py", "optcc/algorithms/__init__.py",
-           "optcc/algorithms/families/__init__.py"]
-_SOURCES = {"ring": ["optcc/algorithms/ring.py", "optcc/algorithms/families/ring.py"],
-            "optcc": ["optcc/algorithms/optcc_single.py", "optcc/algorithms/families/optcc.py"]}
-_MIN_P = {"ring": 2, "optcc": 3}
-_OURS = ("optcc", "verifier", "bounds")
-
-
-def _module_file(name: str) -> Path | None:
-    base = _ROOT.joinpath(*name.split("."))
-    for cand in (base.with_suffix(".py"), base / "__init__.py"):
-        if cand.is_file():
-            return cand
-    return None
-
-
-def source_files(algo: str) -> list[str]:
-    """The roots for `algo` (construction, families, core model, every verifier/parametric module)
-    and the module-level import closure of those within this project, with package __init__s."""
-    todo = [_ROOT / r for r in _COMMON + _SOURCES.get(algo, [])]
-    todo += sorted((_ROOT / "verifier" / "parametric").glob("*.py"))
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        rel = path.relative_to(_ROOT)
-        for i in range(1, len(rel.parts)):          # the packages a module import executes
-            init = _ROOT.joinpath(*rel.parts[:i], "__init__.py")
-            if init.is_file():
-                todo.append(init)
-        for node in ast.parse(path.read_text()).body:
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                if name.split(".")[0] in _OURS and (f := _module_file(name)) is not None:
-                    todo.append(f)
-    return sorted(str(p.relative_to(_ROOT)) for p in seen)
-
-
-def sources_digest(algo: str) -> str:
-    """sha256 over `source_files(algo)` (names and contents)."""
-    h = hashlib.sha256()
-    for rel in source_files(algo):
-        h.update(rel.encode() + b"\0" + (_ROOT / rel).read_bytes() + b"\0")
-    return h.hexdigest()
-
-
 def write_generator_certificate(result: dict, path: str) -> None:
     """Atomically write the certificate of a prove_all result; refuses one that did not prove."""
     if not result.get("proved") or result["algo"] not in _SOURCES:

@@ -9,9 +9,10 @@ import z3
 from optcc.errors import OptccError
 from verifier.parametric import generic as G
 from verifier.parametric import lemmas
+from verifier.parametric import local as L
 from verifier.parametric.obligations import TIMEOUT_MS, discharge
 
-PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound")
+PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local")
 ALGOS = ("ring", "optcc")
 
 
@@ -23,11 +24,12 @@ def obligations(algo: str, families=None):
         fams = families or R.R.FAMILIES
         C = R.generator_model(fams)
         obs = (common + [R.piece_lemma()] + R.span_lemmas(C) + G.well_formed(C) + G.sum_property(C, R.chain(fams))
-               + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C))
+               + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C) + L.obligations(C))
         return R.FOR_ALL, obs
     if algo == "optcc":
         from verifier.parametric import optcc as O
-        return O.FOR_ALL, common + O.obligations(families)
+        fams = families or O.F.FAMILIES
+        return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams))
     raise OptccError("algo", f"unknown construction {algo!r} (known: {', '.join(ALGOS)})")
 
 

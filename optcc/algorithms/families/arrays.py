@@ -47,6 +47,8 @@ class _NumpyArith(_IntArith):
 
     @staticmethod
     def div(a, b):
+        if isinstance(b, int) and b == 1:
+            return a
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
             raise TypeError("families.arrays: a division of index arrays has no exact int64 form")
         return _IntArith.div(a, b)

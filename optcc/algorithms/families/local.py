@@ -1,0 +1,262 @@
+"""One rank's flows of a proved generator, enumerated directly: O(p·k) work per rank, not the
+O(p²·k) of the whole schedule.
+
+A family's flows touch node r where its src or its dst is r. For each family and end, a
+`Branch` solves that equation for one index (e.g. the ring hop of position i: src = r means
+i = r, dst = r means i = r − 1 mod p) and leaves the other indices free over their loop ranges.
+`rank_flow_arrays` evaluates every branch on numpy index arrays (the family formulas with the
+arithmetic namespace `families.arrays.NP`, as the global arrays do), keeps the indices in the
+family's domain and returns the rank's flows in posting order (optcc.schedule.posting_order:
+start, src, dst, piece).
+
+What makes this the schedule's own restriction to the rank, for every p (verifier.parametric.local,
+property "local" of `optcc prove-all`): each branch is sound (what it enumerates in the domain
+has the rank at that end), complete (every flow in the domain with the rank at that end is
+the branch's solution at its free indices, which lie in the loop ranges), so both ends of a
+flow enumerate it at the same index and compute the same posting key from the same terms; and
+src ≠ dst (property well_formed) keeps the two branches of a family disjoint. Tested equal to
+the global enumeration filtered to the rank (tests/test_rank_local.py).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from optcc.algorithms.families import Family, Params
+from optcc.errors import OptccError
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Flows of `family` whose `end` ("src" or "dst") is node r: `solved` is the position of the
+    index `solve(A, P, r, *free)` gives, the other indices run over `ranges`; `applies(A, P, r)`
+    says for which nodes the branch has flows at all."""
+
+    family: Family
+    end: str
+    solved: int | None                   # None: every index is free (the node is fixed, e.g. S)
+    solve: Callable
+    applies: Callable
+
+
+@dataclass(frozen=True)
+class LocalForm:
+    """A generator's rank-local enumeration: branches, loop ranges, node <-> rank and clock."""
+
+    name: str
+    families: tuple
+    branches: tuple
+    ranges: Callable                     # P -> {family name: ((lo, hi), ...)} inclusive, per index
+    nodes: Callable                      # P -> number of nodes
+    node_of: Callable                    # (P, rank) -> node
+    rank_of: Callable                    # (P, node array) -> rank array
+    piece_of: Callable                   # (P, key arrays) -> piece index array
+    clock: Callable                      # (P) -> (origins, units) per phase (n/B)
+    pieces: Callable                     # (P) -> piece sizes (n/B)
+    terms_params: Callable = lambda P: P  # P the formulas are evaluated at (the ring's starts
+    #                                       and nodes do not depend on ℓ, s; its durations do)
+
+
+def _same(A, P, r, *free):
+    return free
+
+
+def _always(A, P, r):
+    return True
+
+
+# ---- ring: nodes are ranks; hop (σ, t, i) sends i -> i+1 mod p --------------------------------
+
+def _ring_form() -> LocalForm:
+    from optcc.algorithms.families import ring as R
+
+    def src_i(A, P, r, sigma, t):
+        return (sigma, t, r)
+
+    def dst_i(A, P, r, sigma, t):
+        return (sigma, t, A.mod(r - 1, P.p, -1, 0))
+
+    branches = tuple(Branch(fam, end, 2, fn, _always) for fam in R.FAMILIES
+                     for end, fn in (("src", src_i), ("dst", dst_i)))
+
+    def ranges(P):
+        span = ((0, P.k - 1), (0, P.p - 2), (0, P.p - 1))
+        return {fam.name: span for fam in R.FAMILIES}
+
+    def clock(P):
+        step = Fraction(1, P.k * P.p) * max(Fraction(P.ell), Fraction(1))
+        return (Fraction(0),), (step,)
+
+    return LocalForm("ring", R.FAMILIES, branches, ranges, lambda P: P.p, lambda P, r: r,
+                     lambda P, n: n, lambda P, key: R.piece_index(P, key), clock,
+                     lambda P: [Fraction(1, P.k * P.p)] * (P.k * P.p), lambda P: Params(P.p, P.k, 1, -1))
+
+
+# ---- single-straggler OptCC: healthy positions 0..H−1, the straggler is node H ----------------
+
+def _optcc_form() -> LocalForm:
+    from optcc.algorithms.families import optcc as F
+    pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
+
+    def healthy(A, P, r):
+        return r < P.p - 1
+
+    def straggler(A, P, r):
+        return r == P.p - 1
+
+    def ring_src(A, P, r, t):                    # prologue / epilogue (t, i): i -> i+1 mod H
+        return (t, r)
+
+    def ring_dst(A, P, r, t):
+        return (t, A.mod(r - 1, P.p - 1, -1, 0))
+
+    def hop_src(A, P, r, sigma, j):              # hop (σ, o, j) sends a = (o+j) mod H -> a+1 mod H
+        return (sigma, A.mod(r - j, P.p - 1, -1, 0), j)
+
+    def hop_dst(A, P, r, sigma, j):
+        return (sigma, A.mod(r - 1 - j, P.p - 1, -1, 0), j)
+
+    def at_o(A, P, r, sigma):                    # job (σ, o) with o = r
+        return (sigma, r)
+
+    every = _same
+    branches = (
+        Branch(pro, "src", 1, ring_src, healthy), Branch(pro, "dst", 1, ring_dst, healthy),
+        Branch(rs, "src", 1, hop_src, healthy), Branch(rs, "dst", 1, hop_dst, healthy),
+        Branch(up, "src", 1, at_o, healthy), Branch(up, "dst", None, every, straggler),
+        Branch(down, "src", None, every, straggler), Branch(down, "dst", 1, at_o, healthy),
+        Branch(p2p_up, "src", 1, at_o, healthy), Branch(p2p_up, "dst", None, every, straggler),
+        Branch(p2p_down, "src", None, every, straggler), Branch(p2p_down, "dst", 1, at_o, healthy),
+        Branch(ag, "src", 1, hop_src, healthy), Branch(ag, "dst", 1, hop_dst, healthy),
+        Branch(epi, "src", 1, ring_src, healthy), Branch(epi, "dst", 1, ring_dst, healthy),
+    )
+
+    def ranges(P):
+        H = P.p - 1
+        ring = ((0, H - 2), (0, H - 1))
+        job = ((0, P.k - 1), (0, H - 1))
+        return {pro.name: ring, epi.name: ring, rs.name: job + ((1, H - 1),), ag.name: job + ((0, H - 2),),
+                up.name: job, down.name: job, p2p_up.name: job, p2p_down.name: job}
+
+    def node_of(P, r):
+        return P.p - 1 if r == P.s else r - (r > P.s)
+
+    def rank_of(P, n):
+        H = P.p - 1
+        return np.where(n == H, P.s, n + (n >= P.s))
+
+    def piece_of(P, key):
+        H = P.p - 1
+        return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
+
+    return LocalForm("optcc", F.FAMILIES, branches, ranges, lambda P: P.p, node_of, rank_of, piece_of,
+                     lambda P: F.phase_clock(P.p - 1, P.k, Fraction(P.ell)),
+                     lambda P: F.piece_sizes(P.p - 1, P.k, Fraction(P.ell)))
+
+
+_FORMS: dict[str, Callable[[], LocalForm]] = {"ring": _ring_form, "optcc": _optcc_form}
+_BUILT: dict[str, LocalForm] = {}
+
+
+def local_form(algo: str) -> LocalForm:
+    """The rank-local enumeration of a proved generator ("ring" or "optcc")."""
+    if algo not in _FORMS:
+        raise OptccError("algo", f"no rank-local enumeration for {algo!r} (known: {', '.join(_FORMS)})")
+    if algo not in _BUILT:
+        _BUILT[algo] = _FORMS[algo]()
+    return _BUILT[algo]
+
+
+def free_positions(branch: Branch) -> list[int]:
+    n = len(branch.family.index)
+    return [i for i in range(n) if i != branch.solved]
+
+
+@dataclass
+class RankFlows:
+    """One rank's flows as arrays in posting order: ranks, piece index, op (0 add, 1 copy) and
+    start on the integer grid `scale` (time = start / scale, n/B)."""
+
+    rank: int
+    pieces: list
+    src: np.ndarray
+    dst: np.ndarray
+    piece: np.ndarray
+    op: np.ndarray
+    start: np.ndarray
+    scale: int
+
+    def __len__(self) -> int:
+        return int(self.src.size)
+
+    def peers(self) -> list[int]:
+        """The ranks this rank exchanges with, ascending."""
+        other = np.where(self.src == self.rank, self.dst, self.src)
+        return np.unique(other).tolist()
+
+
+def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankFlows:
+    """The flows of `algo`'s families on (p, k, straggler s at ℓ) with `rank` at either end."""
+    from optcc.algorithms.families.arrays import INT64_SAFE, NP
+    form = local_form(algo)
+    if not 0 <= rank < p:
+        raise OptccError("rank", f"expected a rank in 0..{p - 1}, got {rank}")
+    P = Params(p, k, Fraction(ell), s)
+    node = form.node_of(P, rank)
+    ranges = form.ranges(P)
+    origin, unit = form.clock(P)
+    P = form.terms_params(P)
+    parts = []                                  # (phase, offset, box, src, dst, piece, op)
+    for br in form.branches:
+        if not br.applies(NP, P, node):
+            continue
+        fam = br.family
+        free = [ranges[fam.name][i] for i in free_positions(br)]
+        if any(hi < lo for lo, hi in free):
+            continue
+        grids = np.meshgrid(*[np.arange(lo, hi + 1, dtype=np.int64) for lo, hi in free], indexing="ij")
+        vals = [g.reshape(-1) for g in grids]
+        idx = [np.broadcast_to(np.asarray(x, dtype=np.int64), vals[0].shape)
+               for x in br.solve(NP, P, node, *vals)]
+        keep = np.ones(vals[0].size, dtype=bool)
+        for cond in fam.domain(NP, P, *idx):
+            keep &= np.broadcast_to(np.asarray(cond, dtype=bool), keep.shape)
+        if not keep.any():
+            continue
+        idx = [a[keep] for a in idx]
+        T = fam.terms(NP, P, *idx)
+        m = idx[0].size
+        full = lambda v: np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))   # noqa: E731
+        for name in ("offset", "phase"):
+            if not isinstance(getattr(T, name), (int, Fraction, np.integer)):
+                raise TypeError(f"families.local: {fam.name}.{name} varies per flow")
+        parts.append((int(T.phase), Fraction(T.offset), full(T.box), form.rank_of(P, full(T.src)),
+                      form.rank_of(P, full(T.dst)), full(form.piece_of(P, tuple(full(c) for c in T.piece))),
+                      0 if fam.op == "add" else 1))
+    scale = 1
+    for ph, offset, *_ in parts:
+        for x in (origin[ph], unit[ph], offset * unit[ph]):
+            scale = math.lcm(scale, Fraction(x).denominator)
+
+    def grid(x) -> int:
+        x = Fraction(x)
+        return x.numerator * (scale // x.denominator)
+    starts, cols = [], [[], [], [], []]
+    for ph, offset, box, src, dst, piece, op in parts:
+        o_i, u_i, off_i = grid(origin[ph]), grid(unit[ph]), grid(offset * unit[ph])
+        if o_i + (int(box.max()) + 1) * u_i + off_i >= INT64_SAFE:
+            raise OverflowError("families.local: starts beyond int64 on this grid")
+        starts.append(box * u_i + (o_i + off_i))
+        for col, v in zip(cols, (src, dst, piece, np.full(box.size, op, dtype=np.int64))):
+            col.append(v)
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return RankFlows(rank, form.pieces(P), empty, empty, empty, empty, empty, scale)
+    start = np.concatenate(starts)
+    src, dst, piece, op = (np.concatenate(c).astype(np.int64) for c in cols)
+    order = np.lexsort((piece, dst, src, start))     # posting order: start, src, dst, piece
+    return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
