@@ -345,13 +345,31 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
     """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note).
     With `dtype`, also refuse it when its numerics are worse than the ring's (gpu_runner.proof)."""
     from gpu_runner.proof import require_numerics, require_proof
-    schedule = Schedule.load(path)
+    schedule = flows_of(path)
     if nproc is not None and nproc != schedule.cluster.p:
         raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
     note = require_proof(schedule, certificate)
     if dtype is not None:
         note += "; " + require_numerics(schedule, dtype, allow_worse_numerics)
     return schedule, note
+
+
+def flows_of(path: str) -> Schedule:
+    """The flow list at `path`, or a generated schedule's (optcc.generated), built here once:
+    the launcher proves the instance; its workers build only their own part."""
+    from optcc.generated import GeneratedSchedule, load_any
+    got = load_any(path, "schedule")
+    if not isinstance(got, GeneratedSchedule):
+        return got
+    from optcc.algorithms import check_work
+    try:
+        check_work(got.cluster, got.segments)
+    except OptccError as e:
+        raise OptccError("schedule", f"{path}: a generated schedule runs where its instance can be proved here "
+                                     f"(streaming safety and numerics are per instance; {e.message})") from None
+    full = got.materialize()
+    full.generated = got            # the form the workers load (attested_worker_args)
+    return full
 
 
 def check_runner(schedule: Schedule, runner: str) -> str:
@@ -399,12 +417,20 @@ def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: 
     too), signed for the workers it starts (gpu_runner.proof.write_attestation). Each worker
     checks the signature and the sha256 of the file it loads, and compares its own program's
     digest: no worker proves or re-checks anything global."""
-    from gpu_runner.proof import gate, write_attestation
+    from gpu_runner.proof import gate, write_attestation, write_generated_attestation
     from gpu_runner.runners import program_key
     gate(schedule, certificate)                 # accepted in this process already: a lookup
     key = program_key(runner)
     attestation = os.path.join(directory, "attestation.json")
-    write_attestation(schedule, attestation, dtype, allow_worse_numerics, [key] if key else [])
+    generated = getattr(schedule, "generated", None)
+    if generated is not None:
+        if key is None:
+            raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank builds "
+                                       "only its own program); --runner step needs the flow list "
+                                       "(optcc schedule --form flows)")
+        write_generated_attestation(generated, schedule, attestation, dtype, allow_worse_numerics, [key])
+    else:
+        write_attestation(schedule, attestation, dtype, allow_worse_numerics, [key] if key else [])
     return ["--schedule", path, "--attestation", attestation]
 
 
@@ -416,7 +442,7 @@ def launch_trusted(path, sha256, nproc, size, dtype, timeout_s, iters=1, warmup=
     process did not accept: each checks its signed attestation (attested_worker_args). A caller that
     holds the proved Schedule passes it as `schedule=` (the file is not read again here: the
     workers compare what they load with the attested sha256)."""
-    schedule = kw.get("schedule") or Schedule.load(path)
+    schedule = kw.get("schedule") or flows_of(path)
     if schedule.sha256() != sha256:
         raise OptccError("schedule", f"{path} changed after it was proved (sha256 differs); refusing")
     with private_tempdir("optcc-cert-") as tmp:

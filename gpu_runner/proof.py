@@ -48,6 +48,7 @@ _PROVED: dict = {}    # sha256 -> Proof made in this process (launch writes the 
 _ACCEPTED: dict = {}  # sha256 -> description: schedules require_proof accepted in this process
 _NUMERICS: dict = {}  # (sha256, dtype, allow_worse) -> the numerics message accepted in this process
 _PROGRAMS: dict = {}  # (sha256, window, recv_order) -> program_record of the proved streaming programs
+_GENERATED: dict = {}  # generated schedule sha256 -> the attestation body a worker accepted
 LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"
 ATTESTATION_FORMAT = "optcc-launch-attestation/1"
 _KEY: list = []       # this process's signing key, made on first use
@@ -56,7 +57,7 @@ UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for test
 
 def forget() -> None:
     """Drop everything this process accepted (proofs, numerics, programs): a fresh worker's state."""
-    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS):
+    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED):
         cache.clear()
 
 
@@ -201,6 +202,51 @@ def accept_attestation(schedule: Schedule, path: str) -> str:
     """Record a launcher's attestation of `schedule` in this process (a worker's gate); returns the
     proof's description. OptccError("attestation") for a missing key, a bad signature or
     another schedule."""
+    body = _verified_body(path)
+    sha = schedule.sha256()
+    if body["schedule_sha256"] != sha:
+        raise OptccError("attestation", f"{path} attests another schedule (sha256 {body['schedule_sha256'][:16]}…, "
+                                        f"this one {sha[:16]}…); refusing")
+    description = f"attested by the launcher: {body['accepted']}"
+    _ACCEPTED[sha] = description
+    num = body.get("numerics")
+    if num:
+        _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
+    for record in body.get("programs", ()):
+        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = record
+    return description
+
+
+# ---- generated schedules (optcc.generated): the launcher proves the instance, each worker ------
+# ---- builds and compares only its own part -----------------------------------------------------
+
+
+def write_generated_attestation(gen, full: Schedule, path: str, dtype: str | None = None,
+                                allow_worse: bool = False, runners=()) -> None:
+    """An attestation of the generated schedule `gen` whose flow list `full` this process accepted
+    (require_proof, numerics, streaming programs, as write_attestation): its programs' digests
+    are rank-local (optcc.lowering.digest.localized_record), for workers that build their part
+    from the parameters alone."""
+    from optcc.lowering.digest import localized_record
+    from verifier.streaming import prove_streaming
+    sha = full.sha256()
+    if sha not in _ACCEPTED:
+        raise OptccError("schedule", "this process has not accepted the schedule (gpu_runner.proof.require_proof)")
+    body = {"format": ATTESTATION_FORMAT, "form": "generated", "schedule_sha256": gen.sha256(),
+            "flows_sha256": sha, "accepted": _ACCEPTED[sha], "numerics": None, "programs": []}
+    if dtype is not None:
+        body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse),
+                            "message": require_numerics(full, dtype, allow_worse)}
+    for window, recv_order in runners:
+        program, cx = prove_streaming(full, window, recv_order)
+        if cx is not None:
+            raise OptccError("runner", f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
+                                       f"{cx['message']}; run it with --runner step")
+        body["programs"].append(localized_record(full, program))
+    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+
+
+def _verified_body(path: str) -> dict:
     key = os.environ.get(LAUNCH_KEY_ENV)
     if not key:
         raise OptccError("attestation", f"{path}: a launcher's attestation needs its key in {LAUNCH_KEY_ENV} "
@@ -215,15 +261,36 @@ def accept_attestation(schedule: Schedule, path: str) -> str:
         good = False
     if not good:
         raise OptccError("attestation", f"{path}: its signature does not verify under this launch's key; refusing")
-    sha = schedule.sha256()
-    if body["schedule_sha256"] != sha:
+    return body
+
+
+def accept_generated_attestation(gen, path: str) -> str:
+    """Check a launcher's attestation of the generated schedule `gen` (signature, sha256 of the
+    parameters); nothing global is built. Returns the proof's description."""
+    body = _verified_body(path)
+    if body.get("form") != "generated" or body["schedule_sha256"] != gen.sha256():
         raise OptccError("attestation", f"{path} attests another schedule (sha256 {body['schedule_sha256'][:16]}…, "
-                                        f"this one {sha[:16]}…); refusing")
-    description = f"attested by the launcher: {body['accepted']}"
-    _ACCEPTED[sha] = description
+                                        f"this one {gen.sha256()[:16]}…); refusing")
+    _GENERATED[gen.sha256()] = body
+    return f"attested by the launcher: {body['accepted']}"
+
+
+def generated_rank_schedule(gen, rank: int) -> Schedule:
+    """Rank `rank`'s part of an attested generated schedule (optcc.generated.rank_schedule),
+    accepted in this process under the attestation: numerics as attested, and its streaming
+    program admitted only if its digest is the attested one for that rank (rank_program_of)."""
+    body = _GENERATED.get(gen.sha256())
+    if body is None:
+        raise OptccError("attestation", "no launcher attestation of this generated schedule was accepted "
+                                        "in this process (gpu_runner.proof.accept_generated_attestation)")
+    part = gen.rank_schedule(rank)
+    sha = part.sha256()
+    _ACCEPTED[sha] = f"attested by the launcher: {body['accepted']} (rank {rank}'s part)"
     num = body.get("numerics")
     if num:
         _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
     for record in body.get("programs", ()):
-        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = record
-    return description
+        digests = ["" for _ in record["ranks_sha256"]]
+        digests[rank] = record["ranks_sha256"][rank]
+        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = {**record, "ranks_sha256": digests}
+    return part

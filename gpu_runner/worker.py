@@ -64,17 +64,41 @@ def main(argv=None) -> int:
 
 
 def _load_schedule(args):
-    from optcc.schedule import Schedule
+    """The proved Schedule, or for a generated schedule (optcc.generated) the GeneratedSchedule
+    with its attestation accepted: its rank's part is built after placement (_rank_part)."""
     if not args.schedule:
         raise ValueError("--schedule FILE is required with --algo schedule")
-    from gpu_runner.proof import accept_attestation, require_numerics, require_proof
-    schedule = Schedule.load(args.schedule)
+    from optcc.generated import GeneratedSchedule, load_any
+    from gpu_runner.proof import accept_attestation, accept_generated_attestation, require_numerics, require_proof
+    schedule = load_any(args.schedule, "--schedule")
+    if isinstance(schedule, GeneratedSchedule):
+        if not args.attestation:
+            raise ValueError("a generated schedule runs under optcc's launcher (optcc run / bench, which prove "
+                             "the instance and attest it); for torchrun write the flow list (optcc schedule "
+                             "--form flows) and give --certificate")
+        accept_generated_attestation(schedule, args.attestation)
+        return schedule
     if args.attestation:                           # the launcher proved it: check its signature, not the proof
         accept_attestation(schedule, args.attestation)
     else:
         require_proof(schedule, args.certificate)  # a certificate is re-checked (witness), never trusted
     require_numerics(schedule, args.dtype, args.allow_worse_numerics)   # attested: a lookup
     return schedule
+
+
+def _rank_part(schedule, sched_rank: int, args):
+    """A generated schedule's part for this rank alone (built from its parameters, O(p·k)),
+    admitted under the attestation; a flow list as it is."""
+    from optcc.generated import GeneratedSchedule
+    if not isinstance(schedule, GeneratedSchedule):
+        return schedule
+    from gpu_runner.proof import generated_rank_schedule, require_numerics
+    if args.runner == "step":
+        raise ValueError("a generated schedule runs with the streaming runners (each rank builds only its own "
+                         "program); --runner step needs the flow list (optcc schedule --form flows)")
+    part = generated_rank_schedule(schedule, sched_rank)
+    require_numerics(part, args.dtype, args.allow_worse_numerics)   # attested: a lookup
+    return part
 
 
 def _main(args, rank: int) -> int:
@@ -114,6 +138,7 @@ def _main(args, rank: int) -> int:
         watchdog.phase("every rank's host name (stragglers named by host)")
         sched_rank, group_ranks, placed = placement(schedule)
         watchdog.beat()
+        schedule = _rank_part(schedule, sched_rank, args)
         from gpu_runner.runners import make_executor
         executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog)
 

@@ -82,15 +82,21 @@ def test_a_file_changed_after_its_proof_is_refused_by_every_worker(proved, tmp_p
 
 
 def test_optcc_run_reads_the_schedule_once_in_the_launcher(proved, monkeypatch):
+    import optcc.generated
     from optcc.schedule import Schedule
     from optcc_app.cli import main
     _, path = proved
     loads = []
-    plain = Schedule.load.__func__
+    plain, plain_any = Schedule.load.__func__, optcc.generated.load_any
 
     def counting(cls, p):
         loads.append(p)
         return plain(cls, p)
+
+    def counting_any(p, field="schedule"):
+        loads.append(p)
+        return plain_any(p, field)
     monkeypatch.setattr(Schedule, "load", classmethod(counting))
+    monkeypatch.setattr(optcc.generated, "load_any", counting_any)   # either form: a flow list or parameters
     assert main(["run", "--nproc", "3", "--schedule", path, "--size", "4004", "--dtype", "int32"]) == 0
     assert loads == [path]

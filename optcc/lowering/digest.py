@@ -21,3 +21,28 @@ def program_record(program) -> dict:
     """What a certificate stores of a proved StreamingProgram: its parameters and every rank's digest."""
     return {"format": FORMAT, "window": program.window, "recv_order": bool(program.recv_order),
             "ranks_sha256": [rank_program_sha256(rp) for rp in program.ranks]}
+
+
+def localized_record(schedule, program) -> dict:
+    """program_record with each rank's flows numbered by that rank's own posting order (0, 1, …
+    over the flows it sends or receives): the numbering of the program a rank builds from its
+    part alone (optcc.generated.GeneratedSchedule.rank_schedule), so the digests compare."""
+    from optcc.schedule import posting_order
+    flows = schedule.flows
+    mine: list[dict] = [{} for _ in range(schedule.cluster.p)]
+    for i in posting_order(schedule):
+        f = flows[i]
+        for r in (f.src, f.dst):
+            mine[r][i] = len(mine[r])
+    digests = []
+    for rp in program.ranks:
+        local = mine[rp.rank]
+        renumbered = type(rp)(rp.rank, [_renumber(op, local) for op in rp.ops], rp.peer_seq, rp.n_slots)
+        digests.append(rank_program_sha256(renumbered))
+    return {"format": FORMAT, "window": program.window, "recv_order": bool(program.recv_order),
+            "numbering": "rank-local", "ranks_sha256": digests}
+
+
+def _renumber(op, local: dict):
+    from dataclasses import replace
+    return op if op.flow is None else replace(op, flow=local[op.flow])
