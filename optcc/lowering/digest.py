@@ -3,17 +3,18 @@ and what a worker compares with the program it built before it runs it (no re-pr
 from __future__ import annotations
 
 import hashlib
-import json
 
-FORMAT = "optcc-program/1"    # bump when RankProgram's fields or their meaning change
+FORMAT = "optcc-program/2"    # bump when RankProgram's fields, their meaning or the encoding change
 
 
 def rank_program_sha256(rp) -> str:
     """sha256 of one streaming RankProgram: every op (kind, piece, flow, peer, slot, local op,
-    deps in order), the per-peer posting sequences and the slot count, canonical JSON."""
-    ops = [[op.kind, op.piece, op.flow, op.peer, op.slot, op.local, [[m, ev] for m, ev in op.deps]] for op in rp.ops]
-    seq = sorted([peer, list(idx)] for peer, idx in rp.peer_seq.items())
-    text = json.dumps([FORMAT, rp.rank, rp.n_slots, seq, ops], separators=(",", ":"))
+    deps in order), the per-peer posting sequences and the slot count, as the repr of tuples of
+    ints, strings and None (one canonical text, about 4x faster to make than JSON: 600k ops at
+    p = 4096 take ~2 s, benchmarks/scale.py)."""
+    ops = [(op.kind, op.piece, op.flow, op.peer, op.slot, op.local, tuple(map(tuple, op.deps))) for op in rp.ops]
+    seq = sorted((int(peer), tuple(idx)) for peer, idx in rp.peer_seq.items())
+    text = repr((FORMAT, int(rp.rank), int(rp.n_slots), seq, ops))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
