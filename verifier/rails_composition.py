@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-from fractions import Fraction
 
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, LocalOp, Schedule
