@@ -134,3 +134,13 @@ def test_broken_condition_is_refused(name):
 
 def test_unmutated_base_is_proved():
     assert prove_rails_composition(_mutant(lambda flows: None)).proved
+
+
+def test_borrowing_sub_rails_are_outside_the_theorem():
+    """Borrowing carries a rail's traffic on other NICs of its server (rails_borrow): refused by
+    (R1), naming it; the whole-schedule verifier still proves it."""
+    s = optcc_rails.build(Cluster.build(8, 2, {0: F(3)}), 8)
+    assert "borrowing" in s.meta["construction"]
+    pr = prove_rails_composition(s)
+    assert not pr.proved and pr.counterexample["message"] == "a NIC flow joins two rails (local indices differ)"
+    assert prove_allreduce(s, reported=()).proved
