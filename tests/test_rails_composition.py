@@ -144,3 +144,23 @@ def test_borrowing_sub_rails_are_outside_the_theorem():
     pr = prove_rails_composition(s)
     assert not pr.proved and pr.counterexample["message"] == "a NIC flow joins two rails (local indices differ)"
     assert prove_allreduce(s, reported=()).proved
+
+
+def test_cli_verify_by_rails(tmp_path, capsys):
+    import json
+
+    from optcc_app.cli import main
+    path = tmp_path / "r.json"
+    BASE.save(str(path))
+    assert main(["verify", str(path), "--by-rails"]) == 0
+    out = capsys.readouterr().out
+    assert "by composition: 4 rails, 2 distinct rail proof(s), NVLink brackets checked" in out and "PROVED" in out
+    assert main(["verify", str(path), "--by-rails", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["proved"] and data["facts"]["method"].startswith("rails composition")
+    assert main(["verify", str(path), "--by-rails", "--certificate", str(tmp_path / "c.json")]) == 2
+    assert "--certificate" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
+    borrow = tmp_path / "b.json"
+    optcc_rails.build(Cluster.build(8, 2, {0: F(3)}), 8).save(str(borrow))
+    assert main(["verify", str(borrow), "--by-rails"]) == 1
+    assert "COUNTEREXAMPLE (composition): a NIC flow joins two rails" in capsys.readouterr().out
