@@ -1,4 +1,4 @@
-"""`optcc prove-all --algo ring|optcc`: prove a generator's flow families for every size (Z3).
+"""`optcc prove-all --algo ring|optcc|servers`: prove a generator's flow families for every size (Z3).
 
 Exit 0 proved, 1 refuted or unknown (a counterexample names p, k, ℓ, s and the flows), 2 bad input.
 """
@@ -10,7 +10,7 @@ from optcc.files import check_writable
 
 def register(sub) -> None:
     parser = sub.add_parser("prove-all", help="prove a generator correct for all p, k, ℓ and straggler ranks (Z3)")
-    parser.add_argument("--algo", required=True, choices=("ring", "optcc"), help="the construction to prove")
+    parser.add_argument("--algo", required=True, choices=("ring", "optcc", "servers"), help="the construction to prove")
     parser.add_argument("--certificate", metavar="OUT",
                         help="on success write a generator certificate (JSON) here; `optcc run --certificate` accepts it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -61,9 +61,10 @@ def _print_bounds(res: dict) -> None:
 
 def run(args) -> int:
     from verifier.parametric import prove_all
-    from verifier.parametric.certificate import write_generator_certificate
+    from verifier.parametric.certificate import check_certifiable, write_generator_certificate
 
     if args.certificate:
+        check_certifiable(args.algo)
         check_writable(args.certificate, "--certificate")     # before the proof, not after it
     res = _with_bounds(prove_all(args.algo), args.algo)
     if res["proved"] and args.certificate:
@@ -81,8 +82,10 @@ def run(args) -> int:
             cx = r.get("counterexample")
             if cx and "p" in cx:
                 print(f"  counterexample: p={cx['p']}, k={cx['k']}, ℓ={cx['ell']}, s={cx['s']}")
-                for f in cx["flows"]:
-                    print("  flow " + _flow(f))
+            elif cx:
+                print("  counterexample: " + ", ".join(f"{k}={v}" for k, v in cx.items() if k not in ("obligation", "flows")))
+            for f in (cx or {}).get("flows", []):
+                print("  flow " + _flow(f))
         print(f"{'PROVED' if res['proved'] else 'NOT PROVED'}: {res['obligations']} obligations in "
               f"{res['seconds']:.2f} s" + (f"; certificate written to {args.certificate}"
                                            if res["proved"] and args.certificate else ""))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from optcc_app.commands._common import print_json, print_table
 from optcc.exact import show
+from optcc.errors import OptccError
 
 
 def register(sub) -> None:
@@ -14,6 +15,9 @@ def register(sub) -> None:
     parser.add_argument("--certificate", metavar="OUT", help="on success write a proof certificate (JSON) here")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16", "float64", "int32", "int64"),
                         default="float32", help="dtype for the reported 'numerics' property (default float32)")
+    parser.add_argument("--by-rails", action="store_true",
+                        help="prove a rails schedule (g > 1) from one proof per distinct rail plus the NVLink "
+                             "bracket check (docs/parametric.md \"Rails by composition\"); no --certificate")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.set_defaults(handler=run)
 
@@ -23,11 +27,15 @@ def run(args) -> int:
     from verifier import write_certificate
     from verifier.time_property import NOT_STATED
 
+    if args.by_rails and args.certificate:
+        raise OptccError("--certificate", "--by-rails proves by the composition theorem; its proof gets no certificate")
     from optcc.generated import GeneratedSchedule, load_any
     schedule = load_any(args.file, args.file)
     if isinstance(schedule, GeneratedSchedule):
+        if args.by_rails:
+            raise OptccError("--by-rails", "a generated schedule is proved by its generator's proof, not by rails")
         return _run_generated(args, schedule)
-    proof, lp, runnable = verify_schedule(schedule, args.dtype)
+    proof, lp, runnable = verify_schedule(schedule, args.dtype, by_rails=args.by_rails)
     if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         write_certificate(proof, schedule, args.certificate, field="--certificate")
     from verifier.step_check import add_runnable
@@ -50,6 +58,9 @@ def run(args) -> int:
                     + ([] if "time" in proof.properties else [["time", "not stated (reported, never proved)"]])
                     + [[name, ("holds" if ok else "DOES NOT HOLD") + " (reported, not required)"]
                        for name, ok in proof.reported.items()])
+        if "distinct_rail_proofs" in f:
+            print(f"by composition: {f['rails']} rails, {f['distinct_rail_proofs']} distinct rail proof(s), "
+                  "NVLink brackets checked")
         if "piece_groups" in f:
             print(f"sum: {f['pieces']} pieces in {f['piece_groups']} group(s) up to rank permutation, "
                   f"{f['expressions']} distinct expressions, {f['z3_queries']} Z3 quer"

@@ -6,14 +6,20 @@ from __future__ import annotations
 from optcc.schedule import Schedule
 
 
-def verify_schedule(schedule: Schedule, dtype: str = "float32"):
+def verify_schedule(schedule: Schedule, dtype: str = "float32", by_rails: bool = False):
     """(proof, lp, runnable): the Proof with `bound` among its reported properties, the LP check's
     result, and runnable_result's (ok, message) or None (verifier.step_check.add_runnable puts it
-    into the proof, after any certificate of the verifier's own properties is written)."""
+    into the proof, after any certificate of the verifier's own properties is written).
+    `by_rails`: prove by the rails composition theorem (verifier.rails_composition: one proof per
+    distinct rail plus the bracket check; deterministic and numerics are then not reported)."""
     from verifier.step_check import runnable_result
     from lp_models.schedule_point import check_lp_bound
     from verifier import prove_allreduce
-    proof = prove_allreduce(schedule, dtype=dtype)
+    if by_rails:
+        from verifier.rails_composition import prove_rails_composition
+        proof = prove_rails_composition(schedule)
+    else:
+        proof = prove_allreduce(schedule, dtype=dtype)
     lp = check_lp_bound(schedule)
     proof.reported["bound"] = lp["holds"]
     proof.facts["lp_bound"] = lp

@@ -34,9 +34,17 @@ from optcc.proof_sources import SOURCES as _SOURCES
 from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-exported)
 
 FORMAT = "optcc-generator-certificate/2"
+def check_certifiable(algo: str) -> None:
+    """Refuse (OptccError "certificate") a construction that has no generator certificate."""
+    if algo not in _SOURCES:
+        raise OptccError("certificate", f"no generator certificate for {algo!r} (only {', '.join(_SOURCES)}): "
+                                        "its schedules are proved per instance by the runner's gate")
+
+
 def write_generator_certificate(result: dict, path: str) -> None:
     """Atomically write the certificate of a prove_all result; refuses one that did not prove."""
-    if not result.get("proved") or result["algo"] not in _SOURCES:
+    check_certifiable(result["algo"])
+    if not result.get("proved"):
         raise OptccError("certificate", "only a proved construction gets a generator certificate")
     data = {"format": FORMAT, "algo": result["algo"], "proved": True, "for_all": result["for_all"],
             "properties": result["properties"], "obligations": result["obligations"],

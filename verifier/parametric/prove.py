@@ -13,11 +13,14 @@ from verifier.parametric import local as L
 from verifier.parametric.obligations import TIMEOUT_MS, discharge
 
 PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local")
-ALGOS = ("ring", "optcc")
+# servers also proves its instance (the q ≥ 3 OptCC families or the q = 2 swap) as property "instance"
+REPORTED = PROPERTIES + ("instance",)
+ALGOS = ("ring", "optcc", "servers")
 
 
 def obligations(algo: str, families=None):
-    """(for_all text, [Obligation]) for `algo`; `families` replaces its families (mutants)."""
+    """(for_all text, [Obligation]) for `algo`; `families` replaces its families (mutants; for
+    "servers" a `Lift` replaces the lift's formulas, a tuple the q = 2 swap families)."""
     common = lemmas.product_lemmas() + [lemmas.box_lemma()] + lemmas.arc_lemmas()
     if algo == "ring":
         from verifier.parametric import ring as R
@@ -30,6 +33,12 @@ def obligations(algo: str, families=None):
         from verifier.parametric import optcc as O
         fams = families or O.F.FAMILIES
         return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams))
+    if algo == "servers":
+        from optcc.algorithms.families.servers import Lift
+        from verifier.parametric import servers as SV
+        lift = families if isinstance(families, Lift) else None
+        two = None if families is None or lift is not None else families
+        return SV.FOR_ALL, lemmas.product_lemmas() + [lemmas.box_lemma()] + SV.obligations(lift, two)
     raise OptccError("algo", f"unknown construction {algo!r} (known: {', '.join(ALGOS)})")
 
 
@@ -56,7 +65,7 @@ def prove_all(algo: str, families=None, timeout_ms: int = TIMEOUT_MS, fail_fast:
         if fail_fast and results[-1]["status"] != "proved":
             break
     props = {}
-    for name in PROPERTIES:
+    for name in REPORTED:
         mine = [r["status"] for r in results if r["property"] == name]
         if not mine:
             continue

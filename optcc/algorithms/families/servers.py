@@ -1,0 +1,195 @@
+"""The multi-GPU server lift of optcc_servers as index formulas, and its enumeration.
+
+Derived from optcc.algorithms.optcc_servers and optcc.algorithms.server_lift (their docstrings
+have the construction; paper: "Several GPUs per server", Figures 13-19). A `Lift` names every
+formula the lift uses, once, over an arithmetic namespace `A` (families.INT here; the Z3
+namespaces of verifier.parametric.servers there), so the proof and the enumeration read the
+same formulas:
+
+- GPU l of server s is rank s·g + l; instance l (local index l of every server) runs the
+  q-server instance over its own NICs; instance piece π is global piece l·P + π, of size x/g
+  for an instance piece of size x; instance time t is global time D + t/g (D the lead), an
+  instance NIC flow lasting d lasts d/g.
+- NVLink batch of piece π on one server: rounds t = 1..g−1; in round t local GPU j sends to
+  (j + t) mod g the piece of the destination's instance (reduce-scatter, add) or of its own
+  instance j (all-gather, copy); a round lasts x'/s_nv for the global piece size x'; round t
+  of a batch starting at st starts at st + (t−1)·rnd; a batch lasts (g−1)·rnd.
+- Placement (closed form in the instance's first-touch times ft and last-write times lw of
+  each (server, π)): a server's RS batches run back to back from 0 in first-touch order; the
+  lead D is the least D ≥ 0 with every RS batch ending by D + ft/g; the AG batches run in
+  release order (release D + lw/g), each at max(release, end of the previous NVLink batch).
+- The instance: q ≥ 3 single-straggler OptCC (families.optcc, proved for all p ≥ 3); q = 2
+  the k-segment swap `SWAP` below; q = 1 none (the identity on one piece, touched at instance
+  time 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from collections.abc import Callable
+
+from optcc.algorithms.families import INT, Family, Params, Terms
+
+
+def _max(A, a, b):
+    return A.ite(a >= b, a, b)
+
+
+@dataclass(frozen=True)
+class Lift:
+    rank: Callable          # (A, g, s, l) -> global rank of GPU l of server s
+    piece: Callable         # (A, P, l, pi) -> global piece of instance l's piece π
+    size: Callable          # (A, x, g) -> global size of an instance piece of size x
+    time: Callable          # (A, D, t, g) -> global time of instance time t, lead D
+    dur: Callable           # (A, d, g) -> global NIC duration of an instance flow lasting d
+    rounds: Callable        # (A, g) -> (first, last) NVLink round
+    round_flow: Callable    # (A, g, t, j, op) -> (src local, dst local, instance) of round t
+    rs_op: str              # the reduce-scatter rounds' op
+    ag_op: str              # the all-gather rounds' op
+    round_len: Callable     # (A, x, s_nv) -> one round of a batch of a global piece of size x
+    round_start: Callable   # (A, st, t, rnd) -> start of round t of a batch starting at st
+    batch_len: Callable     # (A, g, rnd) -> length of a batch of rounds of length rnd
+    rs_next: Callable       # (A, st, b) -> start of the RS batch after one of length b at st
+    lead_need: Callable     # (A, st, b, ft, g) -> least lead for that batch to end by its first touch
+    ag_start: Callable      # (A, release, free) -> start of an AG batch released at `release`
+    #                         when NVLink is free from `free`
+
+
+def _round_flow(A, g, t, j, op):
+    dst = A.mod(j + t, g, 0, 1)
+    return j, dst, (dst if op == "add" else j)
+
+
+LIFT = Lift(
+    rank=lambda A, g, s, l: A.mul(s, g) + l,
+    piece=lambda A, P, l, pi: A.mul(l, P) + pi,
+    size=lambda A, x, g: x / g,
+    time=lambda A, D, t, g: D + t / g,
+    dur=lambda A, d, g: d / g,
+    rounds=lambda A, g: (1, g - 1),
+    round_flow=_round_flow,
+    rs_op="add",
+    ag_op="copy",
+    round_len=lambda A, x, s_nv: x / s_nv,
+    round_start=lambda A, st, t, rnd: st + (t - 1) * rnd,
+    batch_len=lambda A, g, rnd: (g - 1) * rnd,
+    rs_next=lambda A, st, b: st + b,
+    lead_need=lambda A, st, b, ft, g: st + b - ft / g,
+    ag_start=lambda A, release, free: _max(A, release, free),
+)
+
+
+# ---- q = 2: the instance is k segments swapped in turn (optcc_servers._two_server_instance)
+
+def _swap_dom(A, P, i, d):
+    return [i >= 0, i < P.k, d >= 0, d <= 1]
+
+
+def _swap(A, P, i, d):
+    """Segment i (size 1/k) from server d to server 1 − d, both ways at once; one slot = ℓ/k (the
+    slower end is always the straggler server)."""
+    return Terms(d, 1 - d, (i,), i, 1, 0, 1, 0)
+
+
+SWAP = Family("servers.swap", ("i", "d"), "add", _swap_dom, _swap)
+TWO_SERVER_FAMILIES = (SWAP,)
+
+
+def two_server_flows(k: int, ell: Fraction, families=TWO_SERVER_FAMILIES):
+    """(pieces, flows) of the q = 2 instance: the swap family enumerated, slot ℓ/k."""
+    from optcc.schedule import Flow
+    (swap,) = families
+    P = Params(2, k, Fraction(ell), 0)
+    slot = Fraction(ell) / k
+    flows = []
+    for i in range(k):
+        for d in range(2):
+            if all(swap.domain(INT, P, i, d)):
+                T = swap.terms(INT, P, i, d)
+                flows.append(Flow(T.src, T.dst, T.piece[0], swap.op, (T.box + T.offset) * slot))
+    return [Fraction(1, k)] * k, flows
+
+
+# ---- the enumeration
+
+def _instance(cluster, k: int, two_server):
+    """(instance Schedule or None for q = 1, starts, ends) in instance time."""
+    from optcc.algorithms.families.optcc import optcc_flows
+    from optcc.algorithms.server_lift import instance_cluster, straggler_server
+    from optcc.schedule import Schedule
+    from optcc.timing import durations
+    q = cluster.servers
+    if q == 1:
+        return None
+    inst_cluster, ell = instance_cluster(cluster)
+    s_star, _ = straggler_server(cluster)
+    if q == 2:
+        pieces, flows = two_server_flows(k, ell, two_server)
+    else:
+        pieces, flows = optcc_flows(q, k, s_star, ell)
+    inst = Schedule(inst_cluster, pieces, flows)
+    return inst, durations(inst)
+
+
+def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES):
+    """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
+    the proved instance families and the instance's first-touch / last-write times (a min and a
+    max over its flows). tests/test_parametric_servers.py checks it equals the generator."""
+    from optcc.schedule import Flow
+    A = INT
+    g, q = cluster.g, cluster.servers
+    s_nv = cluster.nvlink_speedup
+    got = _instance(cluster, k, two_server)
+    if got is None:                                   # q = 1: one piece, touched at time 0
+        P, inst_sizes, inst_flows, durs = 1, [Fraction(1)], [], []
+        ft = [{0: Fraction(0)}]
+        lw = [{0: Fraction(0)}]
+    else:
+        inst, durs = got
+        P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
+        ft, lw = [dict() for _ in range(q)], [dict() for _ in range(q)]
+        for f, d in zip(inst_flows, durs):
+            for node in (f.src, f.dst):
+                cur = ft[node].get(f.piece)
+                if cur is None or f.start < cur:
+                    ft[node][f.piece] = f.start
+            cur = lw[f.dst].get(f.piece)
+            if cur is None or f.start + d > cur:
+                lw[f.dst][f.piece] = f.start + d
+    sizes = [lift.size(A, Fraction(x), g) for x in inst_sizes]
+    rnd = [lift.round_len(A, x, s_nv) for x in sizes]
+    batch = [lift.batch_len(A, g, r) for r in rnd]
+    rs_seq, D = [], Fraction(0)
+    for s in range(q):
+        t, seq = Fraction(0), []
+        for pi in sorted(ft[s], key=lambda pi: ft[s][pi]):
+            seq.append((t, pi))
+            D = _max(A, D, lift.lead_need(A, t, batch[pi], ft[s][pi], g))
+            t = lift.rs_next(A, t, batch[pi])
+        rs_seq.append(seq)
+    flows = []
+    for f, st in zip(inst_flows, (f.start for f in inst_flows)):
+        start = lift.time(A, D, st, g)
+        for l in range(g):
+            flows.append(Flow(lift.rank(A, g, f.src, l), lift.rank(A, g, f.dst, l), lift.piece(A, P, l, f.piece),
+                              f.op, start, f.link, f.rate, f.coef))
+    lo, hi = lift.rounds(A, g)
+
+    def emit(s, pi, start, op):
+        for t in range(lo, hi + 1):
+            st = lift.round_start(A, start, t, rnd[pi])
+            for j in range(g):
+                src, dst, inst_l = lift.round_flow(A, g, t, j, op)
+                flows.append(Flow(lift.rank(A, g, s, src), lift.rank(A, g, s, dst), lift.piece(A, P, inst_l, pi),
+                                  op, st, "nvlink"))
+    for s in range(q):
+        free = Fraction(0)
+        for st, pi in rs_seq[s]:
+            emit(s, pi, st, lift.rs_op)
+            free = st + batch[pi]
+        for rel, pi in sorted((lift.time(A, D, lw[s][pi], g), pi) for pi in lw[s]):
+            st = lift.ag_start(A, rel, free)
+            emit(s, pi, st, lift.ag_op)
+            free = st + batch[pi]
+    pieces = [x for _ in range(g) for x in sizes]
+    return pieces, flows, D

@@ -1,0 +1,74 @@
+"""Mutants of the multi-GPU server lift, its NVLink brackets, their placement and the q = 2 swap
+(optcc.algorithms.families.servers): each must be refuted by `prove_all("servers")` and by the
+per-instance verifier on the schedule the mutant enumerates."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from optcc.algorithms.families import servers as S
+
+L = S.LIFT
+
+
+def _rf(dst=None, inst_add=None, inst_copy=None):
+    def round_flow(A, g, t, j, op):
+        src, d, inst = L.round_flow(A, g, t, j, op)
+        if dst is not None:
+            d = dst(A, g, t, j)
+            inst = d if op == "add" else j
+        if op == "add" and inst_add is not None:
+            inst = inst_add(A, g, t, j, d)
+        if op != "add" and inst_copy is not None:
+            inst = inst_copy(A, g, t, j, d)
+        return src, d, inst
+    return round_flow
+
+
+LIFT_MUTANTS = {
+    "rank s·(g−1) + l (servers overlap)": replace(L, rank=lambda A, g, s, l: A.mul(s, g - 1) + l),
+    "rank s·g + l + 1 (off by one)": replace(L, rank=lambda A, g, s, l: A.mul(s, g) + l + 1),
+    "piece l·(P−1) + π (instances overlap)": replace(L, piece=lambda A, P, l, pi: A.mul(l, P - 1) + pi),
+    "piece l·P + π + 1 (off by one)": replace(L, piece=lambda A, P, l, pi: A.mul(l, P) + pi + 1),
+    "piece size x/(g−1)": replace(L, size=lambda A, x, g: x / (g - 1)),
+    "instance time D + t·g (scaled the wrong way)": replace(L, time=lambda A, D, t, g: D + t * g),
+    "instance time t/g (no lead)": replace(L, time=lambda A, D, t, g: t / g),
+    "NVLink round sends to (j + t + 1) mod g": replace(L, round_flow=_rf(dst=lambda A, g, t, j: A.mod(j + t + 1, g, 0, 1))),
+    "rounds 1..g−2 (one round short)": replace(L, rounds=lambda A, g: (1, g - 2)),
+    "rounds 0..g−1 (one round too many)": replace(L, rounds=lambda A, g: (0, g - 1)),
+    "reduce-scatter carries the sender's instance": replace(L, round_flow=_rf(inst_add=lambda A, g, t, j, d: j)),
+    "all-gather carries the receiver's instance": replace(L, round_flow=_rf(inst_copy=lambda A, g, t, j, d: d)),
+    "reduce-scatter copies instead of adding": replace(L, rs_op="copy"),
+    "all-gather adds instead of copying": replace(L, ag_op="add"),
+    "round t starts at st + t·rnd": replace(L, round_start=lambda A, st, t, rnd: st + t * rnd),
+    "rounds overlap (st + (t−1)·rnd/2)": replace(L, round_start=lambda A, st, t, rnd: st + (t - 1) * rnd / 2),
+    "round length x/(2·s_nv)": replace(L, round_len=lambda A, x, s_nv: x / (2 * s_nv)),
+    "batch (g−2)·rnd (one round short)": replace(L, batch_len=lambda A, g, rnd: (g - 2) * rnd),
+    "RS batches not advanced (all at one start)": replace(L, rs_next=lambda A, st, b: st),
+    "lead from the batch start, not its end": replace(L, lead_need=lambda A, st, b, ft, g: st - ft / g),
+    "AG at its release, NVLink busy or not": replace(L, ag_start=lambda A, release, free: release),
+    "AG when NVLink is free, released or not": replace(L, ag_start=lambda A, release, free: free),
+}
+
+
+# Mutants of a formula only the proof reads (the enumeration takes durations from the timing
+# model): the schedule is unchanged, so only prove_all can refute them.
+MODEL_MUTANTS = {
+    "NIC duration not scaled by 1/g": replace(L, dur=lambda A, d, g: d),
+    "NIC duration scaled by 1/g²": replace(L, dur=lambda A, d, g: d / (g * g)),
+}
+
+
+def _swap_terms(**change):
+    def terms(A, P, i, d):
+        T = S.SWAP.terms(A, P, i, d)
+        return T._replace(**{k: f(A, P, T, i, d) for k, f in change.items()})
+    return terms
+
+
+SWAP_MUTANTS = {
+    "q = 2 swap copies instead of adding": (replace(S.SWAP, op="copy"),),
+    "q = 2 segments overlap (slot i − 1)": (replace(S.SWAP, terms=_swap_terms(
+        box=lambda A, P, T, i, d: A.ite(i >= 1, i - 1, 0))),),
+    "q = 2 one direction a slot late": (replace(S.SWAP, terms=_swap_terms(
+        box=lambda A, P, T, i, d: i + d)),),
+}

@@ -1,0 +1,304 @@
+"""All-size obligations for multi-GPU OptCC with one straggler server (optcc_servers).
+
+Quantified range: q ≥ 1 servers, g ≥ 2 GPUs each, k ≥ 1, real ℓ ≥ 1, straggler server
+0 ≤ s < q, real NVLink speed-up s_nv > 0, any instance piece count P ≥ 1, any instance
+first-touch and last-write times. The schedule is (optcc.algorithms.families.servers):
+g copies of an instance (instance l on GPUs s·g + l, pieces l·P + π, time D + t/g) between
+an NVLink reduce-scatter and an all-gather bracket per (server, π), placed in closed form.
+
+The theorem, in four parts, each a set of obligations over the `Lift` formulas:
+1. instance (property "instance"): the instance is an AllReduce of its nodes' inputs, for
+   every size: q ≥ 3 single-straggler OptCC (verifier.parametric.optcc's obligations, p = q);
+   q = 2 the k-segment swap (both servers send segment i at slot i, each adds the other's);
+   q = 1 none (the identity).
+2. lift (lemmas, well_formed, ports): rank (s, l) ↦ s·g + l and piece (l, π) ↦ l·P + π are
+   injective and in range, GPU s·g + l is on server s (so it has server s's ℓ); flows of
+   distinct instances share no NIC port and no piece; within one instance, lifted flows share
+   a port or piece iff the instance flows do and instance-time order is kept; a lifted flow
+   lasts what the timing model says (size/g · max ℓ) and sizes add up to 1. So the instance's
+   port exclusivity, causality and chains hold for each lifted copy.
+3. brackets (sum, ports, well_formed): each NVLink round is a permutation of the server's g
+   GPUs, its flows stay on the server, rounds of a batch do not overlap and lie in the batch;
+   reduce-scatter: after rounds 1..t GPU d holds inputs d−t..d (an arc over the server's g
+   local indices) of its instance's piece, so after g−1 rounds the server sum, and it writes
+   nothing else; all-gather: every GPU d gets instance l's piece exactly from GPU l (round
+   (d − l) mod g), copying the full value F, and never writes an instance's own piece.
+4. placement (ports, causality): consecutive RS batches of a server do not overlap; the lead D
+   makes every RS batch end by the instance's first touch of (s, π) (D + ft/g); every AG batch
+   starts at or after its release D + lw/g (the instance's last write lands there) and after
+   the previous NVLink batch of the server.
+Values of the brackets use verifier.parametric.values over N = g (the server's local inputs);
+the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F = Val(0, g,
+[q ≥ 2]). Composing 1-4 (the instance fed the server sums y_s at its first touch returns
+Σ y_s, which is every input, since it is linear in its inputs) is argued in docs/parametric.md
+"Multi-GPU servers", not machine-checked; so are the min/max computing ft and lw.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import z3
+
+from optcc.algorithms.families import Params
+from optcc.algorithms.families import servers as S
+from verifier.parametric import values as V
+from verifier.parametric.arith import Z3Arith
+from verifier.parametric.generic import GeneratorModel, fresh_index
+from verifier.parametric.obligations import Obligation
+
+FOR_ALL = ("all q ≥ 1 servers, g ≥ 2 GPUs per server, k ≥ 1, real ℓ ≥ 1, straggler server 0 ≤ s < q, "
+           "NVLink speed-up s_nv > 0 (finish time and closed form: per instance)")
+
+
+class ServerParams(NamedTuple):
+    q: Any
+    g: Any
+    k: Any
+    ell: Any
+    s: Any
+    s_nv: Any
+
+
+class NLArith(Z3Arith):
+    """Z3 namespace whose products are real products (the lift's few nonlinear lemmas are
+    small; Z3's nonlinear arithmetic proves them directly)."""
+
+    def mul(self, a, b):
+        return a * b
+
+
+def params():
+    q, g, k, s = z3.Ints("q g k s")
+    ell, s_nv = z3.Reals("ell s_nv")
+    return ServerParams(q, g, k, ell, s, s_nv), [q >= 1, g >= 2, k >= 1, ell >= 1, s >= 0, s < q, s_nv > 0]
+
+
+def _ob(prop, name, P, assume, goal, A=None, premise=()):
+    side = list(A.side) if A is not None else []
+    extra = A.product_lemmas() if A is not None else []
+    return Obligation(prop, f"servers: {name}", assume + extra, goal, side, P, [], list(premise))
+
+
+def _in(x, lo, hi):
+    return z3.And(x >= lo, x <= hi)
+
+
+# ---- 2. the lift
+
+def lift_obligations(L: S.Lift) -> list[Obligation]:
+    P, base = params()
+    q, g = P.q, P.g
+    A = NLArith()
+    s1, s2, l1, l2, n, pi1, pi2 = z3.Ints("s1 s2 l1 l2 npieces pi1 pi2")
+    r1, r2 = L.rank(A, g, s1, l1), L.rank(A, g, s2, l2)
+    gpus = [_in(s1, 0, q - 1), _in(s2, 0, q - 1), _in(l1, 0, g - 1), _in(l2, 0, g - 1)]
+    out = [_ob("lemmas", "rank (s, l) ↦ s·g + l is injective, in 0..qg−1, and on server s", P,
+               base + gpus,
+               z3.And(z3.Implies(r1 == r2, z3.And(s1 == s2, l1 == l2)), r1 >= 0, r1 < q * g,
+                      r1 >= s1 * g, r1 < s1 * g + g), A)]
+    A = NLArith()
+    c1, c2 = L.piece(A, n, l1, pi1), L.piece(A, n, l2, pi2)
+    pieces = [n >= 1, _in(pi1, 0, n - 1), _in(pi2, 0, n - 1), _in(l1, 0, g - 1), _in(l2, 0, g - 1)]
+    out.append(_ob("lemmas", "piece (l, π) ↦ l·P + π is injective and in 0..gP−1", P, base + pieces,
+                   z3.And(z3.Implies(c1 == c2, z3.And(l1 == l2, pi1 == pi2)), c1 >= 0, c1 < g * n), A))
+    # ports: distinct instances never meet; one instance meets exactly where its instance does
+    A = NLArith()
+    a1, b1, a2, b2 = z3.Ints("a1 b1 a2 b2")
+    nodes = [_in(x, 0, q - 1) for x in (a1, b1, a2, b2)]
+    flows = base + nodes + pieces
+    out.append(_ob("ports", "flows of distinct instances share no NIC port (send or receive) and no piece", P,
+                   flows + [l1 != l2],
+                   z3.And(L.rank(A, g, a1, l1) != L.rank(A, g, a2, l2), L.rank(A, g, b1, l1) != L.rank(A, g, b2, l2),
+                          L.rank(A, g, a1, l1) != L.rank(A, g, b2, l2), L.piece(A, n, l1, pi1) != L.piece(A, n, l2, pi2)),
+                   A))
+    A = NLArith()
+    out.append(_ob("ports", "one instance: lifted flows share a port or a piece iff the instance flows do", P,
+                   flows + [l1 == l2],
+                   z3.And((L.rank(A, g, a1, l1) == L.rank(A, g, a2, l2)) == (a1 == a2),
+                          (L.rank(A, g, b1, l1) == L.rank(A, g, a2, l2)) == (b1 == a2),
+                          (L.piece(A, n, l1, pi1) == L.piece(A, n, l2, pi2)) == (pi1 == pi2)), A))
+    A = NLArith()
+    D, t1, d1, t2, x, m = z3.Reals("D t1 d1 t2 x m")
+    times = [D >= 0, t1 >= 0, d1 > 0, t2 >= 0]
+    out.append(_ob("ports", "instance-time order is kept: t1 + d1 ≤ t2 ⇒ lifted flow 1 ends before flow 2 starts",
+                   P, base + times + [t1 + d1 <= t2],
+                   L.time(A, D, t1, g) + L.dur(A, d1, g) <= L.time(A, D, t2, g), A))
+    A = NLArith()
+    out.append(_ob("well_formed", "a lifted NIC flow lasts the timing model's size/g · max ℓ and lands at "
+                                  "the lift of its instance landing", P,
+                   base + times + [x > 0, m >= 1, d1 == x * m],
+                   z3.And(L.dur(A, d1, g) == L.size(A, x, g) * m,
+                          L.time(A, D, t1 + d1, g) == L.time(A, D, t1, g) + L.dur(A, d1, g),
+                          L.time(A, D, t1, g) >= D), A))
+    A = NLArith()
+    out.append(_ob("well_formed", "lifted piece sizes are positive and the g copies of the instance's add up to 1",
+                   P, base + [x > 0],
+                   z3.And(L.size(A, x, g) > 0, g * L.size(A, z3.RealVal(1), g) == 1,
+                          L.size(A, x, g) * g == x), A))
+    return out
+
+
+# ---- 3. the NVLink brackets
+
+def bracket_obligations(L: S.Lift) -> list[Obligation]:
+    P, base = params()
+    g, q = P.g, P.q
+    t, t1, t2, j, j1, j2, d, l = z3.Ints("t t1 t2 j j1 j2 d l")
+    st, rnd, x = z3.Reals("st rnd x")
+    out = []
+    A = Z3Arith()
+    lo, hi = L.rounds(A, g)
+    rng = [_in(t, lo, hi), _in(j, 0, g - 1)]
+    for op, what in ((L.rs_op, "reduce-scatter"), (L.ag_op, "all-gather")):
+        A = Z3Arith()
+        src, dst, inst = L.round_flow(A, g, t, j, op)
+        out.append(_ob("well_formed", f"{what} round t: local src, dst and instance in 0..g−1, src ≠ dst", P,
+                       base + rng, z3.And(_in(src, 0, g - 1), _in(dst, 0, g - 1), src != dst, _in(inst, 0, g - 1)), A))
+        A = Z3Arith()
+        sa, da, _ = L.round_flow(A, g, t, j1, op)
+        sb, db, _ = L.round_flow(A, g, t, j2, op)
+        out.append(_ob("ports", f"{what} round t is a permutation: one flow per NVLink send and receive port", P,
+                       base + [_in(t, lo, hi), _in(j1, 0, g - 1), _in(j2, 0, g - 1)],
+                       z3.And(sa != sb, da != db), A, [j1 != j2]))
+    A = NLArith()
+    sz = L.size(A, x, g)
+    r = L.round_len(A, sz, P.s_nv)
+    b = L.batch_len(A, g, r)
+    rounds = base + [x > 0, st >= 0]
+    out.append(_ob("well_formed", "an NVLink round lasts the timing model's size/s_nv and lies inside its batch "
+                                  "[st, st + batch]", P, rounds + [_in(t, lo, hi)],
+                   z3.And(r == sz / P.s_nv, L.round_start(A, st, t, r) >= st,
+                          L.round_start(A, st, t, r) + r <= st + b), A))
+    A = NLArith()
+    r = L.round_len(A, L.size(A, x, g), P.s_nv)
+    out.append(_ob("ports", "rounds of one batch do not overlap (round t1 < t2 ends before t2 starts)", P,
+                   rounds + [_in(t1, lo, hi), _in(t2, lo, hi)],
+                   L.round_start(A, st, t1, r) + r <= L.round_start(A, st, t2, r), A, [t1 < t2]))
+    # reduce-scatter chain: after rounds ≤ t, GPU d holds inputs d−t..d of its instance's piece
+    def rs_val(A, d, t):
+        return V.Val(A.mod(d - t, g, -1, 0), t + 1, 0)
+    A = Z3Arith()
+    _, _, inst = L.round_flow(A, g, t, j, L.rs_op)
+    src, dst, _ = L.round_flow(A, g, t, j, L.rs_op)
+    out.append(_ob("causality", "reduce-scatter writes at GPU d only instance d's piece, and reads elsewhere "
+                                "(never a value the instance touches)", P, base + rng,
+                   z3.And(inst == dst, src != inst), A))
+    A = Z3Arith()
+    out.append(_ob("sum", "reduce-scatter init: before its first round GPU d holds its own input", P,
+                   base + [_in(d, 0, g - 1)], z3.And(*V.well_formed(rs_val(A, d, lo - 1), g),
+                                                     V.same(rs_val(A, d, lo - 1), V.unit(d), g)), A))
+    A = Z3Arith()
+    src, dst, inst = L.round_flow(A, g, t, j, L.rs_op)
+    a, old, new = V.unit(src), rs_val(A, dst, t - 1), rs_val(A, dst, t)
+    got = V.add(A, a, old, g) if L.rs_op == "add" else a
+    ok = V.add_ok(A, a, old, g) if L.rs_op == "add" else z3.BoolVal(True)
+    out.append(_ob("sum", "reduce-scatter round t: the receiver's arc grows by the sender's input", P,
+                   base + rng, z3.And(*V.well_formed(a, g), *V.well_formed(old, g), ok, *V.well_formed(new, g),
+                                      V.same(got, new, g)), A))
+    A = Z3Arith()
+    fin = rs_val(A, d, hi)
+    out.append(_ob("sum", "reduce-scatter final: after the last round GPU d holds the server sum", P,
+                   base + [_in(d, 0, g - 1)], z3.And(*V.well_formed(fin, g), V.same(fin, V.full(g, 0), g)), A))
+    # all-gather: F is the instance's result (server sum, plus the other servers when q ≥ 2)
+    A = Z3Arith()
+    F = V.Val(0, g, z3.If(q >= 2, 1, 0))
+    src, dst, inst = L.round_flow(A, g, t, j, L.ag_op)
+    a = V.ite(inst == src, F, V.unit(src))          # a GPU holds F only of its own instance's piece
+    old = V.ite(inst == dst, F, V.unit(dst))
+    got = V.add(A, a, old, g) if L.ag_op == "add" else a
+    ok = V.add_ok(A, a, old, g) if L.ag_op == "add" else z3.BoolVal(True)
+    out.append(_ob("sum", "all-gather round t: the receiver gets F of the sender's instance's piece", P,
+                   base + rng, z3.And(ok, inst != dst, *V.well_formed(got, g), V.same(got, F, g)), A))
+    A = Z3Arith()
+    tw = A.mod(d - l, g, -1, 0)
+    ws, wd, wi = L.round_flow(A, g, tw, l, L.ag_op)
+    out.append(_ob("sum", "all-gather coverage: GPU d ≠ l gets instance l's piece from GPU l in round (d − l) mod g",
+                   P, base + [_in(d, 0, g - 1), _in(l, 0, g - 1), d != l],
+                   z3.And(_in(tw, lo, hi), ws == l, wd == d, wi == l), A))
+    return out
+
+
+# ---- 4. placement of the brackets
+
+def placement_obligations(L: S.Lift) -> list[Obligation]:
+    P, base = params()
+    g = P.g
+    st, x, D, ft, lw, free = z3.Reals("st x D ft lw free")
+    out = []
+    A = NLArith()
+    b = L.batch_len(A, g, L.round_len(A, L.size(A, x, g), P.s_nv))
+    ctx = base + [x > 0, st >= 0, D >= 0, ft >= 0, lw >= 0, free >= 0]
+    out.append(_ob("ports", "RS batches of a server run back to back: the next starts when this one ends", P,
+                   ctx, L.rs_next(A, st, b) >= st + b, A))
+    A = NLArith()
+    b = L.batch_len(A, g, L.round_len(A, L.size(A, x, g), P.s_nv))
+    out.append(_ob("causality", "the lead makes every RS batch end by the instance's first touch D + ft/g", P,
+                   ctx + [D >= L.lead_need(A, st, b, ft, g)], st + b <= L.time(A, D, ft, g), A))
+    A = NLArith()
+    rel = L.time(A, D, lw, g)
+    a = L.ag_start(A, rel, free)
+    out.append(_ob("causality", "an AG batch starts after its release D + lw/g (the instance's last write there)",
+                   P, ctx, a >= rel, A))
+    A = NLArith()
+    a = L.ag_start(A, L.time(A, D, lw, g), free)
+    out.append(_ob("ports", "an AG batch starts after the server's previous NVLink batch ends", P, ctx, a >= free, A))
+    return out
+
+
+# ---- 1. the instance
+
+def _swap_model(families) -> GeneratorModel:
+    k, s = z3.Ints("k s")
+    ell = z3.Real("ell")
+    P = Params(2, k, ell, s)
+    return GeneratorModel("servers.swap", P, [k >= 1, ell >= 1, s >= 0, s <= 1], tuple(families), lambda P: 2,
+                          lambda A, P, key: z3.And(len(key) == 1, key[0] >= 0, key[0] < P.k))
+
+
+def two_server_obligations(families=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+    from verifier.parametric import generic as G
+    C = _swap_model(families)
+    P = C.P
+    obs = G.well_formed(C) + G.ports(C)
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, P, *idx)
+        a, old = V.unit(T.src), V.unit(T.dst)
+        got = V.add(A, a, old, 2) if fam.op == "add" else a
+        ok = V.add_ok(A, a, old, 2) if fam.op == "add" else z3.BoolVal(True)
+        obs.append(Obligation("sum", f"{fam.name}: the receiver adds the sender's input to its own (both read "
+                                     "their inputs at the segment's start)", C.assume + fam.domain(A, P, *idx),
+                              z3.And(ok, V.same(got, V.full(2, 0), 2)), list(A.side), P, [(fam, idx)]))
+        obs.append(Obligation("finish", f"{fam.name} ends by slot k (time ℓ)", C.assume + fam.domain(A, P, *idx),
+                              T.box + T.offset + T.dur <= P.k, list(A.side), P, [(fam, idx)]))
+    for f1 in C.families:
+        for f2 in C.families:
+            A = Z3Arith()
+            i1, i2 = fresh_index(f1, "1"), fresh_index(f2, "2")
+            T1, T2 = f1.terms(A, P, *i1), f2.terms(A, P, *i2)
+            same_piece = z3.And(*[u == v for u, v in zip(T1.piece, T2.piece)]) if len(T1.piece) == len(T2.piece) \
+                else z3.BoolVal(False)
+            distinct = z3.BoolVal(True) if f1 is not f2 else z3.Or(*[u != v for u, v in zip(i1, i2)])
+            obs.append(Obligation(
+                "causality", f"{f1.name} vs {f2.name}: two flows of one piece are the exchange (one slot, "
+                             "opposite directions), so each reads its sender's input before any landing",
+                C.assume + f1.domain(A, P, *i1) + f2.domain(A, P, *i2),
+                z3.And(T1.box == T2.box, T1.offset == T2.offset, T1.dur > 0, T1.src == T2.dst, T1.dst == T2.src),
+                list(A.side), P, [(f1, i1), (f2, i2)], [same_piece, distinct]))
+    return [replace(ob, prop="instance", name="q = 2 swap: " + ob.prop + ": " + ob.name) for ob in obs]
+
+
+def optcc_instance_obligations() -> list[Obligation]:
+    from verifier.parametric import lemmas
+    from verifier.parametric import optcc as O
+    obs = lemmas.product_lemmas() + [lemmas.box_lemma()] + lemmas.arc_lemmas() + O.obligations()
+    return [replace(ob, prop="instance", name="q ≥ 3 OptCC (p = q): " + ob.prop + ": " + ob.name) for ob in obs]
+
+
+def obligations(lift: S.Lift | None = None, two_server=None) -> list[Obligation]:
+    L = lift or S.LIFT
+    from verifier.parametric import lemmas
+    return (lemmas.arc_lemmas() + lift_obligations(L) + bracket_obligations(L) + placement_obligations(L)
+            + two_server_obligations(two_server or S.TWO_SERVER_FAMILIES) + optcc_instance_obligations())
