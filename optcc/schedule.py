@@ -146,6 +146,9 @@ class Schedule:
 
     # ---- JSON ---------------------------------------------------------------------------
     def to_json(self) -> dict:
+        return self._json_with(self._flows_json())
+
+    def _flows_json(self) -> list:
         flows = []
         starts: dict = {}                  # start -> its JSON form (flows share few distinct starts)
         for f in self.flows:
@@ -160,6 +163,9 @@ class Schedule:
             if f.coef != 1:
                 d["coef"] = f.coef
             flows.append(d)
+        return flows
+
+    def _json_with(self, flows) -> dict:
         out = {
             "format": FORMAT,
             "meta": self.meta,
@@ -237,8 +243,16 @@ class Schedule:
         return cls(cluster, pieces, flows, local_ops, meta, stated).validate()
 
     def canonical_bytes(self) -> bytes:
-        """Canonical JSON (sorted keys, no spaces): what the certificate hash is taken over."""
-        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+        """Canonical JSON (sorted keys, no spaces): what the certificate hash is taken over.
+        The flows are written by `_canonical_flows` (the same bytes as json.dumps, several times
+        faster on the 10⁵-10⁶ flows of one rank's part at p = 4096; tests/test_schedule_hash.py)."""
+        flows = _canonical_flows(self.flows)
+        if flows is None:
+            return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+        text = json.dumps(self._json_with(_SENTINEL), sort_keys=True, separators=(",", ":"))
+        if text.count(_SENTINEL_JSON) != 1:       # the marker also in a name: the plain way
+            return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()
+        return text.replace(_SENTINEL_JSON, flows, 1).encode()
 
     def sha256(self) -> str:
         return hashlib.sha256(self.canonical_bytes()).hexdigest()
@@ -251,6 +265,36 @@ class Schedule:
     def load(cls, path: str) -> Schedule:
         """Read and validate (optcc.files.read_json: every unreadable input is an OptccError)."""
         return cls.from_json(read_json(path, path))
+
+
+_SENTINEL = "\x00optcc-flows\x00"
+_SENTINEL_JSON = json.dumps(_SENTINEL)
+_WORDS = {w: json.dumps(w) for w in ("add", "copy", "nic", "nvlink")}
+
+
+def _canonical_flows(flows) -> str | None:
+    """The flows' canonical JSON array (keys sorted: coef, dst, link, op, piece, rate, src, start),
+    or None where a field is not a plain int or known word (json.dumps then decides)."""
+    starts: dict = {}                      # id(start) -> its JSON text (flows share start objects)
+    keep = []                              # the start objects, so that no id is reused meanwhile
+    out = []
+    append = out.append
+    words = _WORDS
+    for f in flows:
+        src, dst, piece, op, start, link, rate, coef = f
+        if type(src) is not int or type(dst) is not int or type(piece) is not int or op not in words \
+                or link not in words or type(coef) is not int or type(start) is not Fraction:
+            return None
+        st = starts.get(id(start))
+        if st is None:
+            n, d = start.numerator, start.denominator
+            st = starts[id(start)] = str(n) if d == 1 else f'"{n}/{d}"'
+            keep.append(start)
+        head = "" if coef == 1 else f'"coef":{coef},'
+        mid = "" if link == "nic" else f'"link":{words[link]},'
+        tail = "" if rate is ONE or rate == 1 else f'"rate":{json.dumps(fraction_to_json(rate))},'
+        append(f'{{{head}"dst":{dst},{mid}"op":{words[op]},"piece":{piece},{tail}"src":{src},"start":{st}}}')
+    return "[" + ",".join(out) + "]"
 
 
 def posting_order(schedule: Schedule, starts=None) -> list[int]:
