@@ -227,6 +227,22 @@ def write_generated_attestation(gen, full: Schedule, path: str, dtype: str | Non
     (require_proof, numerics, streaming programs, as write_attestation): its programs' digests
     are rank-local (optcc.lowering.digest.localized_record), for workers that build their part
     from the parameters alone."""
+    body = _generated_body(gen, full, dtype, allow_worse, runners)
+    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+
+
+def accept_generated_here(gen, full: Schedule, certificate: str | None = None, dtype: str | None = None,
+                          allow_worse: bool = False, runners=()) -> str:
+    """A worker with no launcher (torchrun): prove the instance `full` of `gen` here (or re-check
+    `certificate`), as a launcher would, and accept it for generated_rank_schedule. Per worker,
+    this is the whole instance's proof: the all-p streaming argument that would spare it is not
+    built (docs/gpu_runner.md, "Generated schedules")."""
+    require_proof(full, certificate)
+    _GENERATED[gen.sha256()] = _generated_body(gen, full, dtype, allow_worse, runners)
+    return _ACCEPTED[full.sha256()]
+
+
+def _generated_body(gen, full: Schedule, dtype, allow_worse, runners) -> dict:
     from optcc.lowering.digest import localized_record
     from verifier.streaming import prove_streaming
     sha = full.sha256()
@@ -243,7 +259,7 @@ def write_generated_attestation(gen, full: Schedule, path: str, dtype: str | Non
             raise OptccError("runner", f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
                                        f"{cx['message']}; run it with --runner step")
         body["programs"].append(localized_record(full, program))
-    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+    return body
 
 
 def _verified_body(path: str) -> dict:

@@ -72,11 +72,18 @@ def _load_schedule(args):
     from gpu_runner.proof import accept_attestation, accept_generated_attestation, require_numerics, require_proof
     schedule = load_any(args.schedule, "--schedule")
     if isinstance(schedule, GeneratedSchedule):
-        if not args.attestation:
-            raise ValueError("a generated schedule runs under optcc's launcher (optcc run / bench, which prove "
-                             "the instance and attest it); for torchrun write the flow list (optcc schedule "
-                             "--form flows) and give --certificate")
-        accept_generated_attestation(schedule, args.attestation)
+        if args.attestation:
+            accept_generated_attestation(schedule, args.attestation)
+        else:                                      # torchrun: no launcher proved it, so this worker does
+            from gpu_runner.launch import flows_of
+            from gpu_runner.proof import accept_generated_here
+            from gpu_runner.runners import program_key
+            key = program_key(args.runner)
+            if key is None:
+                raise ValueError("a generated schedule runs with the streaming runners; --runner step needs "
+                                 "the flow list (optcc schedule --form flows)")
+            accept_generated_here(schedule, flows_of(args.schedule), args.certificate, args.dtype,
+                                  args.allow_worse_numerics, [key])
         return schedule
     if args.attestation:                           # the launcher proved it: check its signature, not the proof
         accept_attestation(schedule, args.attestation)
