@@ -43,11 +43,14 @@ import numpy as np
 from bounds.closed_form import pooling_nvlink_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
+from lp_models.fluid_exact import MAX_CLASSES, solve_exact
 from lp_models.result import OPTIMAL, SolveResult
 
 CAPACITY_MODELS = ("shared", "exclusive")
 LP_SOLVERS = {"glop": "GLOP", "pdlp": "PDLP", "highs": "HIGHS", "clp": "CLP", "scip": "SCIP"}
 DEFAULT_LP_SOLVER = "glop"
+EXACT = "exact"                       # lp_models.fluid_exact: vertex enumeration in Fractions
+NUMERICAL_TROUBLE = ("ABNORMAL", "NOT_SOLVED", "FEASIBLE")   # a float solver's give-up: solved exactly instead
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class FluidLPResult(SolveResult):
     duals: dict = field(default_factory=dict)            # row name -> dual value (≥ 0, per unit of T)
     binding: list = field(default_factory=list)          # rows with zero slack (the capacities that bind)
     rows: dict = field(default_factory=dict)             # row name -> (coefficients over classes, constant, capacity)
+    exact_objective: Fraction | None = None              # T as a Fraction where solved exactly (fluid_exact)
 
     def certificate_bound(self) -> float:
         """Lower bound on T implied by the duals alone (weak duality), for a reader to check.
@@ -169,12 +173,14 @@ def load_matrix(classes: list[NodeClass], capacity: str) -> np.ndarray:
 def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEFAULT_LP_SOLVER,
                    reduce_classes: bool = True, time_limit_s: float | None = None) -> FluidLPResult:
     """Solve the fluid LP on `cluster` under the `capacity` model; objective T in units of n/B."""
-    if solver not in LP_SOLVERS:
-        raise OptccError("solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)})")
+    if solver not in LP_SOLVERS and solver != EXACT:
+        raise OptccError("solver", f"unknown LP solver {solver!r} (known: {', '.join(LP_SOLVERS)}, {EXACT})")
     from ortools.linear_solver import pywraplp
 
     level, classes = node_classes(cluster, reduce_classes)
     a = load_matrix(classes, capacity)
+    if solver == EXACT:
+        return _exact(cluster, capacity, level, classes, a, EXACT, time.perf_counter())
     t_start = time.perf_counter()
     lp = pywraplp.Solver.CreateSolver(LP_SOLVERS[solver])
     if lp is None:
@@ -212,6 +218,8 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
     code = lp.Solve()
     seconds = time.perf_counter() - t_start
     status = _STATUS.get(code, f"STATUS_{code}")
+    if status in NUMERICAL_TROUBLE and len(classes) <= MAX_CLASSES and time_limit_s is None:
+        return _exact(cluster, capacity, level, classes, a, f"{EXACT} ({solver} returned {status})", t_start)
     res = FluidLPResult(status=status, objective=t_var.solution_value() if status == OPTIMAL else None,
                         solver=solver, seconds=seconds, time_limit_s=time_limit_s,
                         capacity=capacity, level=level, classes=classes, rows=rows)
@@ -231,6 +239,28 @@ def solve_fluid_lp(cluster: Cluster, capacity: str = "shared", solver: str = DEF
             slack = cap * t - lhs
             if abs(slack) <= 1e-9 * max(1.0, t):
                 res.binding.append(name)
+    return res
+
+
+def _exact(cluster, capacity, level, classes, a, label, t_start) -> FluidLPResult:
+    """The same LP solved exactly (lp_models.fluid_exact), as a FluidLPResult."""
+    nv = pooling_nvlink_time(cluster) if level == "server" else None
+    T, x, tight = solve_exact(classes, capacity, nv)
+    rows = {}
+    for i, c in enumerate(classes):
+        for direction in ("send", "recv"):
+            rows[f"nic_{direction}[{c.name}]"] = (list(a[i]), 0.0, float(c.ports))
+    if nv is not None:
+        rows["nvlink[every server]"] = ([0.0] * len(classes), float(nv), 1.0)
+    res = FluidLPResult(status=OPTIMAL, objective=float(T), solver=label, seconds=time.perf_counter() - t_start,
+                        capacity=capacity, level=level, classes=classes, rows=rows, exact_objective=T)
+    res.best_bound = res.objective
+    res.root_share = {c.name: float(v) for c, v in zip(classes, x)}
+    for name in tight:
+        if name.startswith("nic["):
+            res.binding += [f"nic_send[{name[4:-1]}]", f"nic_recv[{name[4:-1]}]"]
+        elif name.startswith("nvlink"):
+            res.binding.append(name)
     return res
 
 
