@@ -1,18 +1,17 @@
 """One worker's start-up at the paper's sizes: a generated schedule (optcc.generated) against the
 flow list, each point in a fresh process (peak RSS is that process's).
 
-  generated  load the parameter file (its sources digest), check the launcher's attestation,
-             build this rank's flows from the parameters (families.local), its part as a
-             Schedule, its streaming program, and compare the program's digest with the attested
-             one (gpu_runner.proof.generated_rank_schedule / rank_program_of): what
-             gpu_runner.worker does with --attestation.
-  flows      the same worker on the flow-list file: load every flow, check the attestation,
-             build its rank's program from the whole schedule, compare its digest.
+  generated  the per-rank path (optcc run's default beyond the build limit): the launcher
+             re-proves the generator and attests (timed apart, "launcher"); the worker loads the
+             parameter file (its sources digest), checks the attestation, builds this rank's flows
+             (families.local), its part, its streaming program, checks the program (L1-L5 of
+             verifier.streaming_local) and its digest (gpu_runner.proof.generated_rank_schedule).
+  flows      a worker on the flow-list file: load every flow, check the attestation, build its
+             rank's program from the whole schedule, compare its digest. Its attestation is
+             signed by this script with the digest of the rank's program (a stand-in for the
+             launcher's instance proof, which takes minutes here); only the worker is timed.
 
-The attestation is signed here, by this script, with the digest of the rank's own program:
-a launcher proves each instance before it attests it, which this machine cannot do at
-p = 4096 (the instance proof is per instance; docs/gpu_runner.md, "Generated schedules"), so
-the signature is a stand-in and what is timed is only the worker's side. Transport is stubbed.
+Transport is stubbed.
 
     python benchmarks/scale.py [--p 256 1024 4096] [--segments 25] [--flows-p 256 --flows-segments 4]
 
@@ -53,22 +52,23 @@ def point(p: int, k: int, rank: int, form: str) -> dict:
     tmp = tempfile.mkdtemp(prefix="optcc-scale-")
     os.environ[proof.LAUNCH_KEY_ENV] = proof.launch_key_env()[proof.LAUNCH_KEY_ENV]
     path, att = os.path.join(tmp, "s.json"), os.path.join(tmp, "attestation.json")
-    digests = [""] * p
-    if form == "generated":
+    t0 = time.perf_counter()
+    if form == "generated":                    # the launcher's side, real: generator re-proved, attested
         gen.save(path)
-        digests[rank] = rank_program_sha256(rank_program(gen.rank_schedule(rank), rank))   # the stand-in
-        body = {"format": proof.ATTESTATION_FORMAT, "form": "generated", "schedule_sha256": gen.sha256(),
-                "accepted": "signed by benchmarks/scale.py", "numerics": None, "programs": []}
-    else:
+        proof.accept_generator(gen)
+        proof.write_generated_attestation_per_rank(gen, att, "int64", True, [(DEFAULT_WINDOW, False)])
+    else:                                      # a stand-in: the instance proof is not run (minutes here)
         full = gen.materialize()
         full.save(path)
+        digests = [""] * p
         digests[rank] = rank_program_sha256(rank_program(full, rank))
         body = {"format": proof.ATTESTATION_FORMAT, "schedule_sha256": full.sha256(),
-                "accepted": "signed by benchmarks/scale.py", "numerics": None, "programs": []}
+                "accepted": "signed by benchmarks/scale.py", "numerics": None,
+                "programs": [{"format": DIGEST_FORMAT, "window": DEFAULT_WINDOW, "recv_order": False,
+                              "ranks_sha256": digests}]}
+        _sign(body, att)
         del full
-    body["programs"].append({"format": DIGEST_FORMAT, "window": DEFAULT_WINDOW, "recv_order": False,
-                             "ranks_sha256": digests})
-    _sign(body, att)
+    launcher_s = time.perf_counter() - t0
     proof.forget()
     t0 = time.perf_counter()
     rf = gen.rank_flows(rank)
@@ -79,8 +79,9 @@ def point(p: int, k: int, rank: int, form: str) -> dict:
     if form == "generated":
         loaded = GeneratedSchedule.load(path)
         proof.accept_generated_attestation(loaded, att)
-        part = proof.generated_rank_schedule(loaded, rank)
-        proof.rank_program_of(part, rank, DEFAULT_WINDOW, False)
+        part = proof.generated_rank_schedule(loaded, rank)     # builds, lowers and checks (L1-L5) its program
+        rp = proof.built_program(part, DEFAULT_WINDOW, False)
+        proof.check_proved_program(part, rp, DEFAULT_WINDOW, False)   # what the executor does with it
     else:
         from optcc.schedule import Schedule
         loaded = Schedule.load(path)
@@ -90,6 +91,7 @@ def point(p: int, k: int, rank: int, form: str) -> dict:
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"p": p, "k": k, "rank": rank, "role": "straggler" if rank == 0 else "healthy", "form": form,
             "rank_flows": n_rank, "rank_flows_s": round(t_flows, 3), "startup_s": round(total, 3),
+            "launcher_s": round(launcher_s, 3) if form == "generated" else None,
             "peak_rss_mib": round(rss), "file_bytes": os.path.getsize(path)}
 
 
@@ -124,7 +126,8 @@ def main(argv=None) -> int:
         if not args.json:
             print(f"p={row['p']:5d} k={row['k']:3d} {row['role']:9s} {row['form']:9s} flows={row['rank_flows']:8d} "
                   f"rank_flows {row['rank_flows_s']:7.3f} s  start-up {row['startup_s']:8.3f} s  "
-                  f"peak RSS {row['peak_rss_mib']:6d} MiB  file {row['file_bytes']} B", flush=True)
+                  + ("" if row["launcher_s"] is None else f"launcher {row['launcher_s']:6.2f} s  ")
+                  + f"peak RSS {row['peak_rss_mib']:6d} MiB  file {row['file_bytes']} B", flush=True)
     from optcc.cluster import Cluster
     from optcc.segments import HOST_POST_S
     n, B = 8 * 2**30, Cluster.build(2).bandwidth

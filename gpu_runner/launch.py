@@ -341,22 +341,36 @@ def _kill(procs) -> None:
 
 
 def prepare_schedule(path: str, nproc: int | None, certificate: str | None = None, dtype: str | None = None,
-                     allow_worse_numerics: bool = False) -> tuple[Schedule, str]:
+                     allow_worse_numerics: bool = False, per_rank: bool | None = None) -> tuple[Schedule, str]:
     """Load and prove a schedule BEFORE any process starts; returns (schedule, proof note).
-    With `dtype`, also refuse it when its numerics are worse than the ring's (gpu_runner.proof)."""
+    With `dtype`, also refuse it when its numerics are worse than the ring's (gpu_runner.proof).
+    A generated schedule (flows_of) comes back as its flow list, proved as an instance, or, with
+    `per_rank` (default: where the instance is over the build limit), as the GeneratedSchedule,
+    accepted by its generator's proof, its streaming programs checked by each worker."""
     from gpu_runner.proof import require_numerics, require_proof
-    schedule = flows_of(path)
+    schedule = flows_of(path, per_rank)
     if nproc is not None and nproc != schedule.cluster.p:
         raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
+    from optcc.generated import GeneratedSchedule
+    if isinstance(schedule, GeneratedSchedule):      # by its generator's proof; each worker checks its program
+        from gpu_runner.proof import accept_generator, generated_numerics
+        if certificate:
+            raise OptccError("certificate", "a generated schedule is accepted by its generator's proof, re-proved "
+                                            "here; it takes no certificate")
+        note = accept_generator(schedule)
+        if dtype is not None:
+            note += "; " + generated_numerics(dtype, allow_worse_numerics)
+        return schedule, note
     note = require_proof(schedule, certificate)
     if dtype is not None:
         note += "; " + require_numerics(schedule, dtype, allow_worse_numerics)
     return schedule, note
 
 
-def flows_of(path: str) -> Schedule:
+def flows_of(path: str, per_rank: bool | None = False):
     """The flow list at `path`, or a generated schedule's (optcc.generated), built here once:
-    the launcher proves the instance; its workers build only their own part."""
+    the launcher proves the instance; its workers build only their own part. With `per_rank`
+    (None: where the instance is over the build limit) a generated schedule is returned as it is."""
     from optcc.generated import GeneratedSchedule, load_any
     got = load_any(path, "schedule")
     if not isinstance(got, GeneratedSchedule):
@@ -364,9 +378,14 @@ def flows_of(path: str) -> Schedule:
     from optcc.algorithms import check_work
     try:
         check_work(got.cluster, got.segments)
+        buildable = True
     except OptccError as e:
-        raise OptccError("schedule", f"{path}: a generated schedule runs where its instance can be proved here "
-                                     f"(streaming safety and numerics are per instance; {e.message})") from None
+        buildable, why = False, e.message
+    if per_rank or (per_rank is None and not buildable):
+        return got
+    if not buildable:
+        raise OptccError("schedule", f"{path}: its instance is over the build limit ({why}); it runs with "
+                                     f"the per-rank check (optcc run does that by default)")
     full = got.materialize()
     full.generated = got            # the form the workers load (attested_worker_args)
     return full
@@ -376,7 +395,14 @@ def check_runner(schedule: Schedule, runner: str) -> str:
     """Refuse `--runner streaming` for a schedule whose streaming execution is not proved safe."""
     from gpu_runner.proof import require_streaming
     from gpu_runner.runners import program_key
+    from optcc.generated import GeneratedSchedule
     key = program_key(runner)
+    if isinstance(schedule, GeneratedSchedule):
+        if key is None:
+            raise OptccError("runner", "a generated schedule runs with the streaming runners; --runner step "
+                                       "needs the flow list (optcc schedule --form flows)")
+        return (f"streaming runner (window {key[0]}; each rank checks its own program: "
+                f"verifier.streaming_local's order argument)")
     if key is None:
         return "step runner"
     program = require_streaming(schedule, *key)       # OptccError("runner") when refuted
@@ -419,9 +445,18 @@ def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: 
     digest: no worker proves or re-checks anything global."""
     from gpu_runner.proof import gate, write_attestation, write_generated_attestation
     from gpu_runner.runners import program_key
-    gate(schedule, certificate)                 # accepted in this process already: a lookup
     key = program_key(runner)
     attestation = os.path.join(directory, "attestation.json")
+    from optcc.generated import GeneratedSchedule
+    if isinstance(schedule, GeneratedSchedule):             # accepted by its generator: per-rank checks
+        from gpu_runner.proof import write_generated_attestation_per_rank
+        if key is None:
+            raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank builds "
+                                       "and checks only its own program); --runner step needs the flow list "
+                                       "(optcc schedule --form flows)")
+        write_generated_attestation_per_rank(schedule, attestation, dtype, allow_worse_numerics, [key])
+        return ["--schedule", path, "--attestation", attestation]
+    gate(schedule, certificate)                 # accepted in this process already: a lookup
     generated = getattr(schedule, "generated", None)
     if generated is not None:
         if key is None:

@@ -49,6 +49,8 @@ _ACCEPTED: dict = {}  # sha256 -> description: schedules require_proof accepted 
 _NUMERICS: dict = {}  # (sha256, dtype, allow_worse) -> the numerics message accepted in this process
 _PROGRAMS: dict = {}  # (sha256, window, recv_order) -> program_record of the proved streaming programs
 _GENERATED: dict = {}  # generated schedule sha256 -> the attestation body a worker accepted
+_BUILT: dict = {}      # (id(part), window, recv_order) -> (part, the program checked per rank: L1-L5)
+PER_RANK = "per-rank"  # attestation "streaming": each worker checks its own program (verifier.streaming_local)
 LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"
 ATTESTATION_FORMAT = "optcc-launch-attestation/1"
 _KEY: list = []       # this process's signing key, made on first use
@@ -57,7 +59,7 @@ UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for test
 
 def forget() -> None:
     """Drop everything this process accepted (proofs, numerics, programs): a fresh worker's state."""
-    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED):
+    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED, _BUILT):
         cache.clear()
 
 
@@ -301,12 +303,73 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
                                         "in this process (gpu_runner.proof.accept_generated_attestation)")
     part = gen.rank_schedule(rank)
     sha = part.sha256()
-    _ACCEPTED[sha] = f"attested by the launcher: {body['accepted']} (rank {rank}'s part)"
     num = body.get("numerics")
     if num:
         _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
     for record in body.get("programs", ()):
-        digests = ["" for _ in record["ranks_sha256"]]
-        digests[rank] = record["ranks_sha256"][rank]
-        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = {**record, "ranks_sha256": digests}
+        window, recv_order = record["window"], bool(record["recv_order"])
+        if body.get("streaming") == PER_RANK:       # no instance proof: this rank's program, checked here
+            from verifier.streaming_local import check_rank_program
+            rp = rank_program(part, rank, window, recv_order)
+            cx = check_rank_program(part, rp, window)
+            if cx is not None:
+                raise OptccError("runner", f"rank {rank}'s streaming program fails the per-rank check "
+                                           f"({cx['kind']}: {cx['message']}); refusing to run it")
+            digests = [""] * gen.cluster.p
+            digests[rank] = rank_program_sha256(rp)
+            _PROGRAMS[(sha, window, recv_order)] = {"window": window, "recv_order": recv_order,
+                                                    "ranks_sha256": digests}
+            _BUILT[(id(part), window, recv_order)] = (part, rp)
+        else:
+            digests = ["" for _ in record["ranks_sha256"]]
+            digests[rank] = record["ranks_sha256"][rank]
+            _PROGRAMS[(sha, window, recv_order)] = {**record, "ranks_sha256": digests}
+    _ACCEPTED[sha] = f"attested by the launcher: {body['accepted']} (rank {rank}'s part)"
     return part
+
+
+def built_program(part: Schedule, window: int, recv_order: bool):
+    """The program generated_rank_schedule checked for this part (per rank), or None: the
+    executor takes it instead of lowering the part a second time."""
+    got = _BUILT.get((id(part), window, bool(recv_order)))
+    return got[1] if got is not None and got[0] is part else None
+
+
+def accept_generator(gen) -> str:
+    """Accept a generated schedule by its generator's proof alone (no instance is built): the
+    sources it names are checked on loading; here the generator's obligations are re-proved by
+    Z3 (verifier.parametric.certificate.reprove, once per process)."""
+    from verifier.parametric.certificate import reprove
+    digest, failure = reprove(gen.algo)
+    if failure is not None:
+        raise OptccError("schedule", f"re-proving the {gen.algo} generator: {failure}; refusing to run it")
+    description = (f"the {gen.algo} generator re-proved for every size (obligations {digest[:16]}…); "
+                   f"streaming checked per rank")
+    _ACCEPTED[gen.sha256()] = description
+    return description
+
+
+def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = None, allow_worse: bool = False,
+                                         runners=()) -> None:
+    """An attestation of a generated schedule accepted by accept_generator, for workers that check
+    their own streaming program (verifier.streaming_local) instead of comparing it with an
+    instance proof's digest. Numerics are analysed per instance only: without `allow_worse` a
+    dtype is refused here."""
+    sha = gen.sha256()
+    if sha not in _ACCEPTED:
+        raise OptccError("schedule", "this process has not accepted the generated schedule "
+                                     "(gpu_runner.proof.accept_generator)")
+    body = {"format": ATTESTATION_FORMAT, "form": "generated", "streaming": PER_RANK, "schedule_sha256": sha,
+            "accepted": _ACCEPTED[sha], "numerics": None,
+            "programs": [{"window": w, "recv_order": bool(ro)} for w, ro in runners]}
+    if dtype is not None:
+        body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse), "message": generated_numerics(dtype, allow_worse)}
+    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+
+
+def generated_numerics(dtype: str, allow_worse: bool) -> str:
+    """The numerics decision for a generated schedule not built here: not analysed, run only when allowed."""
+    why = "verifier.numerics analyses an instance, and this generated schedule is accepted without building one"
+    if not allow_worse:
+        raise OptccError("schedule", f"numerics not analysed: {why}; allow it explicitly with --allow-worse-numerics")
+    return f"{dtype}: numerics not analysed ({why}); allowed explicitly"

@@ -42,15 +42,17 @@ def program_key(name: str) -> tuple[int, bool] | None:
 
 
 def make_executor(schedule, rank: int, runner: str = DEFAULT_RUNNER, *, group=None, group_ranks=None,
-                  watchdog=None, certificate: str | None = None, unsafe: bool = False):
+                  watchdog=None, certificate: str | None = None, unsafe: bool = False, program=None):
     """The executor of `schedule` for schedule rank `rank` under `runner`. Both kinds pass
     gpu_runner.proof.gate; a streaming one runs only its rank's proved program
-    (gpu_runner.proof.rank_program_of: built for this rank alone, compared by digest)."""
+    (gpu_runner.proof.rank_program_of: built for this rank alone, compared by digest; a
+    `program` given is compared by digest the same way)."""
     r = runner_named(runner)
     if r.streaming:
         from gpu_runner.streaming import StreamingExecutor
         return StreamingExecutor(schedule, rank, group=group, group_ranks=group_ranks, watchdog=watchdog,
-                                 recv_order=r.recv_order, certificate=certificate, unsafe=unsafe)
+                                 recv_order=r.recv_order, certificate=certificate, unsafe=unsafe,
+                                 program=program)
     from gpu_runner.executor import Executor
     return Executor(schedule, rank, group=group, group_ranks=group_ranks, watchdog=watchdog,
                     certificate=certificate, unsafe=unsafe)

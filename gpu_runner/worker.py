@@ -147,7 +147,11 @@ def _main(args, rank: int) -> int:
         watchdog.beat()
         schedule = _rank_part(schedule, sched_rank, args)
         from gpu_runner.runners import make_executor
-        executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog)
+        from gpu_runner.proof import built_program
+        from gpu_runner.runners import program_key
+        key = program_key(args.runner)
+        executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
+                                 program=built_program(schedule, *key) if key else None)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")

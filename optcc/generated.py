@@ -144,6 +144,7 @@ class GeneratedSchedule:
         (s, ell), = self.cluster.stragglers.items() if self.cluster.stragglers else [(0, Fraction(1))]
         return self.cluster.p, self.segments, s, Fraction(ell)
 
+    @property
     def meta(self) -> dict:
         """The meta `build_schedule` gives the same schedule (the certificate checks it)."""
         from optcc.algorithms.optcc_single import optcc_meta
@@ -178,7 +179,7 @@ class GeneratedSchedule:
             if x is None:
                 x = starts[t] = Fraction(t, rf.scale)
             flows.append(Flow(a, b, c, ops[o], x))
-        return Schedule(self.cluster, rf.pieces, flows, meta=self.meta())
+        return Schedule(self.cluster, rf.pieces, flows, meta=self.meta)
 
 
 def _segments(value, field: str) -> int:

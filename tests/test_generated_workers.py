@@ -160,3 +160,161 @@ def test_torchrun_two_nodes_run_a_generated_schedule(tmp_path):
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     result = json.loads(outs[0][0].strip().splitlines()[-1])
     assert result["correct"] is True and result["world_size"] == 4 and result["schedule"] == "optcc"
+
+
+# ---- per rank: no instance proof at all (verifier.streaming_local) ---------------------------------
+
+@pytest.fixture
+def per_rank(tmp_path, monkeypatch):
+    """A generated schedule accepted by its generator's proof alone and attested for per-rank checks."""
+    from gpu_runner.launch import attested_worker_args, prepare_schedule
+    gen = GeneratedSchedule.of("optcc", Cluster.build(7, stragglers={3: Fraction(3, 2)}), 3)
+    path = str(tmp_path / "g.json")
+    gen.save(path)
+    monkeypatch.setenv(proof.LAUNCH_KEY_ENV, proof.launch_key_env()[proof.LAUNCH_KEY_ENV])
+    loaded, note = prepare_schedule(path, 7, dtype="int64", allow_worse_numerics=True, per_rank=True)
+    assert isinstance(loaded, GeneratedSchedule) and "generator re-proved" in note and "not analysed" in note
+    args = attested_worker_args(loaded, path, str(tmp_path), "streaming", "int64", True)
+    return gen, path, args[-1]
+
+
+def test_a_per_rank_worker_checks_its_own_program_and_nothing_global(per_rank, monkeypatch):
+    pytest.importorskip("torch")
+    import verifier
+    import verifier.numerics
+    import verifier.streaming
+    import verifier.streaming_check
+    from gpu_runner.runners import make_executor
+    from gpu_runner.worker import _load_schedule, _rank_part, build_parser
+    gen, path, attestation = per_rank
+    full = gen.materialize()
+    programs = streaming_program(full, 4).ranks
+    proof.forget()
+
+    def forbidden(*a, **k):
+        raise AssertionError("a per-rank worker did global work")
+    for module, name in ((verifier, "prove_allreduce"), (verifier.streaming, "prove_streaming"),
+                         (verifier.streaming_check, "check_streaming"), (verifier.numerics, "analyze_numerics"),
+                         (GeneratedSchedule, "materialize")):
+        monkeypatch.setattr(module, name, forbidden)
+    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64",
+                                      "--allow-worse-numerics"])
+    loaded = _load_schedule(args)
+    for r in range(7):
+        part = _rank_part(loaded, r, args)
+        rp = proof.built_program(part, 4, False)
+        assert rp is not None
+        ex = make_executor(part, r, "streaming", program=rp)
+        assert [(op.kind, op.piece, op.peer, op.slot, op.deps) for op in ex.rp.ops] == \
+            [(op.kind, op.piece, op.peer, op.slot, op.deps) for op in programs[r].ops]
+
+
+def test_a_per_rank_worker_refuses_a_program_that_fails_the_check(per_rank, monkeypatch):
+    """A lowering that drops the window's completion dependencies: the worker's own check refuses."""
+    import optcc.lowering.streaming as LS
+    from gpu_runner.worker import _load_schedule, _rank_part, build_parser
+    from optcc.errors import OptccError as Err
+    gen, path, attestation = per_rank
+    real = LS.rank_program
+
+    def no_window(*a, **k):
+        rp = real(*a, **k)
+        for seq in rp.peer_seq.values():
+            for n in seq[4:]:
+                rp.ops[n].deps = [d for d in rp.ops[n].deps if d[1] != "C"]
+        return rp
+    monkeypatch.setattr(proof, "rank_program", no_window)
+    proof.forget()
+    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64",
+                                      "--allow-worse-numerics"])
+    loaded = _load_schedule(args)
+    with pytest.raises(Err, match="fails the per-rank check") as e:
+        for r in range(7):
+            _rank_part(loaded, r, args)
+    assert e.value.field == "runner"
+
+
+def test_the_per_rank_check_never_passes_what_the_whole_program_check_refutes():
+    """Soundness of the order argument on mutants: 1200 random edits of real programs (a dependency
+    dropped, retargeted or switched S/C, two ops swapped, a slot changed); whenever every rank
+    passes L1-L5, verifier.streaming's whole-program check passes too."""
+    import copy
+    import random
+    from optcc.algorithms import build_schedule
+    from optcc.lowering.streaming import streaming_program as build
+    from verifier.streaming_check import check_streaming
+    from verifier.streaming_local import check_rank_program
+    rng = random.Random(1)
+    seen = {"both pass": 0, "both refuse": 0, "only the per-rank check refuses": 0}
+    for algo, c in [("optcc", Cluster.build(5, 1, {1: Fraction(3, 2)})), ("ring", Cluster.build(4, 1, {0: 2})),
+                    ("optcc", Cluster.build(6, 1, {2: 2})), ("direct", Cluster.build(5, 1, {0: 2}))]:
+        s = build_schedule(algo, c, 2)
+        base = build(s, 2)
+        for _ in range(300):
+            prog = copy.deepcopy(base)
+            rp = rng.choice(prog.ranks)
+            ops, n, kind = rp.ops, rng.randrange(len(rp.ops)), rng.randrange(5)
+            if kind == 0 and ops[n].deps:
+                ops[n].deps.pop(rng.randrange(len(ops[n].deps)))
+            elif kind == 1 and n + 1 < len(ops):
+                ops[n], ops[n + 1] = ops[n + 1], ops[n]
+                mp = {n: n + 1, n + 1: n}
+                for op in ops:
+                    op.deps = [(mp.get(m, m), ev) for m, ev in op.deps]
+                for q, seq in rp.peer_seq.items():
+                    rp.peer_seq[q] = [mp.get(x, x) for x in seq]
+            elif kind == 2 and ops[n].slot is not None:
+                ops[n].slot = (ops[n].slot + 1) % max(1, rp.n_slots)
+            elif kind == 3 and ops[n].deps and n > 0:
+                ops[n].deps[rng.randrange(len(ops[n].deps))] = (rng.randrange(n), "S")
+            elif ops[n].deps:
+                m, ev = ops[n].deps[0]
+                ops[n].deps[0] = (m, "S" if ev == "C" else ("C" if ops[m].kind in ("send", "recv") else "S"))
+            local = all(check_rank_program(s, r, prog.window) is None for r in prog.ranks)
+            whole, _ = check_streaming(s, prog)
+            assert whole or not local, "the per-rank check passed a program the whole-program check refutes"
+            seen["both pass" if local else "both refuse" if not whole else "only the per-rank check refuses"] += 1
+    assert seen["both refuse"] >= 300 and seen["both pass"] >= 100
+
+
+def test_every_registry_program_passes_the_per_rank_check():
+    from optcc.algorithms import algorithm_names, build_schedule
+    from optcc.errors import OptccError as Err
+    from verifier.streaming_local import check_rank_program
+    checked = 0
+    for algo in algorithm_names():
+        for c in (Cluster.build(5, 1, {1: Fraction(3, 2)}), Cluster.build(8, 2, {2: 2, 3: 2}), Cluster.build(6, 1, {0: 2, 3: 3})):
+            try:
+                s = build_schedule(algo, c, 2)
+            except Err:
+                continue
+            for ordered in (False, True):
+                for rp in streaming_program(s, 4, recv_order=ordered).ranks:
+                    assert check_rank_program(s, rp, 4) is None, (algo, c.describe(), rp.rank)
+                    checked += 1
+    assert checked > 150
+
+
+def test_over_the_build_limit_optcc_run_takes_the_per_rank_path(tmp_path):
+    from gpu_runner.launch import check_runner, prepare_schedule
+    gen = GeneratedSchedule.of("optcc", Cluster.build(2048, stragglers={0: 2}), 1)     # p²·k > 4·10⁶
+    path = str(tmp_path / "g.json")
+    gen.save(path)
+    with pytest.raises(OptccError, match="allow-worse-numerics"):
+        prepare_schedule(path, 2048, dtype="float32")
+    loaded, note = prepare_schedule(path, 2048, dtype="float32", allow_worse_numerics=True)
+    assert isinstance(loaded, GeneratedSchedule) and "re-proved" in note
+    assert "each rank checks its own program" in check_runner(loaded, "streaming")
+    with pytest.raises(OptccError) as e:
+        check_runner(loaded, "step")
+    assert e.value.field == "runner"
+
+
+@pytest.mark.slow
+def test_a_per_rank_gloo_run_is_exact(per_rank):
+    pytest.importorskip("torch")
+    from gpu_runner.launch import launch_trusted
+    gen, path, _ = per_rank
+    res = launch_trusted(path, gen.sha256(), 7, 7 * 8 * 64, "int64", 120.0, allow_worse_numerics=True, schedule=gen)
+    assert res.ok, res.describe_failure()
+    assert res.result["correct"] is True and res.result["rows"][0]["wrong"] == 0

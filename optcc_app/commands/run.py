@@ -34,6 +34,12 @@ def register(sub) -> None:
     parser.add_argument("--allow-worse-numerics", action="store_true",
                         help="run even when the schedule's rounding-error bound for --dtype is worse than "
                              "the ring's (or an integer intermediate can overflow)")
+    parser.add_argument("--generated-check", choices=("auto", "instance", "per-rank"), default="auto",
+                        help="a generated schedule (optcc schedule --form generated): instance = build and prove it "
+                             "here, then each rank compares its program's digest; per-rank = accept it by its "
+                             "generator's proof and let each rank check its own program (no instance is built; "
+                             "numerics are then not analysed: needs --allow-worse-numerics); auto (default): "
+                             "instance within the build limit p²·k ≤ 4·10⁶, else per-rank")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(handler=run)
 
@@ -68,8 +74,9 @@ def run(args) -> int:
     slow.daemon = True
     slow.start()
     try:
+        per_rank = {"auto": None, "instance": False, "per-rank": True}[args.generated_check]
         schedule, note = prepare_schedule(args.schedule, args.nproc, args.certificate, args.dtype,
-                                          args.allow_worse_numerics)
+                                          args.allow_worse_numerics, per_rank=per_rank)
         runner_note = check_runner(schedule, args.runner)
     finally:
         slow.cancel()

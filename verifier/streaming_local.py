@@ -1,0 +1,192 @@
+"""Property "streaming", checked one rank at a time: conditions on a rank's own program that,
+for every rank, imply M, H and D of verifier.streaming for the whole program (the order
+argument below), so a worker of a generated schedule checks its own program in O(its ops)
+and no process ever builds the whole schedule.
+
+The rank's *order key* of an op: κ = (time, class, K) with K = (start, src, dst, piece) the
+flow's posting key (optcc.schedule.posting_order) and class 3 for send and recv (at the flow's
+start), 2 for snap (start), 0 for land (the flow's end), 1 for a local op (its time; K = its
+index). Conditions L1-L5, on rank r's program and r's flows alone:
+  L1 structure: each of r's flows has its send (and snap) on r if r sends it, its recv and land
+     on r if r receives it, with the right piece, peer and slots; no other op;
+  L2 order: the ops are sorted strictly by κ, and every dependency names an earlier op
+     (an event of a send or recv where it is a completion);
+  L3 pairs: the posts with each peer are exactly r's flows with that peer, sorted strictly by K,
+     each waiting for the start of the previous and the completion of the window-th previous;
+  L4 hazards: H of verifier.streaming on r's buffers, with r's own edges only (deps, a post's
+     start before its completion, one peer's completions in posting order), so a fortiori in
+     the whole happens-before graph;
+  L5 snapshots: a send from a slot reads a snapshot of the same flow.
+Why every rank passing L1-L5 gives M, H, D (argued here, not machine-checked):
+  M  by L1 every flow has its three ops at its two ends, each once; by L3 the two ends' lists
+     with each other are their common flows sorted by the same K, so they mirror position by
+     position: both ends enumerate the same flows with the same terms (property "local" of
+     prove-all for a generated schedule; for a flow list, the same tuples);
+  H  is L4 (fewer edges only make it harder);
+  D  give each event the key (κ, 0) for a start and (κ, 1) for a completion. Every edge of the
+     progress graph increases it strictly: deps by L2; a post's start to its completion; one
+     peer's completions in K order by L3; the cross edges (a receive completes after its send
+     started, a send after its receive started) join a send and a receive of the same flow,
+     which have the same κ = (start, 3, K) at both ends, from start to completion. A graph whose
+     edges all increase one key has no cycle.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from optcc.timing import IntegerTimes
+
+LAND, LOCAL, READ = 0, 1, 2
+_CLASS = {"recv": 3, "send": 3, "snap": 2, "land": 0, "scale": 1}
+
+
+def _fail(kind, rank, message):
+    return {"property": "streaming", "kind": kind, "rank": rank, "message": message}
+
+
+def check_rank_program(schedule, rp, window: int):
+    """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
+    else a counterexample dict (the condition, the rank, a message)."""
+    r = rp.rank
+    flows = schedule.flows
+    grid = IntegerTimes(schedule)                     # times as integers on one grid: the same order
+    starts, ends = grid.starts, grid.ends
+    ops = rp.ops
+    key = {}                                          # flow index -> K
+    for i, f in enumerate(flows):
+        if r in (f.src, f.dst):
+            key[i] = (starts[i], f.src, f.dst, f.piece)
+    # L1
+    where: dict = {}
+    for n, op in enumerate(ops):
+        if op.kind == "scale":
+            lo = schedule.local_ops[op.local] if op.local is not None and 0 <= op.local < len(schedule.local_ops) else None
+            if lo is None or lo.rank != r or lo.piece != op.piece or ("scale", op.local) in where:
+                return _fail("structure", r, f"op {n}: scale of local op {op.local} is not this rank's or twice")
+            where[("scale", op.local)] = n
+            continue
+        f = flows[op.flow] if op.flow is not None and 0 <= op.flow < len(flows) else None
+        mine = f is not None and (r == f.src if op.kind in ("send", "snap") else r == f.dst)
+        if op.kind not in _CLASS or not mine or op.piece != f.piece or (op.kind, op.flow) in where or \
+                (op.kind in ("send", "recv") and op.peer != (f.dst if op.kind == "send" else f.src)):
+            return _fail("structure", r, f"op {n}: {op.kind} of flows[{op.flow}] has the wrong rank, peer or "
+                                         f"piece, or appears twice")
+        where[(op.kind, op.flow)] = n
+    for i in key:
+        f = flows[i]
+        need = ("send",) if f.src == r else ("recv", "land")
+        for kind in need:
+            if (kind, i) not in where:
+                return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")
+        if f.dst == r:
+            recv, land = ops[where[("recv", i)]], ops[where[("land", i)]]
+            if recv.slot is None or land.slot != recv.slot:
+                return _fail("structure", r, f"flows[{i}]: receive and landing use different slots")
+        else:
+            send = ops[where[("send", i)]]
+            if send.slot is not None:                 # L5
+                n = where.get(("snap", i))
+                if n is None or ops[n].slot != send.slot:
+                    return _fail("structure", r, f"flows[{i}]: sent from slot {send.slot} that no snapshot fills")
+    for j, lo in enumerate(schedule.local_ops):
+        if lo.rank == r and ("scale", j) not in where:
+            return _fail("structure", r, f"local_ops[{j}] is never applied on rank {r}")
+    # L2
+    def kappa(op):
+        if op.kind == "scale":
+            return (grid.op_times[op.local], 1, (op.local,))
+        i = op.flow
+        return (ends[i] if op.kind == "land" else starts[i], _CLASS[op.kind], key[i])
+    prev = None
+    for n, op in enumerate(ops):
+        k = kappa(op)
+        if prev is not None and not prev < k:
+            return _fail("order", r, f"op {n} ({op.kind}) is not after op {n - 1} in (time, class, posting key)")
+        prev = k
+        for m, ev in op.deps:
+            if not (isinstance(m, int) and 0 <= m < n) or ev not in ("S", "C") or \
+                    (ev == "C" and ops[m].kind not in ("send", "recv")):
+                return _fail("bad dependency", r, f"op {n} depends on ({m}, {ev!r}), not an earlier event")
+    # L3
+    posts = defaultdict(list)
+    for n, op in enumerate(ops):
+        if op.kind in ("send", "recv"):
+            posts[op.peer].append(n)
+    if set(posts) != set(rp.peer_seq):
+        return _fail("structure", r, "the posting lists name other peers than the posts")
+    for peer, seq in rp.peer_seq.items():
+        if list(seq) != posts[peer]:           # the posts in op order, which L2 made K order
+            return _fail("structure", r, f"the posting list for peer {peer} is not its posts with it in order")
+        for a, b in zip(seq, seq[1:]):
+            if not key[ops[a].flow] < key[ops[b].flow]:
+                return _fail("pair order", r, f"posts {a} and {b} with rank {peer} are not in posting-key order")
+    hb = [[] for _ in range(2 * len(ops))]
+    for n, op in enumerate(ops):
+        for m, ev in op.deps:
+            hb[2 * n].append(2 * m + (ev == "C"))
+        if op.kind in ("send", "recv"):
+            hb[2 * n + 1].append(2 * n)
+    for seq in rp.peer_seq.values():
+        for a, b in zip(seq, seq[1:]):
+            hb[2 * b + 1].append(2 * a + 1)
+
+    def before(u, v) -> bool:
+        """u happens before v on this rank's own edges (all edges go to smaller event numbers)."""
+        if u == v:
+            return False
+        preds = hb[v]
+        if u in preds:
+            return True
+        seen, todo = {v}, [v]
+        while todo:
+            x = todo.pop()
+            for y in hb[x]:
+                if y == u:
+                    return True
+                if y > u and y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return False
+
+    for peer, seq in rp.peer_seq.items():
+        for k in range(1, len(seq)):
+            if not before(2 * seq[k - 1], 2 * seq[k]):
+                return _fail("posting order", r, f"post {seq[k]} with rank {peer} may start before post {seq[k - 1]}")
+            if k >= window and not before(2 * seq[k - window] + 1, 2 * seq[k]):
+                return _fail("window", r, f"more than {window} messages may be in flight with rank {peer}")
+    # L4
+    acc: dict = defaultdict(list)
+    for n, op in enumerate(ops):
+        if op.kind == "scale":
+            acc[("x", op.piece)].append(((grid.op_times[op.local], LOCAL, (op.local,)), "W", n, 0, 0))
+            continue
+        i = op.flow
+        start, end, K = starts[i], ends[i], key[i]
+        if op.kind == "land":
+            acc[("x", op.piece)].append(((end, LAND, K), "W", n, 0, 0))
+            acc[("s", op.slot)].append(((start, K, 1), "R", n, 0, 0))
+        elif op.kind == "snap":
+            acc[("x", op.piece)].append(((start, READ, K), "R", n, 0, 0))
+            acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 0))
+        elif op.kind == "send" and op.slot is None:
+            acc[("x", op.piece)].append(((start, READ, K), "R", n, 0, 1))
+        elif op.kind == "send":
+            acc[("s", op.slot)].append(((start, K, 1), "R", n, 0, 1))
+        elif op.kind == "recv":
+            acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 1))
+    for buf, items in acc.items():
+        items.sort(key=lambda a: a[0])
+        last_w, reads = None, []
+        for _, kind, n, s_ev, e_ev in items:
+            s = 2 * n + s_ev
+            if last_w is not None and not before(last_w, s):
+                return _fail("RAW" if kind == "R" else "WAW", r, f"{buf}: op {n} may run before the write of "
+                                                                 f"op {last_w // 2} has finished")
+            if kind == "W":
+                for u in reads:
+                    if not before(u, s):
+                        return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {u // 2} still reads")
+                last_w, reads = 2 * n + e_ev, []
+            else:
+                reads.append(2 * n + e_ev)
+    return None
