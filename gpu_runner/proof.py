@@ -50,6 +50,9 @@ _NUMERICS: dict = {}  # (sha256, dtype, allow_worse) -> the numerics message acc
 _PROGRAMS: dict = {}  # (sha256, window, recv_order) -> program_record of the proved streaming programs
 _GENERATED: dict = {}  # generated schedule sha256 -> the attestation body a worker accepted
 _BUILT: dict = {}      # (id(part), window, recv_order) -> (part, the program checked per rank: L1-L5)
+_PARTS: dict = {}      # id(part) -> (part, description, {(dtype, allow_worse): numerics message}):
+#                        a worker's own part of a generated schedule, accepted as that very object
+#                        (hashing its 10⁵-10⁶ flows again at each door would cost a second each)
 PER_RANK = "per-rank"  # attestation "streaming": each worker checks its own program (verifier.streaming_local)
 LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"
 ATTESTATION_FORMAT = "optcc-launch-attestation/1"
@@ -59,7 +62,7 @@ UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for test
 
 def forget() -> None:
     """Drop everything this process accepted (proofs, numerics, programs): a fresh worker's state."""
-    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED, _BUILT):
+    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED, _BUILT, _PARTS):
         cache.clear()
 
 
@@ -107,6 +110,9 @@ def gate(schedule: Schedule, certificate: str | None = None, unsafe: bool = Fals
         raise OptccError("unsafe", f"expected True or False, got {unsafe!r}")
     if not isinstance(schedule, Schedule):
         raise OptccError("schedule", f"expected an optcc Schedule, got {type(schedule).__name__}")
+    part = _part(schedule)
+    if certificate is None and part is not None:
+        return part[1]
     if certificate is None:
         known = _ACCEPTED.get(schedule.sha256())
         if known is not None:
@@ -117,6 +123,9 @@ def gate(schedule: Schedule, certificate: str | None = None, unsafe: bool = Fals
 def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) -> str:
     """Refuse a schedule whose rounding-error bound for `dtype` is worse than the ring's (or whose
     intermediates can overflow an integer dtype) unless `allow_worse`; returns the one-line report."""
+    part = _part(schedule)
+    if part is not None and (dtype, bool(allow_worse)) in part[2]:
+        return part[2][(dtype, bool(allow_worse))]
     key = (schedule.sha256(), dtype, bool(allow_worse))
     if key in _NUMERICS:
         return _NUMERICS[key]
@@ -155,6 +164,9 @@ def rank_program_of(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW,
 def check_proved_program(schedule: Schedule, rp, window: int, recv_order: bool, sha256: str | None = None) -> None:
     """OptccError("runner") unless `rp` is, digest for digest, rank rp.rank's proved program
     (`sha256`: the schedule's, when the caller has it)."""
+    built = _BUILT.get((id(schedule), window, bool(recv_order)))
+    if built is not None and built[0] is schedule and built[1] is rp:
+        return                                     # the very program its rank checked (L1-L5) just now
     record = _PROGRAMS.get((sha256 or schedule.sha256(), window, bool(recv_order)))
     if record is None:
         raise OptccError("runner", "no streaming program of this schedule was proved in this process "
@@ -301,31 +313,56 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
     if body is None:
         raise OptccError("attestation", "no launcher attestation of this generated schedule was accepted "
                                         "in this process (gpu_runner.proof.accept_generated_attestation)")
+    with _gc_paused():
+        return _rank_part_checked(gen, body, rank)
+
+
+def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
     part = gen.rank_schedule(rank)
-    sha = part.sha256()
     num = body.get("numerics")
-    if num:
-        _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
-    for record in body.get("programs", ()):
-        window, recv_order = record["window"], bool(record["recv_order"])
-        if body.get("streaming") == PER_RANK:       # no instance proof: this rank's program, checked here
-            from verifier.streaming_local import check_rank_program
-            rp = rank_program(part, rank, window, recv_order)
-            cx = check_rank_program(part, rp, window)
+    numerics = {(num["dtype"], bool(num["allow_worse"])): num["message"]} if num else {}
+    if body.get("streaming") == PER_RANK:           # no instance proof: this rank's program, checked here
+        from optcc.timing import IntegerTimes
+        from verifier.streaming_local import check_rank_program
+        grid = IntegerTimes(part)
+        for record in body.get("programs", ()):
+            window, recv_order = record["window"], bool(record["recv_order"])
+            rp = rank_program(part, rank, window, recv_order, grid=grid)
+            cx = check_rank_program(part, rp, window, grid)
             if cx is not None:
                 raise OptccError("runner", f"rank {rank}'s streaming program fails the per-rank check "
                                            f"({cx['kind']}: {cx['message']}); refusing to run it")
-            digests = [""] * gen.cluster.p
-            digests[rank] = rank_program_sha256(rp)
-            _PROGRAMS[(sha, window, recv_order)] = {"window": window, "recv_order": recv_order,
-                                                    "ranks_sha256": digests}
             _BUILT[(id(part), window, recv_order)] = (part, rp)
-        else:
+    else:
+        sha = part.sha256()
+        for record in body.get("programs", ()):
             digests = ["" for _ in record["ranks_sha256"]]
             digests[rank] = record["ranks_sha256"][rank]
-            _PROGRAMS[(sha, window, recv_order)] = {**record, "ranks_sha256": digests}
-    _ACCEPTED[sha] = f"attested by the launcher: {body['accepted']} (rank {rank}'s part)"
+            _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = {**record, "ranks_sha256": digests}
+    _PARTS[id(part)] = (part, f"attested by the launcher: {body['accepted']} (rank {rank}'s part)", numerics)
     return part
+
+
+class _gc_paused:
+    """No cyclic garbage collection while a rank builds its part and program: 10⁶ small objects,
+    none garbage until the run ends, and the collector's full passes over them took about half
+    the build and check time at p = 4096 (measured with benchmarks/scale.py)."""
+
+    def __enter__(self):
+        import gc
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+        if self.was:
+            gc.enable()
+        return False
+
+
+def _part(schedule):
+    got = _PARTS.get(id(schedule))
+    return got if got is not None and got[0] is schedule else None
 
 
 def built_program(part: Schedule, window: int, recv_order: bool):

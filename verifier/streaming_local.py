@@ -44,12 +44,12 @@ def _fail(kind, rank, message):
     return {"property": "streaming", "kind": kind, "rank": rank, "message": message}
 
 
-def check_rank_program(schedule, rp, window: int):
+def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = None):
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
     else a counterexample dict (the condition, the rank, a message)."""
     r = rp.rank
     flows = schedule.flows
-    grid = IntegerTimes(schedule)                     # times as integers on one grid: the same order
+    grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
     starts, ends = grid.starts, grid.ends
     ops = rp.ops
     key = {}                                          # flow index -> K
