@@ -13,8 +13,14 @@ gpu_runner.proof.gate does not let through; `unsafe=True` skips both, for tests.
 
 Completions are observed by one waiter thread per peer that waits on that peer's works in
 posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
-that observes a completion runs the ops it enables at once, under one lock, so no enabled op
-waits while another is blocked: the fair execution the proof assumes.
+that observes a completion queues it and, unless another thread is already serving the run,
+applies it and runs the ops it enables at once; a thread that finds the run being served goes
+back to waiting and leaves its completion to the one serving (`_Run.serve`), so no enabled op
+waits for a thread to wake up or for a lock while another is blocked: the fair execution the
+proof assumes. Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound
+once per tensor to an op code and their views, posts call the process group's send/recv as
+torch.distributed.isend/irecv do after their checks (done once), dependency counts are
+decremented along precomputed dependents, and the per-peer queues are C `SimpleQueue`s.
 
 `close()` ends the waiter threads (call it before destroy_process_group); an atexit handler
 closes every executor still open, so that no waiter thread is left to be killed by interpreter
@@ -241,18 +247,19 @@ class _Run:
         """With `lock` held: apply queued completions and run what they enable until none is
         queued, then release it; take it again if a completion came in meanwhile (its waiter found
         the lock taken and left it to us)."""
-        done = self.done
+        done, finished = self.done, self.finished
         while True:
             try:
-                while True:
+                while not finished.is_set():
                     if done:
                         self._apply(done)
-                    if self.finished.is_set():
-                        done.clear()
-                        break
+                        if finished.is_set():
+                            break
                     self.pump()
                     if not done:
                         break
+                if finished.is_set():
+                    done.clear()              # a failed run: later completions change nothing
             finally:
                 self.lock.release()
             if not done or not self.lock.acquire(False):
