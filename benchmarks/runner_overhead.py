@@ -2,8 +2,11 @@
 
   --transport none  one rank's executor in this process on torch's fake process group (every
                     isend/irecv completes at once, moves no data): what the host alone spends per
-                    post, per runner, for the straggler and a healthy rank. The healthy rank's
-                    streaming figure is c_post, the constant optcc.segments.HOST_POST_S states.
+                    post, per runner, for the straggler and a healthy rank: wall time per post,
+                    and the process's CPU time per post (all its threads; less sensitive to other
+                    jobs on a shared machine than wall time, so the column to compare two versions
+                    by). The healthy rank's streaming wall figure is c_post, the constant
+                    optcc.segments.HOST_POST_S states.
   --transport gloo  the step runner on a ring of many segments on real gloo processes, 8 bytes per
                     piece (time ~ steps x overhead), next to torch's all_reduce on the same data.
 
@@ -31,21 +34,22 @@ def fake_transport(p: int, k: int, iters: int) -> int:
     schedule = build_schedule("optcc", Cluster.build(p, stragglers={0: 2}), k)
     proof.require_proof(schedule)
     print(f"optcc p={p} k={k}, transport removed (torch fake process group), {iters} runs each")
-    print(f"{'runner':<18} {'rank':<10} {'posts':>6} {'us/run':>10} {'us/post':>8}")
+    print(f"{'runner':<18} {'rank':<10} {'posts':>6} {'us/run':>10} {'us/post':>8} {'cpu_us/post':>11}")
     healthy = {}
     for runner in RUNNERS:
         for rank, what in ((0, "straggler"), (1, "healthy")):
             ex = make_executor(schedule, rank, runner)
             tensor = torch.zeros(64 * len(schedule.pieces))
             ex.run(tensor)                                    # binds views, starts waiter threads
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(iters):
                 ex.run(tensor)
             per_run = (time.perf_counter() - t0) / iters
+            cpu_run = (time.process_time() - c0) / iters
             posts = sum(1 for f in schedule.flows if rank in (f.src, f.dst))
             if hasattr(ex, "close"):
                 ex.close()
-            print(f"{runner:<18} {what:<10} {posts:>6} {per_run * 1e6:>10.1f} {per_run / posts * 1e6:>8.2f}")
+            print(f"{runner:<18} {what:<10} {posts:>6} {per_run * 1e6:>10.1f} {per_run / posts * 1e6:>8.2f} {cpu_run / posts * 1e6:>11.2f}")
             if what == "healthy":
                 healthy[runner] = per_run / posts
     print(f"c_post (healthy rank, streaming) = {healthy['streaming'] * 1e6:.2f} us; "

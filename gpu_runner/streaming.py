@@ -13,8 +13,14 @@ gpu_runner.proof.gate does not let through; `unsafe=True` skips both, for tests.
 
 Completions are observed by one waiter thread per peer that waits on that peer's works in
 posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
-that observes a completion runs the ops it enables at once, under one lock, so no enabled op
-waits while another is blocked: the fair execution the proof assumes.
+that observes a completion queues it and, unless another thread is already serving the run,
+applies it and runs the ops it enables at once; a thread that finds the run being served goes
+back to waiting and leaves its completion to the one serving (`_Run.serve`), so no enabled op
+waits for a thread to wake up or for a lock while another is blocked: the fair execution the
+proof assumes. Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound
+once per tensor to an op code and their views, posts call the process group's send/recv as
+torch.distributed.isend/irecv do after their checks (done once), dependency counts are
+decremented along precomputed dependents, and the per-peer queues are C `SimpleQueue`s.
 
 `close()` ends the waiter threads (call it before destroy_process_group); an atexit handler
 closes every executor still open, so that no waiter thread is left to be killed by interpreter
@@ -30,6 +36,7 @@ import queue
 import threading
 import time
 import weakref
+from collections import deque
 
 import torch
 import torch.distributed as dist
@@ -45,10 +52,15 @@ EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit wai
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
-class _BoundProgram:
-    """The program bound to one tensor: per op, the views it reads and writes."""
+# Op codes of a bound program (one small int per op, so the posting loop branches on an int).
+_RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE = range(6)
 
-    def __init__(self, schedule, rp, flat, scratch, offsets, peer_of):
+
+class _BoundProgram:
+    """The program bound to one tensor: per op, its code and the views it reads and writes (a post
+    holds the one-tensor list the process group's send/recv take, built once)."""
+
+    def __init__(self, schedule, rp, flat, scratch, offsets):
         ranges = piece_ranges(schedule.pieces, flat.numel())
         flows = schedule.flows
         self.flat = flat
@@ -58,16 +70,21 @@ class _BoundProgram:
             x = flat[lo:hi]
             s = None if op.slot is None else scratch[offsets[op.slot]:offsets[op.slot] + hi - lo]
             if op.kind == "recv":
-                self.args.append((s, peer_of(op.peer)))
+                self.args.append((_RECV, [s], op.peer))
             elif op.kind == "send":
-                self.args.append((x if s is None else s, peer_of(op.peer)))
+                self.args.append((_SEND, [x if s is None else s], op.peer))
             elif op.kind == "snap":
-                self.args.append((s, x))
+                self.args.append((_COPY, s, x))
             elif op.kind == "land":
                 f = flows[op.flow]
-                self.args.append((x, s, f.op, f.coef))
+                if f.op == "copy":
+                    self.args.append((_COPY, x, s))
+                elif f.coef == 1:
+                    self.args.append((_ADD, x, s))
+                else:
+                    self.args.append((_AXPY, x, s, f.coef))
             else:
-                self.args.append((x, schedule.local_ops[op.local].coef))
+                self.args.append((_SCALE, x, schedule.local_ops[op.local].coef))
 
 
 class StreamingExecutor:
@@ -93,14 +110,17 @@ class StreamingExecutor:
         self.window, self.recv_order = window, recv_order
         self.rp = rp
         n = len(rp.ops)
-        self._after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
+        after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
         self._ndeps = [len(op.deps) for op in rp.ops]
         for k, op in enumerate(rp.ops):
             for m, ev in op.deps:
-                self._after[ev == "C"][m].append(k)
+                after[ev == "C"][m].append(k)
+        self._after_s = tuple(tuple(d) for d in after[0])
+        self._after_c = tuple(tuple(d) for d in after[1])
         self._start = [k for k in range(n) if self._ndeps[k] == 0]
         self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
         self._waiters: dict = {}            # peer -> (queue, thread)
+        self._route = None                  # (process group, {peer: (its group rank, its queue)})
         self._running = threading.Lock()    # held by run(); close() waits for it
         self._failed = False                # a run raised: works may still be in flight
         stop = weakref.finalize(self, _stop_waiters, self._waiters)   # dropped unclosed: end them
@@ -131,19 +151,34 @@ class StreamingExecutor:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, self._peer)
+        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets)
         return bound
 
-    def _waiter(self, peer: int) -> queue.Queue:
+    def _waiter(self, peer: int) -> queue.SimpleQueue:
         w = self._waiters.get(peer)
         if w is None:
-            q = queue.Queue()
+            q = queue.SimpleQueue()
             nccl = dist.get_backend(self.group) == "nccl"
             t = threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True, name=f"optcc-wait-{peer}")
             w = self._waiters[peer] = (q, t)
             _open.add(self)
             t.start()
         return w[0]
+
+    def _routes(self):
+        """The process group and, per peer of the program, (its rank in that group, its waiter's
+        queue): what torch.distributed.isend/irecv would compute on every call, computed once (again
+        after close() or when the default group changed). Starts the waiter threads."""
+        pg = self.group if self.group is not None else dist.group.WORLD
+        route = self._route
+        if route is None or route[0] is not pg or any(p not in self._waiters for p in route[1]):
+            if pg is None:
+                raise RunnerError("the default process group is not initialised")
+            if dist.get_rank(pg) < 0:
+                raise RunnerError("this process is not a member of the executor's process group")
+            route = self._route = (pg, {peer: (dist.get_group_rank(pg, self._peer(peer)), self._waiter(peer))
+                                        for peer in self.rp.peer_seq})
+        return route
 
     def close(self, timeout: float | None = None) -> bool:
         """Wait for the run in progress (if any), then end and join the waiter threads. Idempotent;
@@ -154,6 +189,7 @@ class StreamingExecutor:
         try:
             waiters = list(self._waiters.values())
             self._waiters.clear()
+            self._route = None
             _open.discard(self)
             if self._failed:
                 timeout = 0.0
@@ -171,9 +207,9 @@ class StreamingExecutor:
         if not self._connected and dist.get_backend(self.group) == "nccl":
             _connect_pairs(self.rank, self.rp.peer_seq, self._peer, self.group, bound.flat.device)
         self._connected = True
-        run = _Run(self, bound)
-        with run.lock:
-            run.pump()
+        run = _Run(self, bound, *self._routes())
+        run.lock.acquire()
+        run.serve()
         if self.watchdog is not None:
             self.watchdog.waiting(run.describe)
         run.finished.wait()
@@ -186,84 +222,117 @@ class StreamingExecutor:
 
 
 class _Run:
-    """One execution: whichever thread sees a completion runs the ops it enables (under `lock`),
-    so an enabled op never waits for another thread to wake up."""
+    """One execution. A waiter thread that sees a completion queues it on `done` and, if it gets
+    `lock`, applies every queued completion and runs the ops they enable; a waiter that finds the
+    lock taken goes back to waiting at once, its completion served by the holder, which looks at
+    `done` again after releasing (so none is left behind). Posting never blocks, so an enabled op
+    never waits for a thread to wake up or for a lock: the fair execution the proof assumes."""
 
-    def __init__(self, ex: StreamingExecutor, bound: _BoundProgram):
+    def __init__(self, ex: StreamingExecutor, bound: _BoundProgram, pg, routes):
         self.ex, self.args, self.ops = ex, bound.args, ex.rp.ops
+        self.pg, self.routes = pg, routes
         self.lock = threading.Lock()
         self.finished = threading.Event()
+        self.done: deque = deque()            # (op, error or None) completions not yet applied
         self.remaining = list(ex._ndeps)
         self.ready = list(ex._start)
         heapq.heapify(self.ready)
-        self.in_flight: dict[int, int] = {}
-        self.completed = self.started = 0
+        self.state = bytearray(len(self.ops))   # per op: 1 posted, 2 completed
+        self.posted = self.completed = self.started = 0
         self.error: Exception | None = None
         self.t0 = time.perf_counter()
         self.trace = {} if os.environ.get(TRACE_ENV) else None   # op -> [post_s, complete_s]
 
-    def _fire(self, deps) -> None:
-        remaining, ready = self.remaining, self.ready
-        for k in deps:
-            remaining[k] -= 1
-            if remaining[k] == 0:
-                heapq.heappush(ready, k)
-
-    def pump(self) -> None:
-        """Run every enabled op (lock held); finish when every post completed."""
-        ops, args, ex, ready = self.ops, self.args, self.ex, self.ready
-        after_s = ex._after[0]
-        try:
-            while ready:
-                k = heapq.heappop(ready)
-                self.started += 1
-                kind = ops[k].kind
-                a = args[k]
-                if self.trace is not None:
-                    self.trace[k] = [time.perf_counter() - self.t0, None]
-                if kind == "recv":
-                    self.in_flight[k] = 1
-                    ex._waiter(ops[k].peer).put((k, dist.irecv(a[0], a[1], ex.group), self))
-                elif kind == "send":
-                    self.in_flight[k] = 1
-                    ex._waiter(ops[k].peer).put((k, dist.isend(a[0], a[1], ex.group), self))
-                elif kind == "land":
-                    if a[2] == "copy":
-                        a[0].copy_(a[1])
-                    elif a[3] == 1:
-                        a[0].add_(a[1])
-                    else:
-                        a[0].add_(a[1], alpha=a[3])
-                elif kind == "snap":
-                    a[0].copy_(a[1])
-                else:
-                    a[0].mul_(a[1])
-                self._fire(after_s[k])
-        except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
-            self._fail(RunnerError(f"posting or applying op {k} failed: {e}"))
-            return
-        if self.completed == ex._n_posts:
-            if self.started != len(ops):
-                self._fail(RunnerError(f"internal: {len(ops) - self.started} ops of the streaming program never ran"))
-            self.finished.set()
-        elif not self.in_flight:
-            self._fail(RunnerError("internal: the streaming program stalled with nothing in flight"))
-
-    def complete(self, k: int, err) -> None:
-        """Called by a waiter thread when op k's work finished (err: its exception or None)."""
-        with self.lock:
-            if self.finished.is_set():
+    def serve(self) -> None:
+        """With `lock` held: apply queued completions and run what they enable until none is
+        queued, then release it; take it again if a completion came in meanwhile (its waiter found
+        the lock taken and left it to us)."""
+        done, finished = self.done, self.finished
+        while True:
+            try:
+                while not finished.is_set():
+                    if done:
+                        self._apply(done)
+                        if finished.is_set():
+                            break
+                    self.pump()
+                    if not done:
+                        break
+                if finished.is_set():
+                    done.clear()              # a failed run: later completions change nothing
+            finally:
+                self.lock.release()
+            if not done or not self.lock.acquire(False):
                 return
+
+    def _apply(self, done: deque) -> None:
+        remaining, ready, state, after_c = self.remaining, self.ready, self.state, self.ex._after_c
+        while done:
+            k, err = done.popleft()
             if err is not None:
                 first = (str(err).strip().splitlines() or [type(err).__name__])[0]
                 self._fail(RunnerError(f"peer failure while waiting for {self._what(k)}: {first}"))
                 return
-            del self.in_flight[k]
+            state[k] = 2
+            self.completed += 1
             if self.trace is not None:
                 self.trace[k][1] = time.perf_counter() - self.t0
-            self.completed += 1
-            self._fire(self.ex._after[1][k])
-            self.pump()
+            for m in after_c[k]:
+                remaining[m] -= 1
+                if remaining[m] == 0:
+                    heapq.heappush(ready, m)
+
+    def pump(self) -> None:
+        """Run every enabled op, lowest index first (lock held); finish when every post completed."""
+        args, ready, remaining, state, routes, pg = self.args, self.ready, self.remaining, self.state, self.routes, self.pg
+        after_s, trace = self.ex._after_s, self.trace
+        pop, push = heapq.heappop, heapq.heappush
+        k = None
+        try:
+            while ready:
+                k = pop(ready)
+                a = args[k]
+                code = a[0]
+                if trace is not None:
+                    trace[k] = [time.perf_counter() - self.t0, None]
+                if code == _RECV:
+                    rank, q = routes[a[2]]
+                    state[k] = 1
+                    self.posted += 1
+                    q.put((k, pg.recv(a[1], rank, 0), self))     # torch.distributed.irecv's call
+                elif code == _SEND:
+                    rank, q = routes[a[2]]
+                    state[k] = 1
+                    self.posted += 1
+                    q.put((k, pg.send(a[1], rank, 0), self))     # torch.distributed.isend's call
+                elif code == _ADD:
+                    a[1].add_(a[2])
+                elif code == _COPY:
+                    a[1].copy_(a[2])
+                elif code == _AXPY:
+                    a[1].add_(a[2], alpha=a[3])
+                else:
+                    a[1].mul_(a[2])
+                self.started += 1
+                for m in after_s[k]:
+                    remaining[m] -= 1
+                    if remaining[m] == 0:
+                        push(ready, m)
+        except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
+            self._fail(RunnerError(f"posting or applying op {k} failed: {e}"))
+            return
+        if self.completed == self.ex._n_posts:
+            if self.started != len(self.ops):
+                self._fail(RunnerError(f"internal: {len(self.ops) - self.started} ops of the streaming program never ran"))
+            self.finished.set()
+        elif self.posted == self.completed and not self.done:
+            self._fail(RunnerError("internal: the streaming program stalled with nothing in flight"))
+
+    def complete(self, k: int, err) -> None:
+        """Called by a waiter thread when op k's work finished (err: its exception or None)."""
+        self.done.append((k, err))
+        if self.lock.acquire(False):
+            self.serve()
         if self.ex.watchdog is not None:
             self.ex.watchdog.beat()
 
@@ -279,8 +348,8 @@ class _Run:
         return f"the send of flow {op.flow} to rank {op.peer} to complete (streaming)"
 
     def describe(self) -> str:
-        in_flight = dict(self.in_flight)
-        return self._what(min(in_flight)) if in_flight else "the streaming run to finish"
+        k = self.state.find(1)
+        return self._what(k) if k >= 0 else "the streaming run to finish"
 
 
 def _write_trace(ex: StreamingExecutor, run: _Run) -> None:
@@ -298,12 +367,13 @@ def _write_trace(ex: StreamingExecutor, run: _Run) -> None:
         f.write(json.dumps({"rank": ex.rank, "total_s": time.perf_counter() - run.t0, "ops": rows}) + "\n")
 
 
-def _wait_loop(todo: queue.Queue, nccl: bool) -> None:
+def _wait_loop(todo: queue.SimpleQueue, nccl: bool) -> None:
     """Wait on one peer's works in posting order; hand each completion (or error) to its run.
     None ends the loop. No work or run is kept past its completion (nothing of the process
     group outlives the run on this thread)."""
+    get = todo.get
     while True:
-        item = todo.get()
+        item = get()
         if item is None:
             return
         k, work, run = item

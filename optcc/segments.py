@@ -29,8 +29,10 @@ from optcc.model_time import ModelTime, knee_fraction, model_time
 K_MAX = 1024
 # measured: a healthy rank's host time per post of the streaming runner with the transport removed
 # (benchmarks/runner_overhead.py --transport none, optcc p = 16, k = 16, on this project's 2-core
-# CPU machine: 23–35 µs per post in runs under load, 25 µs taken); a GPU host has its own figure.
-HOST_POST_S = Fraction(25, 10**6)
+# CPU machine, issue 23 item 4: 12.9–18.1 µs per post over 4 runs interleaved with the previous
+# runner, median 14.3 µs, 15 µs taken; it was 23–35 µs, 25 µs, before; docs/gpu_runner.md,
+# "Host cost per post"); a GPU host has its own figure.
+HOST_POST_S = Fraction(15, 10**6)
 
 
 def host_segments(cluster: Cluster, n_bytes: int, host_post_s) -> int:
