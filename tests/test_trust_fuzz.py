@@ -126,7 +126,10 @@ def _flag_cases(tmp, good):
                 cases.append(argv + extra + [flag, v])
     cases += [
         ["schedule", "--algo", "ring", "--p", "3", "--segments", s, "-o", o] for s in ("0", "-1", "100000000", "x")]
-    cases += [["schedule", "--algo", "ring", "--p", "4000", "-o", o],
+    cases += [["schedule", "--algo", "ring", "--p", "4000", "--form", "flows", "-o", o],
+              ["schedule", "--algo", "ring", "--p", "3", "--form", "bogus", "-o", o],
+              ["schedule", "--algo", "optcc", "--p", "8", "--straggler", "0:2", "--straggler", "1:2",
+               "--form", "generated", "-o", o],
               ["schedule", "--algo", "bogus", "--p", "3", "-o", o],
               ["schedule", "--algo", "ring", "--p", "3", "-o", "/dev/null"],
               ["schedule", "--algo", "ring", "--p", "3", "-o", tmp],

@@ -139,7 +139,8 @@ def test_optcc_verify_lists_runnable_and_exits_1_on_each_case(tmp_path, capsys):
     for make, name in ((missing_flow, "sum"), (tie_that_matters, "causality"), (port_overload, "capacity")):
         path = str(tmp_path / f"{name}.json")
         make().save(path)
-        rc = verify.run(argparse.Namespace(file=path, certificate=None, dtype="float32", json=False))
+        rc = verify.run(argparse.Namespace(file=path, certificate=None, dtype="float32", json=False,
+                                           by_rails=False))
         out = capsys.readouterr().out
         rows = {line.split()[0]: line.split()[1] for line in out.splitlines()
                 if line.split() and line.split()[0] in (*PROPERTIES, "runnable")}
