@@ -52,42 +52,49 @@ def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = No
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
     starts, ends = grid.starts, grid.ends
     ops = rp.ops
-    key = {}                                          # flow index -> K
+    nf = len(flows)
+    key = [None] * nf                                 # flow index -> K, for the rank's flows
     for i, f in enumerate(flows):
-        if r in (f.src, f.dst):
+        if r == f.src or r == f.dst:
             key[i] = (starts[i], f.src, f.dst, f.piece)
     # L1
-    where: dict = {}
+    where: dict = {}                                  # ("scale", local op) -> op
+    at = {kind: [-1] * nf for kind in ("send", "snap", "recv", "land")}   # kind -> flow -> op
     for n, op in enumerate(ops):
-        if op.kind == "scale":
+        kind = op.kind
+        if kind == "scale":
             lo = schedule.local_ops[op.local] if op.local is not None and 0 <= op.local < len(schedule.local_ops) else None
             if lo is None or lo.rank != r or lo.piece != op.piece or ("scale", op.local) in where:
                 return _fail("structure", r, f"op {n}: scale of local op {op.local} is not this rank's or twice")
             where[("scale", op.local)] = n
             continue
-        f = flows[op.flow] if op.flow is not None and 0 <= op.flow < len(flows) else None
-        mine = f is not None and (r == f.src if op.kind in ("send", "snap") else r == f.dst)
-        if op.kind not in _CLASS or not mine or op.piece != f.piece or (op.kind, op.flow) in where or \
-                (op.kind in ("send", "recv") and op.peer != (f.dst if op.kind == "send" else f.src)):
-            return _fail("structure", r, f"op {n}: {op.kind} of flows[{op.flow}] has the wrong rank, peer or "
+        i = op.flow
+        f = flows[i] if type(i) is int and 0 <= i < nf else None
+        sends = kind == "send" or kind == "snap"
+        if kind not in at or f is None or (f.src if sends else f.dst) != r or op.piece != f.piece \
+                or at[kind][i] != -1 or (kind == "send" and op.peer != f.dst) or (kind == "recv" and op.peer != f.src):
+            return _fail("structure", r, f"op {n}: {kind} of flows[{i}] has the wrong rank, peer or "
                                          f"piece, or appears twice")
-        where[(op.kind, op.flow)] = n
-    for i in key:
-        f = flows[i]
-        need = ("send",) if f.src == r else ("recv", "land")
-        for kind in need:
-            if (kind, i) not in where:
-                return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")
-        if f.dst == r:
-            recv, land = ops[where[("recv", i)]], ops[where[("land", i)]]
+        at[kind][i] = n
+    send_at, snap_at, recv_at, land_at = at["send"], at["snap"], at["recv"], at["land"]
+    for i, f in enumerate(flows):
+        if key[i] is None:
+            continue
+        if f.src == r:
+            if send_at[i] < 0:
+                return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no send on rank {r}")
+            send = ops[send_at[i]]
+            if send.slot is not None:                 # L5
+                n = snap_at[i]
+                if n < 0 or ops[n].slot != send.slot:
+                    return _fail("structure", r, f"flows[{i}]: sent from slot {send.slot} that no snapshot fills")
+        else:
+            for kind, n in (("recv", recv_at[i]), ("land", land_at[i])):
+                if n < 0:
+                    return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")
+            recv, land = ops[recv_at[i]], ops[land_at[i]]
             if recv.slot is None or land.slot != recv.slot:
                 return _fail("structure", r, f"flows[{i}]: receive and landing use different slots")
-        else:
-            send = ops[where[("send", i)]]
-            if send.slot is not None:                 # L5
-                n = where.get(("snap", i))
-                if n is None or ops[n].slot != send.slot:
-                    return _fail("structure", r, f"flows[{i}]: sent from slot {send.slot} that no snapshot fills")
     for j, lo in enumerate(schedule.local_ops):
         if lo.rank == r and ("scale", j) not in where:
             return _fail("structure", r, f"local_ops[{j}] is never applied on rank {r}")
@@ -120,27 +127,35 @@ def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = No
         for a, b in zip(seq, seq[1:]):
             if not key[ops[a].flow] < key[ops[b].flow]:
                 return _fail("pair order", r, f"posts {a} and {b} with rank {peer} are not in posting-key order")
-    hb = [[] for _ in range(2 * len(ops))]
-    for n, op in enumerate(ops):
-        for m, ev in op.deps:
-            hb[2 * n].append(2 * m + (ev == "C"))
-        if op.kind in ("send", "recv"):
-            hb[2 * n + 1].append(2 * n)
+    prev_post: dict = {}                              # a post -> the previous post with its peer
     for seq in rp.peer_seq.values():
         for a, b in zip(seq, seq[1:]):
-            hb[2 * b + 1].append(2 * a + 1)
+            prev_post[b] = a
+
+    def preds(x):
+        """Predecessors of event x = 2·op + (1 for a completion) on this rank's own edges: a start
+        waits for its deps; a post's completion for its start and the previous post's completion."""
+        n, c = divmod(x, 2)
+        if not c:
+            return [2 * m + (ev == "C") for m, ev in ops[n].deps]
+        a = prev_post.get(n)
+        return [x - 1] if a is None else [x - 1, 2 * a + 1]
 
     def before(u, v) -> bool:
         """u happens before v on this rank's own edges (all edges go to smaller event numbers)."""
         if u == v:
             return False
-        preds = hb[v]
-        if u in preds:
+        n, c = divmod(v, 2)                           # the direct edge first, without building lists
+        if not c:
+            mu, cu = divmod(u, 2)
+            if (mu, "C" if cu else "S") in ops[n].deps:
+                return True
+        elif u == v - 1 or (n in prev_post and u == 2 * prev_post[n] + 1):
             return True
         seen, todo = {v}, [v]
         while todo:
             x = todo.pop()
-            for y in hb[x]:
+            for y in preds(x):
                 if y == u:
                     return True
                 if y > u and y not in seen:
@@ -175,18 +190,21 @@ def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = No
         elif op.kind == "recv":
             acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 1))
     for buf, items in acc.items():
-        items.sort(key=lambda a: a[0])
+        items.sort()                                  # keys are unique per buffer: the key decides
         last_w, reads = None, []
         for _, kind, n, s_ev, e_ev in items:
             s = 2 * n + s_ev
-            if last_w is not None and not before(last_w, s):
-                return _fail("RAW" if kind == "R" else "WAW", r, f"{buf}: op {n} may run before the write of "
-                                                                 f"op {last_w // 2} has finished")
             if kind == "W":
                 for u in reads:
                     if not before(u, s):
                         return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {u // 2} still reads")
+                # WAW: with a read in between it follows (last write < that read's start ≤ its end < s,
+                # the first by the read's RAW check); else it is checked directly
+                if last_w is not None and not reads and not before(last_w, s):
+                    return _fail("WAW", r, f"{buf}: op {n} may run before the write of op {last_w // 2} has finished")
                 last_w, reads = 2 * n + e_ev, []
-            else:
-                reads.append(2 * n + e_ev)
+                continue
+            if last_w is not None and not before(last_w, s):
+                return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last_w // 2} has finished")
+            reads.append(2 * n + e_ev)
     return None
