@@ -168,17 +168,18 @@ class GeneratedSchedule:
         """A Schedule of this rank's flows alone (posting order), all pieces and the construction's
         meta: what a worker lowers into its program. Its flows are those of `materialize()` with
         `rank` at an end (tests/test_rank_local.py)."""
-        from optcc.schedule import Flow, Schedule
+        from optcc.schedule import ONE, Flow, Schedule
         rf = self.rank_flows(rank)
         starts: dict = {}
         ops = ("add", "copy")
         flows = []
+        make = tuple.__new__                          # Flow(...) with every field given, without its defaults
         for a, b, c, o, t in zip(rf.src.tolist(), rf.dst.tolist(), rf.piece.tolist(), rf.op.tolist(),
                                  rf.start.tolist()):
             x = starts.get(t)
             if x is None:
                 x = starts[t] = Fraction(t, rf.scale)
-            flows.append(Flow(a, b, c, ops[o], x))
+            flows.append(make(Flow, (a, b, c, ops[o], x, "nic", ONE, 1)))
         return Schedule(self.cluster, rf.pieces, flows, meta=self.meta)
 
 

@@ -190,7 +190,8 @@ def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = No
         elif op.kind == "recv":
             acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 1))
     for buf, items in acc.items():
-        items.sort()                                  # keys are unique per buffer: the key decides
+        if buf[0] == "s":         # a slot's users by their flows' starts (a piece's are in op order already:
+            items.sort()          # L2 sorted the ops by κ, which orders its writes and reads alike)
         last_w, reads = None, []
         for _, kind, n, s_ev, e_ev in items:
             s = 2 * n + s_ev
