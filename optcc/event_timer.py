@@ -88,6 +88,7 @@ class Prepared:
 
     def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None):
         self.schedule = schedule
+        self.rate, self.rate_den = None, 1
         self.grid = grid = grid or IntegerTimes(schedule)
         flows = schedule.flows
         n = len(flows)
@@ -108,9 +109,14 @@ class Prepared:
     @classmethod
     def from_arrays(cls, cluster, fa) -> Prepared:
         """Prepared from FlowArrays (optcc.algorithms.families.arrays: NIC flows at rate 1, no
-        local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time)."""
+        local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time);
+        or from EventArrays (optcc.event_arrays: durations, links, rates and local ops given).
+        An EventArrays is consumed (its arrays are released as they are copied, to bound the peak)."""
         self = cls.__new__(cls)
         self.schedule, self.grid, self.fallback = None, None, False
+        self.rate, self.rate_den = None, 1
+        if hasattr(fa, "dur"):
+            return self._from_event_arrays(fa)
         sizes = sorted(set(fa.pieces))
         slows = sorted(set(cluster.slowdown))
         durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
@@ -129,20 +135,44 @@ class Prepared:
                      table[size_class, slow_class], {})
         return self
 
-    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at) -> None:
+    def _from_event_arrays(self, ea) -> Prepared:
+        if len(ea) == 0:
+            raise ValueError("event_timer: no flows")
+        if int(ea.dur.min()) <= 0:
+            raise ValueError("event_timer: every duration must be > 0")
+        if int(ea.dur.max()) * len(ea) + int((ea.start + ea.dur).max()) >= INT_LIMIT / 4:
+            raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
+        ops_at: dict = {}
+        for t, rank, pc in ea.ops:
+            ops_at.setdefault(t, []).append(rank * len(ea.pieces) + pc)
+        parts = [ea.src, ea.dst, ea.piece, 0 if ea.nv is None else ea.nv, ea.start, ea.dur]
+        rate = ea.rate
+        ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur = ea.rate = None
+        self.rate_den = ea.rate_den
+        self._arrays(ea.p, len(ea.pieces), ea.scale, *parts, ops_at, rate=rate, consume=parts)
+        return self
+
+    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at, rate=None,
+                consume=None) -> None:
         self.p, self.n_pieces, self.scale, self.n = p, n_pieces, scale, int(src.size)
         key_t = np.int32 if p * max(n_pieces, 4) < 2**31 else np.int64   # indices only: half the memory
         src, dst, piece = (np.asarray(a).astype(key_t, copy=False) for a in (src, dst, piece))
         nv = np.asarray(nv).astype(key_t, copy=False)
+        if consume is not None:
+            consume.clear()                  # the caller's list held the only other references
         order = np.argsort(start, kind="stable")
         start = start[order]
         self.dur = dur = dur[order]
         self.slot_end = start + dur
         self.read_key = (src * n_pieces + piece)[order]
         self.write_key = (dst * n_pieces + piece)[order]
+        del piece
         self.send = ((src * 2 + nv) * 2)[order]
+        del src
         self.recv = ((dst * 2 + nv) * 2 + 1)[order]
-        del order
+        del dst, nv
+        self.rate = None if rate is None else rate[order]
+        del order, rate
         cuts = np.flatnonzero(np.diff(start)) + 1
         self.bounds = np.concatenate([[0], cuts, [self.n]]).tolist()
         self.group_start = start[self.bounds[:-1]].tolist()     # the flows' starts: one per group
@@ -159,6 +189,10 @@ class Prepared:
     def exclusive_ok(self) -> bool:
         """No two flows overlap on one port (optcc.timing's exclusive check for unit rates). The
         flows are sorted by start, so a stable sort by port orders each port's flows by start."""
+        if self.rate is not None:
+            from optcc.event_arrays import capacity_ok
+            return all(capacity_ok(port, self.slot_end - self.dur, self.slot_end, self.rate, self.rate_den)
+                       for port in (self.send, self.recv))
         for port in (self.send, self.recv):
             order = np.argsort(port, kind="stable")
             same = port[order]
