@@ -101,7 +101,9 @@ class ArrayBuilder:
         full = lambda a, t: np.broadcast_to(np.asarray(a).astype(t, copy=False), (n,))  # noqa: E731
         if isinstance(rate, Fraction) or isinstance(rate, int):
             rate = (None, [Fraction(rate)])
-        self.parts.append((src, full(dst, np.int32), full(piece, np.int32), full(units, np.int64),
+        units = np.asarray(units)
+        small = units.size and -2**31 < int(units.min()) and int(units.max()) < 2**31
+        self.parts.append((src, full(dst, np.int32), full(piece, np.int32), full(units, np.int32 if small else np.int64),
                            Fraction(unit), Fraction(offset), full(nv, np.int8), rate))
 
     def add_op(self, time: Fraction, rank: int, piece: int) -> None:
@@ -151,7 +153,7 @@ class ArrayBuilder:
             if m and (int(units.max()) + 1) * u_i + o_i >= INT64_SAFE:
                 raise OverflowError("event_arrays: starts beyond int64 on this grid")
             sl = slice(at, at + m)
-            np.multiply(units, u_i, out=start[sl])
+            np.multiply(units, u_i, out=start[sl], dtype=np.int64)
             start[sl] += o_i
             src[sl], dst[sl], piece[sl], nv[sl] = s_, d_, pc, v_
             r_global = np.array([rates.index(r) for r in r_list], dtype=np.int64)
@@ -162,8 +164,20 @@ class ArrayBuilder:
                 rate[sl] = rate_int[rc]
             at += m
         ops = [(t.numerator * (scale // t.denominator), r, pc) for t, r, pc in self.ops]
+        release_heap()
         return EventArrays(c.p, self.pieces, src, dst, piece, nv if nv.any() else None, start, dur, scale,
                            rate, rate_den, ops)
+
+
+def release_heap() -> None:
+    """Hand freed heap memory back to the system (glibc's malloc_trim; elsewhere nothing): the
+    parts of a builder are small arrays from the heap, and without this the peak RSS of the
+    timing that follows counts them again."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.ndarray, den: int,

@@ -140,7 +140,7 @@ class Prepared:
             raise ValueError("event_timer: no flows")
         if int(ea.dur.min()) <= 0:
             raise ValueError("event_timer: every duration must be > 0")
-        if int(ea.dur.max()) * len(ea) + int((ea.start + ea.dur).max()) >= INT_LIMIT / 4:
+        if int((ea.start + ea.dur).max()) >= INT_LIMIT // 4:
             raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
         ops_at: dict = {}
         for t, rank, pc in ea.ops:
@@ -150,6 +150,8 @@ class Prepared:
         ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur = ea.rate = None
         self.rate_den = ea.rate_den
         self._arrays(ea.p, len(ea.pieces), ea.scale, *parts, ops_at, rate=rate, consume=parts)
+        from optcc.event_arrays import release_heap
+        release_heap()
         return self
 
     def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at, rate=None,
@@ -177,8 +179,7 @@ class Prepared:
         self.bounds = np.concatenate([[0], cuts, [self.n]]).tolist()
         self.group_start = start[self.bounds[:-1]].tolist()     # the flows' starts: one per group
         del start
-        self.sum_durs = float(self.dur.sum(dtype=np.float64))
-        self.max_end = float(self.slot_end.max())
+        self.max_end = int(self.slot_end.max())
         self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
 
     def slot_time(self) -> Fraction:
@@ -209,8 +210,10 @@ class Prepared:
         if self.fallback:
             return event_time(self.schedule, o, self.grid, li, lat)
         mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
-        # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
-        if self.sum_durs * mult + self.n * float(oi + lii + wi) + self.max_end * mult >= INT_LIMIT / 4:
+        # every value is ≤ max slot end + G·(o + Li + L), G the number of start groups (derived,
+        # by induction over the groups: a flow's dependencies end by its slot start in earlier
+        # groups, so its landing is ≤ its slot end + (its group's index + 1)·(o + Li + L))
+        if self.max_end * mult + len(self.group_start) * (oi + lii + wi) >= INT_LIMIT // 4:
             if self.schedule is None:
                 raise OverflowError("event_timer: event times beyond int64 on this grid")
             return event_time(self.schedule, o, self.grid, li, lat)
