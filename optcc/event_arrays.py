@@ -165,6 +165,14 @@ class ArrayBuilder:
             at += m
         ops = [(t.numerator * (scale // t.denominator), r, pc) for t, r, pc in self.ops]
         release_heap()
+        # the coarsest grid that holds every value (a smaller scale leaves room for o, Li, L)
+        common = math.gcd(scale, int(np.gcd.reduce(start)) if n else 0, int(np.gcd.reduce(dur)) if n else 0,
+                          *[t for t, _, _ in ops])
+        if common > 1:
+            start //= common
+            dur //= common
+            scale //= common
+            ops = [(t // common, r, pc) for t, r, pc in ops]
         return EventArrays(c.p, self.pieces, src, dst, piece, nv if nv.any() else None, start, dur, scale,
                            rate, rate_den, ops)
 

@@ -116,7 +116,8 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
 
 class _Plan:
     """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
-    `materialize=False` computes the times only (slot_time)."""
+    `materialize=False` computes the times only (slot_time), "records" lists the NVLink streams
+    instead of their flows."""
 
     def __init__(self, cluster: Cluster, k: int, materialize: bool = True, rates: str = "equal",
                  rails=None):
@@ -204,6 +205,8 @@ class _Plan:
         end = D + nic
         at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
         self.nvlink: list[Flow] = []
+        self.records: list[tuple] = []    # materialize="records": (server, rail, piece, start on M, rate, op),
+                                          # each the g − 1 flows above (optcc.algorithms.arrays_servers)
         for s in range(q):
             first_ag = D + min(lw[s].values())
             free = [0] * g
@@ -212,7 +215,9 @@ class _Plan:
                 st = free[l]
                 d = durf[l][pi]
                 rate, free[l] = (full[l], st + d) if st + d <= first_ag else (half[l], st + durh[l][pi])
-                if materialize:
+                if materialize == "records":
+                    self.records.append((s, l, pi, st, rate, "add"))
+                elif materialize:
                     self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
             last_rs = max(free)
@@ -222,7 +227,9 @@ class _Plan:
                 l, pi = key
                 st = max(rel, free[l])
                 rate, free[l] = (full[l], st + durf[l][pi]) if st >= last_rs else (half[l], st + durh[l][pi])
-                if materialize:
+                if materialize == "records":
+                    self.records.append((s, l, pi, st, rate, "copy"))
+                elif materialize:
                     self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
                 end = max(end, free[l])
@@ -338,7 +345,7 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
         if best is None or plan.end < best.end:
             best, best_rails = plan, rails
     if materialize:
-        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=best_rails)
+        best = _Plan(cluster, k, materialize=materialize, rates=best.rates, rails=best_rails)
     return best
 
 
