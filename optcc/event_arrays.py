@@ -36,7 +36,8 @@ class EventArrays:
     piece: np.ndarray
     nv: np.ndarray | None
     start: np.ndarray
-    dur: np.ndarray
+    dur_cls: np.ndarray                          # per flow: its duration's class
+    dur_table: np.ndarray                        # per class: the duration (int64 on the grid)
     scale: int
     rate: np.ndarray | None = None
     rate_den: int = 1
@@ -44,6 +45,10 @@ class EventArrays:
 
     def __len__(self) -> int:
         return int(self.src.size)
+
+    @property
+    def dur(self) -> np.ndarray:
+        return self.dur_table[self.dur_cls]
 
     def tuples(self) -> list[tuple]:
         """(src, dst, piece, start, duration, link, rate) per flow, exact (for the tests)."""
@@ -122,7 +127,8 @@ class ArrayBuilder:
             for r_i, r in enumerate(rates):
                 for b_i, ell in enumerate(slows):
                     table[(a, b_i, 0, r_i)] = x * ell / r
-                table[(a, 0, 1, r_i)] = x / (c.nvlink_speedup * r)
+                for b_i in range(len(slows)):      # NVLink: no slower end (only class 0 is used)
+                    table[(a, b_i, 1, r_i)] = x / (c.nvlink_speedup * r)
         scale = 1
         for v in list(table.values()) + [t for t, _, _ in self.ops]:
             scale = math.lcm(scale, v.denominator)
@@ -134,13 +140,16 @@ class ArrayBuilder:
             if d.numerator * (scale // d.denominator) >= INT64_SAFE:
                 raise OverflowError("event_arrays: durations beyond int64 on this grid")
             dur_tab[a, b_i, v, r_i] = d.numerator * (scale // d.denominator)
+        dur_tab = dur_tab.reshape(-1)
+        strides = (n_sl * 2 * n_r, 2 * n_r, n_r)
+        cls_t = np.int16 if dur_tab.size < 2**15 else np.int32
         rate_den = 1
         for r in rates:
             rate_den = math.lcm(rate_den, r.denominator)
         n = sum(part[0].size for part in self.parts)
         src, dst, piece = (np.empty(n, dtype=np.int32) for _ in range(3))
         nv = np.empty(n, dtype=np.int8)
-        start, dur = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        start, dur = np.empty(n, dtype=np.int64), np.empty(n, dtype=cls_t)
         any_rate = rates != [Fraction(1)]
         rate = np.empty(n, dtype=np.int64) if any_rate else None
         rate_int = np.array([r.numerator * (rate_den // r.denominator) for r in rates], dtype=np.int64)
@@ -159,22 +168,22 @@ class ArrayBuilder:
             r_global = np.array([rates.index(r) for r in r_list], dtype=np.int64)
             rc = r_global[0] if r_cls is None else r_global[r_cls]
             slower = np.maximum(slow_cls[s_], slow_cls[d_]) * (v_ == 0)
-            dur[sl] = dur_tab[size_cls[pc], slower, v_, rc]
+            dur[sl] = size_cls[pc] * strides[0] + slower * strides[1] + v_ * strides[2] + rc
             if rate is not None:
                 rate[sl] = rate_int[rc]
             at += m
         ops = [(t.numerator * (scale // t.denominator), r, pc) for t, r, pc in self.ops]
         release_heap()
         # the coarsest grid that holds every value (a smaller scale leaves room for o, Li, L)
-        common = math.gcd(scale, int(np.gcd.reduce(start)) if n else 0, int(np.gcd.reduce(dur)) if n else 0,
+        common = math.gcd(scale, int(np.gcd.reduce(start)) if n else 0, int(np.gcd.reduce(dur_tab)),
                           *[t for t, _, _ in ops])
         if common > 1:
             start //= common
-            dur //= common
+            dur_tab //= common
             scale //= common
             ops = [(t // common, r, pc) for t, r, pc in ops]
-        return EventArrays(c.p, self.pieces, src, dst, piece, nv if nv.any() else None, start, dur, scale,
-                           rate, rate_den, ops)
+        return EventArrays(c.p, self.pieces, src, dst, piece, nv if nv.any() else None, start, dur, dur_tab,
+                           scale, rate, rate_den, ops)
 
 
 def release_heap() -> None:

@@ -61,12 +61,13 @@ def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fr
     j = np.arange(g, dtype=np.int64)[None, None, :]
     for op in ("add", "copy"):
         rows = [(s, st, pi) for s, st, pi, o in batches if o == op]
-        for c in range(0, len(rows), CHUNK):
-            arr = np.array(rows[c:c + CHUNK], dtype=object)
-            s = arr[:, 0].astype(np.int64)[:, None, None]
-            pi = arr[:, 2].astype(np.int64)[:, None, None]
-            st = np.array([int(x) for x in arr[:, 1]], dtype=np.int64)[:, None, None]
-            shape = (len(arr), g - 1, g)
+        if not rows:
+            continue
+        cols = np.array(rows, dtype=np.int64)           # starts < 2^62 on the grid (the builder checks)
+        del rows
+        for c in range(0, len(cols), CHUNK):
+            s, st, pi = (cols[c:c + CHUNK, x][:, None, None] for x in range(3))
+            shape = (s.shape[0], g - 1, g)
             dst_j = (j + t) % g
             inst = dst_j if op == "add" else j
             start = st + (t - 1) * rnd[pi]
