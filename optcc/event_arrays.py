@@ -219,10 +219,24 @@ def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.n
             continue
         pt, st, en, r = port[idx], start[idx], end[idx], rate[idx]
         del idx
-        t = np.concatenate([st, en])
-        kind = np.concatenate([np.ones(st.size, dtype=np.int8), np.zeros(st.size, dtype=np.int8)])
-        delta = np.concatenate([r, -r])
-        order = np.lexsort((kind, t, np.concatenate([pt, pt])))
-        if int(np.cumsum(delta[order]).max()) > den:
+        values, r_cls = np.unique(r, return_inverse=True)
+        n_r, top_t = values.size, int(en.max()) + 1
+        if (hi - lo) * top_t * 2 * n_r < 2**62:
+            # one int64 key per event: (port, time, end before start, rate class); the running
+            # sum's maximum does not depend on the order of equal keys (all starts or all ends
+            # of one instant), so a plain sort of the keys is enough
+            base = ((pt.astype(np.int64) - lo) * top_t)
+            keys = np.concatenate([((base + en) * 2) * n_r + r_cls, ((base + st) * 2 + 1) * n_r + r_cls])
+            del base
+            keys.sort()
+            delta = values[keys % n_r]
+            delta[(keys // n_r) % 2 == 0] *= -1
+            del keys
+        else:
+            t = np.concatenate([st, en])
+            kind = np.concatenate([np.ones(st.size, dtype=np.int8), np.zeros(st.size, dtype=np.int8)])
+            order = np.lexsort((kind, t, np.concatenate([pt, pt])))
+            delta = np.concatenate([r, -r])[order]
+        if int(np.cumsum(delta).max()) > den:
             return False
     return True

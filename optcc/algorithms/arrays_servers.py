@@ -103,27 +103,27 @@ def rails_event_arrays(cluster, segments: int) -> EventArrays:
             b.add(src * g + l, dst * g + l, off + piece, st, w / scale, D, rate=rate)
         for op in sched.local_ops:
             b.add_op(D + op.time * w, op.rank * g + l, off + op.piece)
-    # NVLink streams: (server, rail l, piece, start on the plan's grid, rate, op), g−1 flows each
-    rec = plan.records
-    if rec:
-        rates = sorted({r[4] for r in rec})
-        s = np.array([r[0] for r in rec], dtype=np.int64)
-        lr = np.array([r[1] for r in rec], dtype=np.int64)
-        pc = np.array([r[2] for r in rec], dtype=np.int64)
-        st = np.array([int(r[3]) for r in rec], dtype=np.int64)
-        rc = np.array([rates.index(r[4]) for r in rec], dtype=np.int64)
-        add = np.array([r[5] == "add" for r in rec], dtype=bool)
-        del rec, plan.records
+    # NVLink streams: (server, rail, piece, start on the plan's grid, half rate?, add?), g−1 flows
+    # each; listed for one rail per class of equal rails, the same for every rail of the class
+    cols = [np.frombuffer(c, dtype=np.int64) for c in plan.records]
+    plan.records = None
+    if cols[0].size:
+        s, l0, pc, st, both, add = cols
+        rates = sorted(set(plan.half_rates) | set(plan.full_rates))
+        index = {r: i for i, r in enumerate(rates)}
         others = np.array([[j for j in range(g) if j != l] for l in range(g)], dtype=np.int64)   # [l] -> j ≠ l
-        off = np.array(plan.offsets, dtype=np.int64)
-        for c in range(0, s.size, CHUNK):
-            sl = slice(c, c + CHUNK)
-            js = s[sl, None] * g + others[lr[sl]]
-            ls = np.broadcast_to((s[sl] * g + lr[sl])[:, None], js.shape)
-            a = np.broadcast_to(add[sl, None], js.shape)
-            shape = js.shape
-            b.add(np.where(a, js, ls).ravel(), np.where(a, ls, js).ravel(),
-                  np.broadcast_to((off[lr[sl]] + pc[sl])[:, None], shape).ravel(),
-                  np.broadcast_to(st[sl, None], shape).ravel(), Fraction(1, plan.grid), nv=1,
-                  rate=(np.broadcast_to(rc[sl, None], shape).ravel(), rates))
+        for l in range(g):
+            mine = np.flatnonzero(l0 == plan.rep[l])
+            rc = np.array([index[plan.full_rates[l]], index[plan.half_rates[l]]], dtype=np.int64)
+            off = plan.offsets[l]
+            for c in range(0, mine.size, CHUNK):
+                sel = mine[c:c + CHUNK]
+                js = s[sel, None] * g + others[l]
+                ls = np.broadcast_to((s[sel] * g + l)[:, None], js.shape)
+                a = np.broadcast_to(add[sel, None] == 1, js.shape)
+                shape = js.shape
+                b.add(np.where(a, js, ls).ravel(), np.where(a, ls, js).ravel(),
+                      np.broadcast_to((off + pc[sel])[:, None], shape).ravel(),
+                      np.broadcast_to(st[sel, None], shape).ravel(), Fraction(1, plan.grid), nv=1,
+                      rate=(np.broadcast_to(rc[both[sel]][:, None], shape).ravel(), rates))
     return b.finish()

@@ -48,6 +48,7 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 from __future__ import annotations
 
 import math
+from array import array
 from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
@@ -143,7 +144,8 @@ class _Plan:
         classes: dict = {}
         rep = [classes.setdefault((id(self.rails[l]), id(touches[l]), self.shares[l], half[l], full[l]), l)
                for l in range(g)]
-        reps = list(range(g)) if materialize else sorted(set(rep))
+        reps = list(range(g)) if materialize is True else sorted(set(rep))
+        self.rep, self.half_rates, self.full_rates = rep, half, full
         # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
         durf, durh = [None] * g, [None] * g
         for l in reps:
@@ -205,8 +207,11 @@ class _Plan:
         end = D + nic
         at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
         self.nvlink: list[Flow] = []
-        self.records: list[tuple] = []    # materialize="records": (server, rail, piece, start on M, rate, op),
-                                          # each the g − 1 flows above (optcc.algorithms.arrays_servers)
+        # materialize="records": columns server, rail, piece, start on M, half rate (1) or full (0),
+        # "add" (1) or "copy" (0), each the g − 1 flows below, for the representative rails only
+        # (every rail of its class has the same records; optcc.algorithms.arrays_servers)
+        self.records = [array("q") for _ in range(6)]
+        rec = [col.append for col in self.records]
         for s in range(q):
             first_ag = D + min(lw[s].values())
             free = [0] * g
@@ -214,9 +219,11 @@ class _Plan:
                 l, pi = key
                 st = free[l]
                 d = durf[l][pi]
-                rate, free[l] = (full[l], st + d) if st + d <= first_ag else (half[l], st + durh[l][pi])
+                both = st + d > first_ag
+                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + d)
                 if materialize == "records":
-                    self.records.append((s, l, pi, st, rate, "add"))
+                    for put, v in zip(rec, (s, l, pi, st, both, 1)):
+                        put(v)
                 elif materialize:
                     self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
@@ -226,9 +233,11 @@ class _Plan:
             for rel, key in releases:
                 l, pi = key
                 st = max(rel, free[l])
-                rate, free[l] = (full[l], st + durf[l][pi]) if st >= last_rs else (half[l], st + durh[l][pi])
+                both = st < last_rs
+                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + durf[l][pi])
                 if materialize == "records":
-                    self.records.append((s, l, pi, st, rate, "copy"))
+                    for put, v in zip(rec, (s, l, pi, st, both, 0)):
+                        put(v)
                 elif materialize:
                     self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
