@@ -132,3 +132,20 @@ def test_time_algorithm_falls_back_to_the_schedule_beyond_int64():
     rep, _, n_flows, schedule = time_algorithm("optcc", c, 4, 1 << 33)
     assert schedule is not None and n_flows == len(schedule.flows)
     assert rep.event_time == time_schedule(schedule, 1 << 33).event_time
+
+
+@pytest.mark.parametrize("c", [Cluster.build(9, 1, {0: F(2), 5: F(4, 3)}, latency_model="simai"),
+                               Cluster.build(16, 4, _server(4, 2, 2), latency_model="nccl"),
+                               Cluster.build(16, 4, {**_server(4, 0, 2), **_server(4, 3, F(3, 2))},
+                                             latency_model="simai")])
+def test_time_algorithm_times_the_arrays_without_a_schedule(c):
+    """`optcc time --algo` (time_algorithm) answers from the arrays (no Schedule made) with the
+    numbers time_schedule gives for the built schedule."""
+    from optcc_app.compose.timing_report import time_algorithm, time_schedule
+    rep, _, n_flows, schedule = time_algorithm("optcc", c, 3, 1 << 30)
+    assert schedule is None
+    built = build_schedule("optcc", c, 3)
+    ref = time_schedule(built, 1 << 30)
+    assert n_flows == len(built.flows) and rep.violation is None
+    assert (rep.slot_time, rep.event_time, rep.t0, rep.lower_bound) == (ref.slot_time, ref.event_time, ref.t0,
+                                                                        ref.lower_bound)
