@@ -5,10 +5,11 @@ point each, every point in a fresh interpreter (its own peak RSS). Target per po
     python benchmarks/event_time_scale.py [--p 1024] [--json] [--only NAME]
 
 A point is timed the way `optcc time --algo` times it (optcc_app.compose.timing_report.
-time_algorithm: the registry's array form where the serving construction has one) or, for the
-fault-free flat ring, by optcc.event_timer.ring_event_time (no flows). A point whose
-construction has no array form and is over the build limit is reported as `not available`
-with the reason (the error the build gives), not timed.
+time_algorithm: the registry's array form of the serving construction, families.arrays for
+optcc_single, optcc.event_arrays for optcc_multi, optcc_servers and optcc_rails; capacity check
+and exact event time on the integer grid) or, for the fault-free flat ring, by
+optcc.event_timer.ring_event_time (no flows). A point that cannot be timed (no array form and
+over the build limit, a grid beyond int64) is reported as `not available` with the reason.
 """
 from __future__ import annotations
 
@@ -49,8 +50,10 @@ try:
                 "optcc-g8-2-straggler-servers-k25-simai": [Fraction(3, 2), 2]}[name]
         strag = {i * g + j: Fraction(e) for i, e in enumerate(ells) for j in range(g)}
         c = Cluster.build(p, g, strag, latency_model="simai")
-        rep, algo, flows, _ = time_algorithm("optcc", c, 25, N)
-        out.update(event_time=float(rep.event_time), slot_time=float(rep.slot_time), flows=flows, algorithm=algo)
+        from optcc.algorithms.registry import choose
+        rep, algo, flows, sched = time_algorithm("optcc", c, 25, N)
+        out.update(event_time=float(rep.event_time), slot_time=float(rep.slot_time), flows=flows,
+                   algorithm=choose(c).name, arrays=sched is None, capacity_ok=rep.violation is None)
 except OptccError as e:
     out["not_available"] = str(e)
 out["wall_s"] = time.perf_counter() - t

@@ -197,46 +197,34 @@ def release_heap() -> None:
         pass
 
 
-def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.ndarray, den: int,
-                chunk: int = 1 << 22) -> bool:
+def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.ndarray, den: int) -> bool:
     """Every port's summed rate ≤ 1 (den / den) at every instant (optcc.timing's exclusive model;
-    ends before starts at one instant), ports processed in blocks of about `chunk` flows. Exact."""
-    if port.size == 0:
+    flows ending at t have left when those starting at t enter). The flows must be sorted by
+    start (Prepared's order). A port's load is largest at some flow's start s: the rates of its
+    flows with start ≤ s minus those with end ≤ s, two prefix sums over the flows grouped by port
+    (a stable sort keeps them in start order) and the ends sorted by (port, end). Exact."""
+    n = port.size
+    if n == 0:
         return True
-    top = int(port.max()) + 1
-    counts = np.bincount(port, minlength=top)
-    cuts = [0]
-    acc = 0
-    for i, c in enumerate(counts.tolist()):
-        acc += c
-        if acc >= chunk:
-            cuts.append(i + 1)
-            acc = 0
-    cuts.append(top)
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
-        idx = np.flatnonzero((port >= lo) & (port < hi))
-        if idx.size == 0:
-            continue
-        pt, st, en, r = port[idx], start[idx], end[idx], rate[idx]
-        del idx
-        values, r_cls = np.unique(r, return_inverse=True)
-        n_r, top_t = values.size, int(en.max()) + 1
-        if (hi - lo) * top_t * 2 * n_r < 2**62:
-            # one int64 key per event: (port, time, end before start, rate class); the running
-            # sum's maximum does not depend on the order of equal keys (all starts or all ends
-            # of one instant), so a plain sort of the keys is enough
-            base = ((pt.astype(np.int64) - lo) * top_t)
-            keys = np.concatenate([((base + en) * 2) * n_r + r_cls, ((base + st) * 2 + 1) * n_r + r_cls])
-            del base
-            keys.sort()
-            delta = values[keys % n_r]
-            delta[(keys // n_r) % 2 == 0] *= -1
-            del keys
-        else:
-            t = np.concatenate([st, en])
-            kind = np.concatenate([np.ones(st.size, dtype=np.int8), np.zeros(st.size, dtype=np.int8)])
-            order = np.lexsort((kind, t, np.concatenate([pt, pt])))
-            delta = np.concatenate([r, -r])[order]
-        if int(np.cumsum(delta).max()) > den:
-            return False
-    return True
+    top = int(end.max()) + 1
+    if (int(port.max()) + 1) * top >= 2**62:
+        raise OverflowError("event_arrays: port·time keys beyond int64")
+    order = np.argsort(port, kind="stable")          # radix sort for int16 ports
+    pt = port[order].astype(np.int64)
+    st, en, r = start[order], end[order], rate[order]
+    del order
+    new = np.empty(n, dtype=bool)                    # first flow of each (port, start) tie group
+    new[0] = True
+    new[1:] = (pt[1:] != pt[:-1]) | (st[1:] != st[:-1])
+    last = np.flatnonzero(np.append(new[1:], True))  # last flow of each tie group
+    started = np.cumsum(r)[last][np.cumsum(new) - 1]  # Σ rates up to the end of the flow's tie group
+    del new, last
+    ek = pt * top + en
+    del en
+    if not (ek[1:] >= ek[:-1]).all():
+        o2 = np.argsort(ek)
+        ek, r = ek[o2], r[o2]
+        del o2
+    ended = np.concatenate([[0], np.cumsum(r)])
+    idx = np.searchsorted(ek, pt * top + st, side="right")   # ends ≤ (port, s), earlier ports included
+    return bool((started - ended[idx] <= den).all())
