@@ -197,12 +197,14 @@ def release_heap() -> None:
         pass
 
 
-def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.ndarray, den: int) -> bool:
+def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.ndarray, den: int,
+                chunk: int = 1 << 22) -> bool:
     """Every port's summed rate ≤ 1 (den / den) at every instant (optcc.timing's exclusive model;
     flows ending at t have left when those starting at t enter). The flows must be sorted by
     start (Prepared's order). A port's load is largest at some flow's start s: the rates of its
     flows with start ≤ s minus those with end ≤ s, two prefix sums over the flows grouped by port
-    (a stable sort keeps them in start order) and the ends sorted by (port, end). Exact."""
+    (a stable sort keeps them in start order) and the ends sorted by (port, end); ports in
+    blocks of about `chunk` flows. Exact."""
     n = port.size
     if n == 0:
         return True
@@ -210,21 +212,33 @@ def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.n
     if (int(port.max()) + 1) * top >= 2**62:
         raise OverflowError("event_arrays: port·time keys beyond int64")
     order = np.argsort(port, kind="stable")          # radix sort for int16 ports
-    pt = port[order].astype(np.int64)
-    st, en, r = start[order], end[order], rate[order]
-    del order
-    new = np.empty(n, dtype=bool)                    # first flow of each (port, start) tie group
-    new[0] = True
-    new[1:] = (pt[1:] != pt[:-1]) | (st[1:] != st[:-1])
-    last = np.flatnonzero(np.append(new[1:], True))  # last flow of each tie group
-    started = np.cumsum(r)[last][np.cumsum(new) - 1]  # Σ rates up to the end of the flow's tie group
-    del new, last
-    ek = pt * top + en
-    del en
-    if not (ek[1:] >= ek[:-1]).all():
-        o2 = np.argsort(ek)
-        ek, r = ek[o2], r[o2]
-        del o2
-    ended = np.concatenate([[0], np.cumsum(r)])
-    idx = np.searchsorted(ek, pt * top + st, side="right")   # ends ≤ (port, s), earlier ports included
-    return bool((started - ended[idx] <= den).all())
+    counts = np.bincount(port, minlength=int(port.max()) + 1)
+    cuts, acc = [0], 0
+    for c in counts.tolist():
+        acc += c
+        if acc - cuts[-1] >= chunk:
+            cuts.append(acc)
+    if cuts[-1] != n:
+        cuts.append(n)
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        sel = order[a:b]
+        pt = port[sel].astype(np.int64)
+        st, en, r = start[sel], end[sel], rate[sel]
+        del sel
+        new = np.empty(pt.size, dtype=bool)              # first flow of each (port, start) tie group
+        new[0] = True
+        new[1:] = (pt[1:] != pt[:-1]) | (st[1:] != st[:-1])
+        last = np.flatnonzero(np.append(new[1:], True))  # last flow of each tie group
+        started = np.cumsum(r)[last][np.cumsum(new) - 1]  # Σ rates to the end of the flow's tie group
+        del new, last
+        ek = pt * top + en
+        del en
+        if not (ek[1:] >= ek[:-1]).all():
+            o2 = np.argsort(ek)
+            ek, r = ek[o2], r[o2]
+            del o2
+        ended = np.concatenate([[0], np.cumsum(r)])
+        idx = np.searchsorted(ek, pt * top + st, side="right")   # ends ≤ (port, s) in this block
+        if not (started - ended[idx] <= den).all():
+            return False
+    return True
