@@ -151,8 +151,10 @@ class ArrayBuilder:
         nv = np.empty(n, dtype=np.int8)
         start, dur = np.empty(n, dtype=np.int64), np.empty(n, dtype=cls_t)
         any_rate = rates != [Fraction(1)]
-        rate = np.empty(n, dtype=np.int64) if any_rate else None
         rate_int = np.array([r.numerator * (rate_den // r.denominator) for r in rates], dtype=np.int64)
+        top_rate = int(rate_int.max()) if rates else 1
+        rate_t = np.int16 if top_rate < 2**15 else (np.int32 if top_rate < 2**31 else np.int64)
+        rate = np.empty(n, dtype=rate_t) if any_rate else None      # numerators: small integers
         at = 0
         self.parts.reverse()
         while self.parts:                      # copy each part in, freeing it as it goes
