@@ -83,11 +83,17 @@ def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction):
         _units(lat, mult, grid_scale)
 
 
+def key_t_of(p: int, n_pieces: int):
+    """int32 index arrays where every rank·piece key fits (half the memory of int64)."""
+    return np.int32 if p * max(n_pieces, 4) < 2**31 else np.int64
+
+
 class Prepared:
     """A schedule's flows as index arrays on its integer grid, timed under any (o, Li, L)."""
 
     def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None):
         self.schedule = schedule
+        self.rate, self.rate_den = None, 1
         self.grid = grid = grid or IntegerTimes(schedule)
         flows = schedule.flows
         n = len(flows)
@@ -102,15 +108,21 @@ class Prepared:
         ops_at: dict = {}
         for op, t in zip(schedule.local_ops, grid.op_times):
             ops_at.setdefault(t, []).append(op.rank * len(schedule.pieces) + op.piece)
+        table, cls = np.unique(np.asarray(grid.durs, dtype=np.int64), return_inverse=True)
         self._arrays(schedule.cluster.p, len(schedule.pieces), grid.scale, src, dst, piece, nv,
-                     np.asarray(grid.starts, dtype=np.int64), np.asarray(grid.durs, dtype=np.int64), ops_at)
+                     np.asarray(grid.starts, dtype=np.int64), (cls.reshape(-1), table), ops_at)
 
     @classmethod
     def from_arrays(cls, cluster, fa) -> Prepared:
         """Prepared from FlowArrays (optcc.algorithms.families.arrays: NIC flows at rate 1, no
-        local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time)."""
+        local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time);
+        or from EventArrays (optcc.event_arrays: durations, links, rates and local ops given).
+        An EventArrays is consumed (its arrays are released as they are copied, to bound the peak)."""
         self = cls.__new__(cls)
         self.schedule, self.grid, self.fallback = None, None, False
+        self.rate, self.rate_den = None, 1
+        if hasattr(fa, "dur_cls"):
+            return self._from_event_arrays(fa)
         sizes = sorted(set(fa.pieces))
         slows = sorted(set(cluster.slowdown))
         durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
@@ -125,30 +137,61 @@ class Prepared:
         if table.max() * len(fa) + (int(fa.start.max()) + 1) * (scale // fa.scale) >= INT_LIMIT / 4:
             raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
         start = fa.start if scale == fa.scale else fa.start * (scale // fa.scale)
+        cls = size_class.astype(np.int32) * len(slows) + slow_class
         self._arrays(cluster.p, len(fa.pieces), scale, fa.src, fa.dst, fa.piece, 0, start,
-                     table[size_class, slow_class], {})
+                     (cls, table.reshape(-1)), {})
         return self
 
-    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at) -> None:
+    def _from_event_arrays(self, ea) -> Prepared:
+        if len(ea) == 0:
+            raise ValueError("event_timer: no flows")
+        if int(ea.dur_table.min()) <= 0:
+            raise ValueError("event_timer: every duration must be > 0")
+        if int(ea.start.max()) + int(ea.dur_table.max()) >= INT_LIMIT // 4:
+            raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
+        ops_at: dict = {}
+        for t, rank, pc in ea.ops:
+            ops_at.setdefault(t, []).append(rank * len(ea.pieces) + pc)
+        parts = [ea.src, ea.dst, ea.piece, 0 if ea.nv is None else ea.nv, ea.start, (ea.dur_cls, ea.dur_table)]
+        rate = ea.rate
+        ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur_cls = ea.rate = None
+        self.rate_den = ea.rate_den
+        self._arrays(ea.p, len(ea.pieces), ea.scale, *parts, ops_at, rate=rate, consume=parts)
+        from optcc.event_arrays import release_heap
+        release_heap()
+        return self
+
+    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at, rate=None,
+                consume=None) -> None:
+        """`dur`: (class per flow, int64 duration per class): a few bytes a flow instead of eight."""
         self.p, self.n_pieces, self.scale, self.n = p, n_pieces, scale, int(src.size)
-        key_t = np.int32 if p * max(n_pieces, 4) < 2**31 else np.int64   # indices only: half the memory
+        port_t = np.int16 if 4 * p < 2**15 else key_t_of(p, n_pieces)
+        key_t = key_t_of(p, n_pieces)
         src, dst, piece = (np.asarray(a).astype(key_t, copy=False) for a in (src, dst, piece))
         nv = np.asarray(nv).astype(key_t, copy=False)
+        if consume is not None:
+            consume.clear()                  # the caller's list held the only other references
         order = np.argsort(start, kind="stable")
         start = start[order]
-        self.dur = dur = dur[order]
-        self.slot_end = start + dur
+        dur_cls, self.dur_table = dur
+        del dur
+        self.dur_cls = dur_cls[order]
+        del dur_cls
+        self.slot_end = start + self.dur_table[self.dur_cls]
         self.read_key = (src * n_pieces + piece)[order]
         self.write_key = (dst * n_pieces + piece)[order]
-        self.send = ((src * 2 + nv) * 2)[order]
-        self.recv = ((dst * 2 + nv) * 2 + 1)[order]
-        del order
+        del piece
+        self.send = ((src * 2 + nv) * 2).astype(port_t)[order]
+        del src
+        self.recv = ((dst * 2 + nv) * 2 + 1).astype(port_t)[order]
+        del dst, nv
+        self.rate = None if rate is None else rate[order]
+        del order, rate
         cuts = np.flatnonzero(np.diff(start)) + 1
         self.bounds = np.concatenate([[0], cuts, [self.n]]).tolist()
         self.group_start = start[self.bounds[:-1]].tolist()     # the flows' starts: one per group
         del start
-        self.sum_durs = float(self.dur.sum(dtype=np.float64))
-        self.max_end = float(self.slot_end.max())
+        self.max_end = int(self.slot_end.max())
         self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
 
     def slot_time(self) -> Fraction:
@@ -159,12 +202,16 @@ class Prepared:
     def exclusive_ok(self) -> bool:
         """No two flows overlap on one port (optcc.timing's exclusive check for unit rates). The
         flows are sorted by start, so a stable sort by port orders each port's flows by start."""
+        if self.rate is not None:
+            from optcc.event_arrays import capacity_ok
+            return all(capacity_ok(port, self.slot_end - self.dur_table[self.dur_cls], self.slot_end, self.rate, self.rate_den)
+                       for port in (self.send, self.recv))
         for port in (self.send, self.recv):
             order = np.argsort(port, kind="stable")
             same = port[order]
             same = same[1:] == same[:-1]
             ends = self.slot_end[order]
-            starts = ends - self.dur[order]
+            starts = ends - self.dur_table[self.dur_cls[order]]
             if (same & (starts[1:] < ends[:-1])).any():
                 return False
         return True
@@ -175,12 +222,15 @@ class Prepared:
         if self.fallback:
             return event_time(self.schedule, o, self.grid, li, lat)
         mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
-        # every value is ≤ Σ (duration + o + Li + L) (induction over the processing order)
-        if self.sum_durs * mult + self.n * float(oi + lii + wi) + self.max_end * mult >= INT_LIMIT / 4:
+        # every value is ≤ max slot end + G·(o + Li + L), G the number of start groups (derived,
+        # by induction over the groups: a flow's dependencies end by its slot start in earlier
+        # groups, so its landing is ≤ its slot end + (its group's index + 1)·(o + Li + L))
+        if self.max_end * mult + len(self.group_start) * (oi + lii + wi) >= INT_LIMIT // 4:
             if self.schedule is None:
                 raise OverflowError("event_timer: event times beyond int64 on this grid")
             return event_time(self.schedule, o, self.grid, li, lat)
-        dur = self.dur * mult if mult != 1 else self.dur
+        table = self.dur_table * mult
+        cls = self.dur_cls
         timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi)
         ops, j = self.ops, 0
         b = self.bounds
@@ -188,7 +238,7 @@ class Prepared:
             while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
                 timer.read_ops(*ops[j])
                 j += 1
-            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], dur[a:e],
+            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], table[cls[a:e]],
                         self.slot_end[a:e])
         for op in ops[j:]:
             timer.read_ops(*op)

@@ -93,7 +93,10 @@ class _Schedules:
         """Flow count at k, extrapolated linearly from k = 1 and 2 (the constructions are ~linear in k)."""
         base = self.key(c, 0)[:-1]
         if base not in self.flows:
-            f1, f2 = (len(choose(c).build(c, kk).flows) for kk in (1, 2))
+            record = choose(c)
+            count = (lambda kk: len(record.arrays(c, kk))) if record.arrays is not None else \
+                (lambda kk: len(record.build(c, kk).flows))
+            f1, f2 = (count(kk) for kk in (1, 2))
             self.flows[base] = (f1, f2 - f1)
         f1, d = self.flows[base]
         return f1 + d * (k - 1)
@@ -115,8 +118,12 @@ class _Schedules:
         if len(fa if fa is not None else sched.flows) > FLOW_CAP:
             return None
         # the registry's array form where the construction has one: the same flows, timed equal
-        # (tests/test_flow_arrays.py), without building Flow objects
-        prep = Prepared.from_arrays(c, fa) if fa is not None else Prepared(sched)
+        # (tests/test_flow_arrays.py, tests/test_event_arrays.py), without building Flow objects;
+        # a grid beyond int64 is timed from the built schedule (Prepared falls back to optcc.timing)
+        try:
+            prep = Prepared.from_arrays(c, fa) if fa is not None else Prepared(sched)
+        except OverflowError:
+            prep = Prepared(record.build(c, k))
         self.cache[key] = prep
         if len(self.cache) > self.size:
             self.cache.popitem(last=False)
@@ -140,7 +147,10 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX) -> dict:
             prep = SCHEDULES.get(c, k)
             if prep is None:
                 complete = False
-            seen[k] = None if prep is None else prep.event_time(o, li, lat)
+            try:
+                seen[k] = None if prep is None else prep.event_time(o, li, lat)
+            except OverflowError:            # arrays whose grid × this latency is beyond int64
+                seen[k] = Prepared(choose(c).build(c, k)).event_time(o, li, lat)
         return seen[k]
 
     def score(k):

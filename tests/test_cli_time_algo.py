@@ -12,6 +12,11 @@ CASES = [
     ("optcc", ["--p", "8", "--straggler", "0:2"], "4", "simai", "64M"),
     ("optcc", ["--p", "8", "--straggler", "0:8/7", "--straggler", "3:2"], "3", "nccl", "1G"),
     ("optcc", ["--p", "16", "--g", "4", "--straggler", "0:2"], "2", "alpha", "8M"),
+    ("optcc", ["--p", "16", "--g", "4"] + [x for r in range(4, 8) for x in ("--straggler", f"{r}:2")], "3", "simai",
+     "1G"),                                                     # one straggler server: optcc_servers
+    ("optcc", ["--p", "16", "--g", "4"] + [x for r in range(8) for x in ("--straggler", f"{r}:{2 if r < 4 else '3/2'}")],
+     "2", "nccl", "8G"),                                       # two straggler servers: optcc_rails
+    ("optcc_multi", ["--p", "9", "--straggler", "0:2", "--straggler", "5:4/3"], "4", "alpha", "64M"),
     ("ring", ["--p", "6"], "1", "simai", "1M"),
     ("direct", ["--p", "5", "--straggler", "1:3/2"], "2", "nccl", "4M"),
 ]

@@ -48,6 +48,7 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 from __future__ import annotations
 
 import math
+from array import array
 from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
@@ -116,7 +117,8 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
 
 class _Plan:
     """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
-    `materialize=False` computes the times only (slot_time)."""
+    `materialize=False` computes the times only (slot_time), "records" lists the NVLink streams
+    instead of their flows."""
 
     def __init__(self, cluster: Cluster, k: int, materialize: bool = True, rates: str = "equal",
                  rails=None):
@@ -142,7 +144,8 @@ class _Plan:
         classes: dict = {}
         rep = [classes.setdefault((id(self.rails[l]), id(touches[l]), self.shares[l], half[l], full[l]), l)
                for l in range(g)]
-        reps = list(range(g)) if materialize else sorted(set(rep))
+        reps = list(range(g)) if materialize is True else sorted(set(rep))
+        self.rep, self.half_rates, self.full_rates = rep, half, full
         # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
         durf, durh = [None] * g, [None] * g
         for l in reps:
@@ -204,6 +207,11 @@ class _Plan:
         end = D + nic
         at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
         self.nvlink: list[Flow] = []
+        # materialize="records": columns server, rail, piece, start on M, half rate (1) or full (0),
+        # "add" (1) or "copy" (0), each the g − 1 flows below, for the representative rails only
+        # (every rail of its class has the same records; optcc.algorithms.arrays_servers)
+        self.records = [array("q") for _ in range(6)]
+        rec = [col.append for col in self.records]
         for s in range(q):
             first_ag = D + min(lw[s].values())
             free = [0] * g
@@ -211,8 +219,12 @@ class _Plan:
                 l, pi = key
                 st = free[l]
                 d = durf[l][pi]
-                rate, free[l] = (full[l], st + d) if st + d <= first_ag else (half[l], st + durh[l][pi])
-                if materialize:
+                both = st + d > first_ag
+                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + d)
+                if materialize == "records":
+                    for put, v in zip(rec, (s, l, pi, st, both, 1)):
+                        put(v)
+                elif materialize:
                     self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
             last_rs = max(free)
@@ -221,8 +233,12 @@ class _Plan:
             for rel, key in releases:
                 l, pi = key
                 st = max(rel, free[l])
-                rate, free[l] = (full[l], st + durf[l][pi]) if st >= last_rs else (half[l], st + durh[l][pi])
-                if materialize:
+                both = st < last_rs
+                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + durf[l][pi])
+                if materialize == "records":
+                    for put, v in zip(rec, (s, l, pi, st, both, 0)):
+                        put(v)
+                elif materialize:
                     self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", at(st), "nvlink", rate)
                                     for j in range(g) if j != l]
                 end = max(end, free[l])
@@ -338,7 +354,7 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
         if best is None or plan.end < best.end:
             best, best_rails = plan, rails
     if materialize:
-        best = _Plan(cluster, k, materialize=True, rates=best.rates, rails=best_rails)
+        best = _Plan(cluster, k, materialize=materialize, rates=best.rates, rails=best_rails)
     return best
 
 

@@ -68,7 +68,6 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     k = check_segments(segments)
     g, q = cluster.g, cluster.servers
     s_star, ell = straggler_server(cluster)
-    s_nv = cluster.nvlink_speedup
     meta = {"algorithm": "optcc", "segments": k, "capacity": "exclusive", "g": g,
             "straggler_server": s_star,
             "construction": "NVLink RS + g single-straggler OptCC instances + NVLink AG, "
@@ -77,6 +76,40 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         raise OptccError("g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
     if q == 1:
         return _one_server(cluster, meta)
+    plan = _plan(cluster, k)
+    inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
+    D, to_global, rnd_i = plan["D"], plan["to_global"], plan["rnd_i"]
+    fractions: dict = {}
+
+    def at(v: int) -> Fraction:               # one Fraction object per distinct time
+        x = fractions.get(v)
+        if x is None:
+            x = fractions[v] = Fraction(v, M)
+        return x
+
+    flows: list[Flow] = []
+    app = flows.append
+    for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
+        start = at(D + st * to_global)
+        for l in range(g):
+            app(lifted_flow(f, l, g, P, start))
+    rounds: dict = {}
+    for s, st, pi, op in plan["batches"]:
+        _batch(app, s, g, P, pi, st, rnd_i[pi], op, at, rounds)
+    D = Fraction(D, M)
+    pieces = [sz for l in range(g) for sz in plan["sizes"]]
+    meta["lead"] = str(D)
+    return Schedule(cluster, pieces, flows, meta=meta)
+
+
+def _plan(cluster: Cluster, k: int) -> dict:
+    """Everything of optcc_server_allreduce (q ≥ 2) but the flows: the instance and its grid,
+    the grid M of global times (value = int / M), the lead D and the instance-to-global factor
+    (instance time st on its grid runs at (D + st·to_global)/M), the round length of every piece,
+    and the NVLink batches (server, start on M, instance piece, "add" | "copy") in the order
+    the schedule lists them (optcc.algorithms.arrays_servers emits the same flows as arrays)."""
+    g, q = cluster.g, cluster.servers
+    s_nv = cluster.nvlink_speedup
     inst_cluster, _ = _instance_cluster(cluster)
     inst = _two_server_instance(inst_cluster, k) if q == 2 else optcc_allreduce(inst_cluster, k)
     P = len(inst.pieces)
@@ -118,35 +151,19 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
             if need > D:
                 D = need
         rs_abs.append(seq)
-    fractions: dict = {}
-
-    def at(v: int) -> Fraction:               # one Fraction object per distinct time
-        x = fractions.get(v)
-        if x is None:
-            x = fractions[v] = Fraction(v, M)
-        return x
-
-    flows: list[Flow] = []
-    app = flows.append
-    for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
-        start = at(D + st * to_global)
-        for l in range(g):
-            app(lifted_flow(f, l, g, P, start))
-    rounds: dict = {}
+    batches = []
     for s in range(q):
         t_free = 0
         for st, pi in rs_abs[s]:
-            _batch(app, s, g, P, pi, st, rnd_i[pi], "add", at, rounds)
+            batches.append((s, st, pi, "add"))
             t_free = st + batch_i[pi]
         # AG batches: in release order, each as soon as it is released and NVLink is free.
         for rel, pi in sorted((D + lw[s][pi] * to_global, pi) for pi in lw[s]):
             t = max(rel, t_free)
-            _batch(app, s, g, P, pi, t, rnd_i[pi], "copy", at, rounds)
+            batches.append((s, t, pi, "copy"))
             t_free = t + batch_i[pi]
-    D = Fraction(D, M)
-    pieces = [sz for l in range(g) for sz in sizes]
-    meta["lead"] = str(D)
-    return Schedule(cluster, pieces, flows, meta=meta)
+    return {"inst": inst, "grid": grid, "P": P, "M": M, "D": D, "to_global": to_global, "rnd_i": rnd_i,
+            "sizes": sizes, "batches": batches}
 
 
 def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:

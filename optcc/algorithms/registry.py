@@ -8,8 +8,8 @@ finer cases with an OptccError naming the field, and that refusal is the user's 
 derived) and `source` (paper or derived, with the citation). Where `slot_time` is a closed form
 (`closed_form`, the default), build_schedule writes it into the schedule as its stated slot
 time, which the verifier's `time` property proves the schedule meets exactly. `arrays(cluster, k)`, where a
-construction has it, gives the same flows as numpy index arrays (families.arrays.FlowArrays,
-or None where it has none for that cluster), so that `optcc time --algo` times it at p = 1024
+construction has it, gives the same flows as numpy index arrays (families.arrays.FlowArrays or
+optcc.event_arrays.EventArrays, or None where it has none for that cluster), so that `optcc time --algo` times it at p = 1024
 without building Flow objects.
 
 The name "optcc" is a dispatcher: the first record marked `construction` that accepts the
@@ -32,6 +32,8 @@ from fractions import Fraction
 from optcc import latency_counts as LC
 from optcc.algorithms import all_slow, direct, optcc_rails
 from optcc.algorithms import baselines as BL
+from optcc.algorithms.arrays_multi import multi_event_arrays
+from optcc.algorithms.arrays_servers import rails_event_arrays, server_event_arrays
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
 from optcc.algorithms.optcc_single import optcc_allreduce, optcc_flow_arrays, optcc_slot_time
@@ -64,7 +66,7 @@ class Algorithm:
     auto_segments: int | None = None                   # --segments auto's answer without a search
     compare: bool = False                              # a row of its own in `optcc compare`
     choose: Callable[[Cluster], Algorithm] | None = None   # a dispatcher: the record serving a cluster
-    arrays: Callable[[Cluster, int], object] | None = None  # build's flows as FlowArrays (or None), no Flow objects
+    arrays: Callable[[Cluster, int], object] | None = None  # build's flows as FlowArrays / EventArrays (or None), no Flow objects
     closed_form: bool = True        # slot_time is a formula (build_schedule states it in the schedule, the
                                     # verifier's `time` proves it); False: it is the built schedule's own timing
 
@@ -144,14 +146,14 @@ _CONSTRUCTIONS = [
               Latency(LC.servers_overheads, LC.servers_latencies, lambda c: LC.SERVERS_KNEE,
                       "derived: optcc.latency_counts (servers); tested in tests/test_model_time.py"),
               "derived: one straggler server, the NIC instance plus NVLink lead and tail (docs/optcc_servers.md)",
-              construction=True),
+              construction=True, arrays=server_event_arrays),
     Algorithm(optcc_rails.NAME, optcc_rails.build, _rails_slot_time, optcc_rails.accepts,
               Latency(lambda c, k: _rails_counts(c, k).overheads, lambda c, k: _rails_counts(c, k).latencies,
                       lambda c: Fraction(1), "derived: optcc.model_time_rails; tested in tests/test_model_time_rails.py",
                       knee_at=lambda c, k: _rails_counts(c, k).knee,
                       latency_free_only=lambda c, k: _rails_counts(c, k).latency_free_only),
               "derived: one g = 1 construction per rail, NVLink lead and tail (docs/optcc_rails.md)",
-              construction=True),
+              construction=True, arrays=rails_event_arrays),
     Algorithm("all_slow", _all_slow_build, _all_slow_slot_time, _all_slow,
               Latency(lambda c, k: _reduced_latency(c).overheads(_reduced(c), k),
                       lambda c, k: _reduced_latency(c).latencies(_reduced(c), k),
@@ -163,7 +165,7 @@ _CONSTRUCTIONS = [
               Latency(LC.multi_overheads, LC.multi_latencies, LC.multi_knee,
                       "derived: optcc.latency_counts (multi), docs/optcc_multi.md 'Latency'; tested in "
                       "tests/test_model_time.py and tests/test_optcc_multi_latency.py"),
-              "derived: m ≥ 2 stragglers (docs/optcc_multi.md)", construction=True),
+              "derived: m ≥ 2 stragglers (docs/optcc_multi.md)", construction=True, arrays=multi_event_arrays),
     Algorithm("optcc_single", optcc_allreduce, optcc_slot_time, _single, SINGLE_LATENCY,
               "paper: OptCC's single-straggler construction (PAPER.md 'OptCC'; Theorem 2's time)",
               construction=True, arrays=optcc_flow_arrays),

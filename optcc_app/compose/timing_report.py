@@ -69,9 +69,9 @@ def array_record(algo: str, cluster):
 def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30):
     """(report, algorithm built, flow count, the Schedule or None where only arrays were made) of `algo` on the cluster with k segments. Where the
     serving construction has an array form (registry `arrays`) the flows are timed as
-    FlowArrays (optcc.event_timer.Prepared.from_arrays: the same event model, exact), so p = 1024
-    works; otherwise, or where the arrays show a port conflict (to describe it), the schedule
-    is built and timed by time_schedule."""
+    FlowArrays / EventArrays (optcc.event_timer.Prepared.from_arrays: the same event model,
+    exact), so p = 1024 works; otherwise, where the arrays show a port conflict (to describe it)
+    or their grid is beyond int64, the schedule is built and timed by time_schedule."""
     from optcc.algorithms import build_schedule, check_array_work
     from optcc.event_timer import Prepared
     record = array_record(algo, cluster)
@@ -82,13 +82,22 @@ def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30):
     prep = None
     if fa is not None:
         n_flows = len(fa)
-        prep = Prepared.from_arrays(cluster, fa)
+        try:
+            prep = Prepared.from_arrays(cluster, fa)
+        except OverflowError:              # a grid beyond int64: the built schedule's exact timer instead
+            prep = None
         del fa
-    if prep is None or not prep.exclusive_ok():
+    o, li, lat = latency_units(cluster, n_bytes)
+    event = None
+    if prep is not None and prep.exclusive_ok():
+        try:
+            event = prep.event_time(o, li, lat)
+        except OverflowError:
+            event = None
+    if event is None:
         schedule = build_schedule(algo, cluster, k)
         return time_schedule(schedule, n_bytes), schedule.meta.get("algorithm", algo), len(schedule.flows), schedule
-    o, li, lat = latency_units(cluster, n_bytes)
-    rep = TimingReport(slot_time=prep.slot_time(), event_time=prep.event_time(o, li, lat),
+    rep = TimingReport(slot_time=prep.slot_time(), event_time=event,
                        t0=fault_free_optimum(cluster.p, cluster.g), lower_bound=_lower_bound(cluster),
                        capacity="exclusive", violation=None, n_bytes=n_bytes)
     return rep, "optcc", n_flows, None

@@ -1,0 +1,129 @@
+"""optcc_server_allreduce's and optcc_rails.build's flows as EventArrays (issue 24 item 1): the
+q-node instances (rails) are small Python schedules (q = p/g), their g lifted copies and the
+O(g²·q·P) NVLink flows are emitted as numpy arrays, never as Flow objects. The plans (lead,
+batch and stream starts) are the constructions' own code (optcc_servers._plan,
+optcc_rails._Plan with materialize="records"); tested flow for flow against the built
+schedules (tests/test_event_arrays.py).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from optcc.event_arrays import ArrayBuilder, EventArrays, from_schedule
+from optcc.timing import IntegerTimes
+
+CHUNK = 1 << 16        # batches per numpy block (bounds the temporaries)
+
+
+def _instance_columns(inst) -> tuple:
+    """(src, dst, piece, start on the IntegerTimes grid, its scale, (rate classes, rates)) of a
+    small g = 1 schedule's flows (NIC flows: what the instances and rails are)."""
+    flows = inst.flows
+    assert all(f.link == "nic" for f in flows), "instance flows: NIC"
+    grid = IntegerTimes(inst)
+    n = len(flows)
+    col = lambda name: np.fromiter((getattr(f, name) for f in flows), dtype=np.int64, count=n)  # noqa: E731
+    rates = sorted({f.rate for f in flows}) or [Fraction(1)]
+    index = {r: i for i, r in enumerate(rates)}
+    rate_cls = np.fromiter((index[f.rate] for f in flows), dtype=np.int64, count=n)
+    return col("src"), col("dst"), col("piece"), np.asarray(grid.starts, dtype=np.int64), grid.scale, \
+        (rate_cls, rates)
+
+
+def server_event_arrays(cluster, segments: int) -> EventArrays:
+    """optcc_server_allreduce(cluster, segments) as EventArrays (the same flows)."""
+    from optcc.algorithms import check_segments
+    from optcc.algorithms import optcc_servers as S
+    k = check_segments(segments)
+    S.straggler_server(cluster)
+    g, q = cluster.g, cluster.servers
+    if g == 1 or q == 1:
+        return from_schedule(S.optcc_server_allreduce(cluster, k))
+    plan = S._plan(cluster, k)
+    P, M, D, to_global, rnd_i = plan["P"], plan["M"], plan["D"], plan["to_global"], plan["rnd_i"]
+    b = ArrayBuilder(cluster, [sz for _ in range(g) for sz in plan["sizes"]])
+    src, dst, piece, st, _, rate = _instance_columns(plan["inst"])
+    del plan["inst"], plan["grid"]
+    units = D + st * to_global
+    for l in range(g):                                   # server_lift.lifted_flow
+        b.add(src * g + l, dst * g + l, l * P + piece, units, Fraction(1, M), rate=rate)
+    _batches(b, plan["batches"], g, P, np.asarray(rnd_i, dtype=np.int64), Fraction(1, M))
+    return b.finish()
+
+
+def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fraction) -> None:
+    """optcc_servers._batch for every (server, start, piece, op): rounds t = 1..g−1 at
+    start + (t−1)·round, GPU j → (j+t) mod g, piece of instance (j+t) mod g ("add") or j ("copy")
+    (server_lift.nvlink_round)."""
+    t = np.arange(1, g, dtype=np.int64)[None, :, None]
+    j = np.arange(g, dtype=np.int64)[None, None, :]
+    for op in ("add", "copy"):
+        rows = [(s, st, pi) for s, st, pi, o in batches if o == op]
+        if not rows:
+            continue
+        cols = np.array(rows, dtype=np.int64)           # starts < 2^62 on the grid (the builder checks)
+        del rows
+        for c in range(0, len(cols), CHUNK):
+            s, st, pi = (cols[c:c + CHUNK, x][:, None, None] for x in range(3))
+            shape = (s.shape[0], g - 1, g)
+            dst_j = (j + t) % g
+            inst = dst_j if op == "add" else j
+            start = st + (t - 1) * rnd[pi]
+            b.add(np.broadcast_to(s * g + j, shape).ravel(), np.broadcast_to(s * g + dst_j, shape).ravel(),
+                  np.broadcast_to(inst * P + pi, shape).ravel(), np.broadcast_to(start, shape).ravel(), unit, nv=1)
+
+
+def rails_event_arrays(cluster, segments: int) -> EventArrays:
+    """optcc_rails.build(cluster, segments) as EventArrays (the same flows and local ops)."""
+    from optcc.algorithms import check_segments
+    from optcc.algorithms import optcc_rails as R
+    k = check_segments(segments)
+    R._check(cluster)
+    g = cluster.g
+    if cluster.servers == 1:
+        return from_schedule(R.build(cluster, k))
+    borrow = R._borrow_time(cluster, k)
+    if borrow is not None and borrow < R._best_plan(cluster, k, materialize=False).end:
+        return from_schedule(R.build(cluster, k))        # borrowing sub-rails: built (small clusters only)
+    plan = R._best_plan(cluster, k, materialize="records")
+    D = plan.lead
+    pieces: list[Fraction] = []
+    for l, (sched, _, _) in enumerate(plan.rails):
+        pieces += [plan.shares[l] * x for x in sched.pieces]
+    b = ArrayBuilder(cluster, pieces)
+    columns: dict = {}
+    for l, (sched, _, _) in enumerate(plan.rails):        # rail l's flows: start D + t·w_l
+        w, off = plan.shares[l], plan.offsets[l]
+        if id(sched) not in columns:
+            columns[id(sched)] = _instance_columns(sched)
+        src, dst, piece, st, scale, rate = columns[id(sched)]
+        if src.size:
+            b.add(src * g + l, dst * g + l, off + piece, st, w / scale, D, rate=rate)
+        for op in sched.local_ops:
+            b.add_op(D + op.time * w, op.rank * g + l, off + op.piece)
+    # NVLink streams: (server, rail, piece, start on the plan's grid, half rate?, add?), g−1 flows
+    # each; listed for one rail per class of equal rails, the same for every rail of the class
+    cols = [np.frombuffer(c, dtype=np.int64) for c in plan.records]
+    plan.records = None
+    if cols[0].size:
+        s, l0, pc, st, both, add = cols
+        rates = sorted(set(plan.half_rates) | set(plan.full_rates))
+        index = {r: i for i, r in enumerate(rates)}
+        others = np.array([[j for j in range(g) if j != l] for l in range(g)], dtype=np.int64)   # [l] -> j ≠ l
+        for l in range(g):
+            mine = np.flatnonzero(l0 == plan.rep[l])
+            rc = np.array([index[plan.full_rates[l]], index[plan.half_rates[l]]], dtype=np.int64)
+            off = plan.offsets[l]
+            for c in range(0, mine.size, CHUNK):
+                sel = mine[c:c + CHUNK]
+                js = s[sel, None] * g + others[l]
+                ls = np.broadcast_to((s[sel] * g + l)[:, None], js.shape)
+                a = np.broadcast_to(add[sel, None] == 1, js.shape)
+                shape = js.shape
+                b.add(np.where(a, js, ls).ravel(), np.where(a, ls, js).ravel(),
+                      np.broadcast_to((off + pc[sel])[:, None], shape).ravel(),
+                      np.broadcast_to(st[sel, None], shape).ravel(), Fraction(1, plan.grid), nv=1,
+                      rate=(np.broadcast_to(rc[both[sel]][:, None], shape).ravel(), rates))
+    return b.finish()
