@@ -32,14 +32,27 @@ from fractions import Fraction
 from optcc import latency_counts as LC
 from optcc.algorithms import all_slow, direct, optcc_rails
 from optcc.algorithms import baselines as BL
-from optcc.algorithms.arrays_multi import multi_event_arrays
-from optcc.algorithms.arrays_servers import rails_event_arrays, server_event_arrays
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
 from optcc.algorithms.optcc_single import optcc_allreduce, optcc_flow_arrays, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
+
+
+def _lazy_arrays(module: str, name: str):
+    """The array form `module.name`, imported when first used: the array modules need numpy,
+    which commands that only build or read schedules (optcc schedule) do not load."""
+    def arrays(cluster: Cluster, k: int):
+        import importlib
+        return getattr(importlib.import_module(module), name)(cluster, k)
+    arrays.__name__ = name
+    return arrays
+
+
+multi_event_arrays = _lazy_arrays("optcc.algorithms.arrays_multi", "multi_event_arrays")
+server_event_arrays = _lazy_arrays("optcc.algorithms.arrays_servers", "server_event_arrays")
+rails_event_arrays = _lazy_arrays("optcc.algorithms.arrays_servers", "rails_event_arrays")
 
 
 @dataclass(frozen=True)
