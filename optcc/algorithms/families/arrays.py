@@ -126,13 +126,7 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
             piece = key[0] * H + key[1] if len(key) == 2 else k * H + key[0]
             ranks = [np.where(node == H, s, node + (node >= s)).astype(np.int32) for node in (a["src"], a["dst"])]
             parts.append((a["phase"], a["offset"], a["box"].astype(np.int32), *ranks, piece.astype(np.int32)))
-    scale = 1
-    for ph, offset, *_ in parts:
-        for x in (origin[ph], unit[ph], offset * unit[ph]):
-            scale = math.lcm(scale, Fraction(x).denominator)
-
-    def grid(x: Fraction) -> int:
-        return x.numerator * (scale // x.denominator)
+    clock = PhaseGrid([(ph, offset) for ph, offset, *_ in parts], origin, unit)
     n = sum(part[2].size for part in parts)
     src, dst, piece = (np.empty(n, dtype=np.int32) for _ in range(3))
     start = np.empty(n, dtype=np.int64)
@@ -140,15 +134,38 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
     parts.reverse()
     while parts:                                   # fill the result, freeing each part as it is copied
         ph, offset, box, s_, d_, pc = parts.pop()
-        o_i, u_i, off_i = grid(origin[ph]), grid(unit[ph]), grid(offset * unit[ph])
-        if o_i + (int(box.max()) + 1) * u_i + off_i >= INT64_SAFE:
-            raise OverflowError("families.arrays: starts beyond int64 on this grid")
+        base, step = clock.terms(ph, offset, int(box.max()))
         m = box.size
-        np.multiply(box, u_i, out=start[at:at + m], dtype=np.int64)
-        start[at:at + m] += o_i + off_i
+        np.multiply(box, step, out=start[at:at + m], dtype=np.int64)
+        start[at:at + m] += base
         src[at:at + m], dst[at:at + m], piece[at:at + m] = s_, d_, pc
         at += m
-    return FlowArrays(F.piece_sizes(H, k, ell), src, dst, piece, start, scale)
+    return FlowArrays(F.piece_sizes(H, k, ell), src, dst, piece, start, clock.scale)
+
+
+class PhaseGrid:
+    """The integer grid of a family enumeration's starts: a flow of phase ph, offset `offset` in
+    box `box` starts at origin[ph] + (box + offset)·unit[ph] (n/B); `scale` makes every such
+    start of the given (phase, offset) pairs an integer (time = value / scale)."""
+
+    def __init__(self, phase_offsets, origin, unit):
+        self.origin, self.unit = origin, unit
+        self.scale = 1
+        for ph, offset in phase_offsets:
+            for x in (origin[ph], unit[ph], offset * unit[ph]):
+                self.scale = math.lcm(self.scale, Fraction(x).denominator)
+
+    def _int(self, x) -> int:
+        x = Fraction(x)
+        return x.numerator * (self.scale // x.denominator)
+
+    def terms(self, ph: int, offset, box_max: int) -> tuple[int, int]:
+        """(base, step) with start = base + box·step on the grid, for boxes up to box_max;
+        OverflowError where that start would be beyond int64."""
+        o_i, u_i, off_i = self._int(self.origin[ph]), self._int(self.unit[ph]), self._int(offset * self.unit[ph])
+        if o_i + (box_max + 1) * u_i + off_i >= INT64_SAFE:
+            raise OverflowError("families.arrays: starts beyond int64 on this grid")
+        return o_i + off_i, u_i
 
 
 CHUNK = 1 << 21      # index tuples per family_arrays call (bounds the temporaries, not the result)

@@ -19,7 +19,6 @@ the global enumeration filtered to the rank (tests/test_rank_local.py).
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -201,7 +200,7 @@ class RankFlows:
 
 def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankFlows:
     """The flows of `algo`'s families on (p, k, straggler s at ℓ) with `rank` at either end."""
-    from optcc.algorithms.families.arrays import INT64_SAFE, NP
+    from optcc.algorithms.families.arrays import NP, PhaseGrid
     form = local_form(algo)
     if not 0 <= rank < p:
         raise OptccError("rank", f"expected a rank in 0..{p - 1}, got {rank}")
@@ -237,20 +236,12 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
         parts.append((int(T.phase), Fraction(T.offset), full(T.box), form.rank_of(P, full(T.src)),
                       form.rank_of(P, full(T.dst)), full(form.piece_of(P, tuple(full(c) for c in T.piece))),
                       0 if fam.op == "add" else 1))
-    scale = 1
-    for ph, offset, *_ in parts:
-        for x in (origin[ph], unit[ph], offset * unit[ph]):
-            scale = math.lcm(scale, Fraction(x).denominator)
-
-    def grid(x) -> int:
-        x = Fraction(x)
-        return x.numerator * (scale // x.denominator)
+    clock = PhaseGrid([(ph, offset) for ph, offset, *_ in parts], origin, unit)
+    scale = clock.scale
     starts, cols = [], [[], [], [], []]
     for ph, offset, box, src, dst, piece, op in parts:
-        o_i, u_i, off_i = grid(origin[ph]), grid(unit[ph]), grid(offset * unit[ph])
-        if o_i + (int(box.max()) + 1) * u_i + off_i >= INT64_SAFE:
-            raise OverflowError("families.local: starts beyond int64 on this grid")
-        starts.append(box * u_i + (o_i + off_i))
+        base, step = clock.terms(ph, offset, int(box.max()))
+        starts.append(box * step + base)
         for col, v in zip(cols, (src, dst, piece, np.full(box.size, op, dtype=np.int64))):
             col.append(v)
     if not parts:
