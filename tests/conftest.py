@@ -132,3 +132,36 @@ def paper_rows():
 def paper_report(paper_rows):
     from paper_checks.report import run_paper_checks
     return run_paper_checks(rows=paper_rows)
+
+
+def torchrun_two_nodes(path: str, env_of_node=lambda node: {}) -> dict:
+    """Run `python -m gpu_runner --schedule path` as two torchrun 'nodes' of 2 processes each
+    (static rendezvous on localhost, this checkout first on the path); node 0's result JSON.
+    Skips where torch or torchrun is missing; fails (killing both) after 120 s."""
+    import json
+    import shutil
+    pytest.importorskip("torch")
+    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
+    if not os.path.exists(torchrun):
+        pytest.skip("torchrun is not installed")
+    from gpu_runner.launch import free_port
+    port = str(free_port())
+    procs = []
+    for node in (0, 1):
+        env = dict(os.environ, OMP_NUM_THREADS="1", **env_of_node(node))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        procs.append(subprocess.Popen(
+            [torchrun, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr",
+             "127.0.0.1", "--master-port", port, "-m", "gpu_runner", "--schedule", path,
+             "--size", "8008", "--dtype", "int64", "--json", "--timeout", "30"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=120))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("torchrun did not finish in 120 s")
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    return json.loads(outs[0][0].strip().splitlines()[-1])

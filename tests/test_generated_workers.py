@@ -127,38 +127,10 @@ def test_optcc_run_of_a_generated_schedule_is_exact_and_equal_to_the_flow_list(t
 def test_torchrun_two_nodes_run_a_generated_schedule(tmp_path):
     """Two torchrun 'nodes' (static rendezvous on localhost) run a generated schedule: with no
     launcher, each worker proves the instance itself, then builds and runs its own part."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-    pytest.importorskip("torch")
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    if not os.path.exists(torchrun):
-        pytest.skip("torchrun is not installed")
-    from gpu_runner.launch import free_port
+    from conftest import torchrun_two_nodes
     path = str(tmp_path / "g.json")
     GeneratedSchedule.of("optcc", Cluster.build(4, stragglers={1: 2}), 3).save(path)
-    port = str(free_port())
-    root = str(pathlib.Path(__file__).resolve().parent.parent)
-    procs = []
-    for node in (0, 1):
-        env = dict(os.environ, OMP_NUM_THREADS="1",
-                   PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH", "")])))
-        procs.append(subprocess.Popen(
-            [torchrun, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr",
-             "127.0.0.1", "--master-port", port, "-m", "gpu_runner", "--schedule", path,
-             "--size", "8008", "--dtype", "int64", "--json", "--timeout", "30"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=120))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("torchrun did not finish in 120 s")
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    result = json.loads(outs[0][0].strip().splitlines()[-1])
+    result = torchrun_two_nodes(path)
     assert result["correct"] is True and result["world_size"] == 4 and result["schedule"] == "optcc"
 
 

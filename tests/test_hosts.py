@@ -138,38 +138,11 @@ def test_unknown_host_ends_every_rank_with_the_error(tmp_path):
 def test_torchrun_two_nodes_static_rendezvous_on_localhost(tmp_path):
     """Two torchrun 'nodes' (static rendezvous) on this machine, host names nodeA (node 0) and
     nodeB (node 1); the cluster names nodeB slow, so node 1's processes take schedule ranks 0, 1."""
-    import json
-    import os
-    import shutil
-    import subprocess
-    import sys
-    pytest.importorskip("torch")
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    if not os.path.exists(torchrun):
-        pytest.skip("torchrun is not installed")
-    from gpu_runner.launch import free_port
+    from conftest import torchrun_two_nodes
     from optcc.algorithms import build_schedule
     schedule = build_schedule("optcc", Cluster.from_json({"p": 4, "g": 2, "stragglers": [{"host": "nodeB", "ell": 2}]}), 2)
     path = str(tmp_path / "s.json")
     schedule.save(path)                      # each rank proves it before joining (no certificate)
-    port = str(free_port())
-    procs = []
-    for node, host in ((0, "nodeA"), (1, "nodeB")):
-        env = dict(os.environ, OPTCC_HOSTNAME=host, OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen(
-            [torchrun, "--nnodes", "2", "--node-rank", str(node), "--nproc-per-node", "2", "--master-addr",
-             "127.0.0.1", "--master-port", port, "-m", "gpu_runner", "--schedule", path,
-             "--size", "8008", "--dtype", "int64", "--json", "--timeout", "30"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outs = []
-    for p in procs:
-        try:
-            outs.append(p.communicate(timeout=120))
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("torchrun did not finish in 120 s")
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    result = json.loads(outs[0][0].strip().splitlines()[-1])
+    result = torchrun_two_nodes(path, lambda node: {"OPTCC_HOSTNAME": ("nodeA", "nodeB")[node]})
     assert result["correct"] and result["hosts"] == ["nodeA", "nodeA", "nodeB", "nodeB"]
     assert result["schedule_rank_of_process"] == [2, 3, 0, 1]
