@@ -152,3 +152,45 @@ def test_time_algorithm_times_the_arrays_without_a_schedule(c):
     assert n_flows == len(built.flows) and rep.violation is None
     assert (rep.slot_time, rep.event_time, rep.t0, rep.lower_bound) == (ref.slot_time, ref.event_time, ref.t0,
                                                                         ref.lower_bound)
+
+
+ALL_SLOW = [(p, st, k) for p, st in [
+    (4, {r: F(2) for r in range(4)}), (6, {0: F(3), **{r: F(3, 2) for r in range(1, 6)}}),
+    (9, {r: F(4, 3) + r for r in range(9)}), (8, {0: F(5), 1: F(4), **{r: F(2) for r in range(2, 8)}}),
+    (12, {r: F(8, 7) for r in range(12)})] for k in (1, 3)]
+
+
+@pytest.mark.parametrize("p,st,k", ALL_SLOW)
+def test_all_slow_arrays_are_its_schedule(p, st, k):
+    """all_slow (every GPU slow) as arrays: the reduced cluster's arrays (FlowArrays for one
+    straggler left, EventArrays for several) with times scaled by ℓ_min; the same flows, slot time
+    and event time as the built schedule."""
+    from optcc.algorithms.registry import algorithm, choose
+    for model in ("simai", "alpha"):
+        c = Cluster.build(p, 1, st, latency_model=model)
+        assert choose(c).name == "all_slow"
+        schedule = build_schedule("all_slow", c, k)
+        fa = algorithm("all_slow").arrays(c, k)
+        assert fa is not None and len(fa) == len(schedule.flows)
+        if hasattr(fa, "dur_cls"):
+            assert Counter(fa.tuples()) == Counter(schedule_tuples(schedule))
+        else:
+            assert Counter((int(s), int(d), int(pc), F(int(t), fa.scale)) for s, d, pc, t in
+                           zip(fa.src, fa.dst, fa.piece, fa.start)) == \
+                Counter((f.src, f.dst, f.piece, f.start) for f in schedule.flows)
+        prep = Prepared.from_arrays(c, fa)
+        assert prep.slot_time() == slot_time(schedule) and prep.exclusive_ok()
+        for o, li, lat in [(F(0), F(0), F(0)), units(c, 1 << 30), (F(1, 97), F(1, 61), F(2, 89))]:
+            try:
+                got = prep.event_time(o, li, lat)
+            except OverflowError:
+                continue
+            assert got == event_time(schedule, o, None, li, lat)
+
+
+def test_all_slow_arrays_refuse_g_above_1():
+    from optcc.algorithms import all_slow
+    from optcc.errors import OptccError
+    with pytest.raises(OptccError) as e:
+        all_slow.arrays(Cluster.build(8, 2, {r: F(2) for r in range(8)}), 2, lambda red, k: None)
+    assert e.value.field == "g"

@@ -16,6 +16,8 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
 
+INT64_SAFE = 2**62          # the array forms' int64 guard (optcc.event_arrays.INT64_SAFE, without numpy)
+
 
 def applies(cluster: Cluster) -> bool:
     """True when no GPU is healthy."""
@@ -44,6 +46,33 @@ def build(cluster: Cluster, k: int, inner) -> Schedule:
     meta["time_scaled_by"] = str(c)
     meta.pop("slot_time", None)
     return Schedule(cluster, s.pieces, flows, ops, meta=meta)
+
+
+def arrays(cluster: Cluster, k: int, inner_arrays):
+    """`inner_arrays(reduced cluster, k)` (FlowArrays or EventArrays, or None) with every time
+    scaled by ℓ_min, on `cluster`: the flows of `build`, without a Schedule. A FlowArrays keeps
+    its durations implicit (optcc.event_timer computes them from `cluster`'s ℓ, which are ℓ_min
+    times the reduced ones); an EventArrays' durations are scaled too (all its flows are NIC
+    flows: all_slow covers g = 1 only). None where the inner has no array form or a scaled value
+    would leave int64 (the caller then builds the schedule)."""
+    if cluster.g != 1:
+        raise OptccError("g", "all_slow covers one GPU per server (g = 1)")
+    red, c = reduced(cluster)
+    fa = inner_arrays(red, k)
+    if fa is None or len(fa) == 0:
+        return fa
+    num, den = c.numerator, c.denominator
+    timed = hasattr(fa, "dur_cls")
+    biggest = max([int(fa.start.max())] + ([int(fa.dur_table.max())] if timed else [])
+                  + [t for t, _, _ in getattr(fa, "ops", [])])
+    if (biggest + 1) * num >= INT64_SAFE // 4 or fa.scale * den >= INT64_SAFE:
+        return None
+    if not timed:
+        return replace(fa, start=fa.start * num, scale=fa.scale * den)
+    if fa.nv is not None and bool(fa.nv.any()):
+        raise OptccError("g", "all_slow: the inner schedule has NVLink flows (g = 1 expected)")
+    return replace(fa, start=fa.start * num, dur_table=fa.dur_table * num, scale=fa.scale * den,
+                   ops=[(t * num, rank, piece) for t, rank, piece in fa.ops])
 
 
 def slot_time(cluster: Cluster, k: int, inner_slot_time) -> Fraction:

@@ -115,6 +115,13 @@ def _all_slow_slot_time(cluster: Cluster, k: int) -> Fraction:
     return all_slow.slot_time(cluster, k, optcc_closed_form)
 
 
+def _all_slow_arrays(cluster: Cluster, k: int):
+    def inner(red: Cluster, kk: int):
+        record = choose(red)
+        return record.arrays(red, kk) if record.arrays is not None else None
+    return all_slow.arrays(cluster, k, inner)
+
+
 def _reduced_latency(cluster: Cluster) -> Latency:
     lat = choose(_reduced(cluster)).latency
     if not isinstance(lat, Latency):
@@ -173,7 +180,7 @@ _CONSTRUCTIONS = [
                       lambda c: _reduced_latency(c).knee(_reduced(c)),
                       "derived: the reduced cluster's construction's (time scaled by ℓ_min, the same chains)"),
               "derived: time scaled by ℓ_min onto a cluster with a healthy GPU (optcc.algorithms.all_slow)",
-              construction=True),
+              construction=True, arrays=_all_slow_arrays),
     Algorithm("optcc_multi", optcc_multi_allreduce, optcc_multi_slot_time, _multi,
               Latency(LC.multi_overheads, LC.multi_latencies, LC.multi_knee,
                       "derived: optcc.latency_counts (multi), docs/optcc_multi.md 'Latency'; tested in "
