@@ -123,6 +123,9 @@ def cell(r: dict | None) -> str:
     if r["worst_key"]:
         pt = r["points"][r["worst_key"]]
         text += f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {pt['k']})"
+    timed = [f"{key} {100 * pt['overhead']:.2f}%" for key, pt in r["points"].items() if pt["overhead"] is not None]
+    if len(timed) > 1:
+        text += f"; per point: {', '.join(timed)}"
     over = [key for key in r["undecided"] if r["points"][key]["overhead"] is not None]
     missing = [key for key in r["undecided"] if r["points"][key]["overhead"] is None]
     if over:

@@ -135,3 +135,14 @@ def test_shared_port_event_time_beats_what_exclusive_ports_allow_at_p32_g8():
     exclusive = solve_fluid_lp(c, "exclusive").objective
     assert exclusive / float(ring) - 1 > 0.2
     assert 0.03 < ev / ring - 1 < 0.06
+
+
+def test_registry_records_accept_g_gt_1_with_one_ell_per_server():
+    from optcc.algorithms import registry
+    for name in ("lp_shared", "lp_exclusive"):
+        accepts = registry.algorithm(name).accepts
+        assert accepts(servers(16, 4, (2, F(3, 2), F(8, 7)))) == (True, "")
+        ok, why = accepts(Cluster.build(8, 2, {1: F(2)}))
+        assert not ok and "server 0 mixes" in why
+        ok, why = accepts(Cluster.build(4, 4))
+        assert not ok and "at least 2 servers" in why
