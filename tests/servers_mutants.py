@@ -72,3 +72,28 @@ SWAP_MUTANTS = {
     "q = 2 one direction a slot late": (replace(S.SWAP, terms=_swap_terms(
         box=lambda A, P, T, i, d: i + d)),),
 }
+
+
+PL = S.PLACEMENT
+
+# Mutants of the closed-form placement times (q ≤ 2). The touch times feed server_flows, so the
+# schedule changes and the per-instance verifier refutes them too; the others are read by the
+# proof (and by server_finish_time) only.
+TOUCH_MUTANTS = {
+    "q = 2 first touch one slot late (i + 1)": replace(PL, first_touch=lambda A, k, i: i + 1),
+    "q = 2 last write one slot early (i)": replace(PL, last_write=lambda A, k, i: i),
+}
+PLACEMENT_MUTANTS = {
+    "q = 2 RS batch i at (i + 1)·c": replace(PL, rs_start=lambda A, i, c: (i + 1) * c),
+    "q = 2 lead c only (NVLink-bound deadline missed)": replace(PL, lead=lambda A, k, c, N: c),
+    "q = 2 lead kc − (k−1)N only": replace(PL, lead=lambda A, k, c, N: k * c - (k - 1) * N),
+    "q = 2 AG start without the RS block": replace(
+        PL, ag_start=lambda A, i, k, c, N, D: S._max(A, D + N + i * c, D + (i + 1) * N)),
+    "q = 2 AG start at its release only": replace(PL, ag_start=lambda A, i, k, c, N, D: D + (i + 1) * N),
+    "q = 2 finish without the drain (ℓ/g + W/(2k))": replace(
+        PL, finish=lambda A, g, k, ell, s_nv: S._max(A, ell / g + S._nvlink_work(A, g, s_nv) / (2 * k),
+                                                     S._nvlink_work(A, g, s_nv))),
+    "q = 2 finish ℓ/g + W (no overlap)": replace(
+        PL, finish=lambda A, g, k, ell, s_nv: ell / g + S._nvlink_work(A, g, s_nv)),
+    "q = 1 finish W/2": replace(PL, finish_one=lambda A, g, s_nv: S._nvlink_work(A, g, s_nv) / 2),
+}

@@ -27,11 +27,18 @@ The theorem, in four parts, each a set of obligations over the `Lift` formulas:
    makes every RS batch end by the instance's first touch of (s, π) (D + ft/g); every AG batch
    starts at or after its release D + lw/g (the instance's last write lands there) and after
    the previous NVLink batch of the server.
+5. closed form, q ≤ 2 (property "finish_q_le_2", and "causality" for the touch times): the
+   q = 2 instance's first touch and last landing of segment i are i and i + 1 slots of ℓ/k at
+   either server (families.servers.PLACEMENT, attained by flow (i, 1 − s)); then the sorted
+   orders are segment order, and the RS starts i·c, the lead max(c, kc − (k−1)N), the AG
+   starts and the finish max(ℓ/g + W/k, W) are what the placement computes (one step of the
+   batch sequence each, for every segment i); q = 1: finish W. q ≥ 3: ft, lw and the finish
+   stay per instance.
 Values of the brackets use verifier.parametric.values over N = g (the server's local inputs);
 the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F = Val(0, g,
 [q ≥ 2]). Composing 1-4 (the instance fed the server sums y_s at its first touch returns
 Σ y_s, which is every input, since it is linear in its inputs) is argued in docs/parametric.md
-"Multi-GPU servers", not machine-checked; so are the min/max computing ft and lw.
+"Multi-GPU servers", not machine-checked; so are, for q ≥ 3, the min/max computing ft and lw.
 """
 from __future__ import annotations
 
@@ -48,7 +55,7 @@ from verifier.parametric.generic import GeneratorModel, fresh_index
 from verifier.parametric.obligations import Obligation
 
 FOR_ALL = ("all q ≥ 1 servers, g ≥ 2 GPUs per server, k ≥ 1, real ℓ ≥ 1, straggler server 0 ≤ s < q, "
-           "NVLink speed-up s_nv > 0 (finish time and closed form: per instance)")
+           "NVLink speed-up s_nv > 0 (finish time in closed form: q ≤ 2; q ≥ 3 per instance)")
 
 
 class ServerParams(NamedTuple):
@@ -246,6 +253,143 @@ def placement_obligations(L: S.Lift) -> list[Obligation]:
     return out
 
 
+# ---- 5. q ≤ 2: the placement's times and the finish in closed form (families.servers.Placement)
+
+FINISH = "finish_q_le_2"
+
+
+def _cf_params(q: int):
+    """q fixed; g, k and the index i real (a statement for all reals g ≥ 2 and k = 1 or k ≥ 2 holds
+    for every integer), which keeps each query in nonlinear real arithmetic."""
+    qv, s = z3.Ints("q s")
+    g, k, ell, s_nv = z3.Reals("g k ell s_nv")
+    return ServerParams(qv, g, k, ell, s, s_nv), [qv == q, g >= 2, z3.Or(k == 1, k >= 2), ell >= 1, s >= 0,
+                                                  s < qv, s_nv > 0]
+
+
+def two_server_touch_obligations(PL: S.Placement, families=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+    """ft(i), lw(i) (slots of ℓ/k) are the first touch and the last landing of segment i at each
+    server: no swap flow on (s, i) starts before ft or lands after lw, and flow (i, 1 − s) attains both."""
+    C = _swap_model(families)
+    P = C.P
+    srv = z3.Int("server")
+    out = []
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, P, *idx)
+        i = T.piece[0]
+        touches = z3.Or(T.src == srv, T.dst == srv)
+        goal = z3.And(T.box + T.offset >= PL.first_touch(A, P.k, i),
+                      z3.Implies(T.dst == srv, T.box + T.offset + T.dur <= PL.last_write(A, P.k, i)))
+        out.append(Obligation("causality", f"servers: q = 2: no {fam.name} flow on (s, i) starts before ft(i) "
+                                           "or lands at s after lw(i)", C.assume + fam.domain(A, P, *idx)
+                              + [srv >= 0, srv <= 1], goal, list(A.side), P, [(fam, idx)], [touches]))
+    fam = C.families[0]
+    A = Z3Arith()
+    i = z3.Int("i_seg")
+    idx = (i, 1 - srv)
+    T = fam.terms(A, P, *idx)
+    out.append(Obligation("causality", f"servers: q = 2: flow (i, 1 − s) of {fam.name} lands at s on segment i, "
+                                       "starting at ft(i) and landing at lw(i)",
+                          C.assume + [srv >= 0, srv <= 1, i >= 0, i < P.k],
+                          z3.And(*fam.domain(A, P, *idx), T.dst == srv, T.piece[0] == i,
+                                 T.box + T.offset == PL.first_touch(A, P.k, i),
+                                 T.box + T.offset + T.dur == PL.last_write(A, P.k, i)), list(A.side), P, [(fam, idx)]))
+    return out
+
+
+def two_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation]:
+    """q = 2, per server (both see the same ft and lw): the sorted orders are segment order, the
+    RS starts, the lead and the AG starts the placement computes are PL's closed forms, and the
+    last AG batch ends at PL.finish, after every other flow. u = ℓ/k is one segment's instance time."""
+    P, base = _cf_params(2)
+    g, k, ell, s_nv = P.g, P.k, P.ell, P.s_nv
+    i = z3.Real("i")
+    u = ell / k
+    out = []
+
+    def ctx(A):
+        c = L.batch_len(A, g, L.round_len(A, L.size(A, 1 / k, g), s_nv))
+        N = L.dur(A, u, g)
+        D = PL.lead(A, k, c, N)
+        return c, N, D
+
+    def ft(A, j):
+        return PL.first_touch(A, k, j) * u
+
+    def rel(A, j, D):
+        return L.time(A, D, PL.last_write(A, k, j) * u, g)
+
+    def ag(A, j):
+        c, N, D = ctx(A)
+        return PL.ag_start(A, j, k, c, N, D)
+    seg = [i >= 0, i <= k - 1]
+    step = [i >= 0, i <= k - 2]
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: first touches and releases increase with the segment (RS and AG run in "
+                           "segment order); a segment's global exchange lasts N = ℓ/(g·k), its batch c > 0",
+                   P, base + step, z3.And(ft(A, i) < ft(A, i + 1), rel(A, i, D) < rel(A, i + 1, D),
+                                          N == ell / (g * k), c > 0), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: RS batch 0 starts at 0 and batch i + 1 where batch i ends (rs_start)", P,
+                   base + step, z3.And(PL.rs_start(A, 0, c) == 0,
+                                       L.rs_next(A, PL.rs_start(A, i, c), c) == PL.rs_start(A, i + 1, c)), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: the lead D meets every RS deadline (D ≥ 0, D ≥ need(i))", P, base + seg,
+                   z3.And(D >= 0, D >= L.lead_need(A, PL.rs_start(A, i, c), c, ft(A, i), g)), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    need = [L.lead_need(A, PL.rs_start(A, j, c), c, ft(A, j), g) for j in (0, k - 1)]
+    out.append(_ob(FINISH, "q = 2: the lead D is the least: need(0) = D or need(k − 1) = D", P, base,
+                   z3.Or(need[0] == D, need[1] == D), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    free0 = PL.rs_start(A, k - 1, c) + c
+    out.append(_ob(FINISH, "q = 2: AG batch 0 starts at max(release, end of the RS block) (ag_start)", P, base,
+                   ag(A, 0) == L.ag_start(A, rel(A, 0, D), free0), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: AG batch i + 1 starts at max(its release, end of AG batch i) (ag_start)", P,
+                   base + step, ag(A, i + 1) == L.ag_start(A, rel(A, i + 1, D), ag(A, i) + c), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    T = PL.finish(A, g, k, ell, s_nv)
+    lo, hi = L.rounds(A, g)
+    r = L.round_len(A, L.size(A, 1 / k, g), s_nv)
+    out.append(_ob(FINISH, "q = 2: the last AG batch's last round ends at the finish T", P, base,
+                   z3.And(L.round_start(A, ag(A, k - 1), hi, r) + r == ag(A, k - 1) + c, ag(A, k - 1) + c == T), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    T = PL.finish(A, g, k, ell, s_nv)
+    out.append(_ob(FINISH, "q = 2: every RS and AG batch ends by T, and so does every NIC flow (instance end ℓ)",
+                   P, base + seg, z3.And(PL.rs_start(A, i, c) + c <= T, ag(A, i) + c <= T,
+                                         L.time(A, D, k * u, g) <= T), A))
+    return out
+
+
+def one_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation]:
+    """q = 1 (one piece, ft = lw = 0): the RS batch at 0, the lead, the AG batch, and the finish."""
+    P, base = _cf_params(1)
+    g, s_nv = P.g, P.s_nv
+    A = NLArith()
+    b = L.batch_len(A, g, L.round_len(A, L.size(A, z3.RealVal(1), g), s_nv))
+    need = L.lead_need(A, z3.RealVal(0), b, z3.RealVal(0), g)
+    D = z3.If(need >= 0, need, 0)
+    st = L.ag_start(A, L.time(A, D, z3.RealVal(0), g), L.rs_next(A, z3.RealVal(0), b))
+    T = PL.finish_one(A, g, s_nv)
+    return [_ob(FINISH, "q = 1: RS at 0, AG after it; the AG batch ends at the finish T, after the RS batch", P,
+                base, z3.And(st + b == T, b <= T, b > 0), A)]
+
+
+def finish_obligations(L: S.Lift, PL: S.Placement, two_server=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+    return (two_server_touch_obligations(PL, two_server) + two_server_finish_obligations(L, PL)
+            + one_server_finish_obligations(L, PL))
+
+
 # ---- 1. the instance
 
 def _swap_model(families) -> GeneratorModel:
@@ -297,8 +441,10 @@ def optcc_instance_obligations() -> list[Obligation]:
     return [replace(ob, prop="instance", name="q ≥ 3 OptCC (p = q): " + ob.prop + ": " + ob.name) for ob in obs]
 
 
-def obligations(lift: S.Lift | None = None, two_server=None) -> list[Obligation]:
+def obligations(lift: S.Lift | None = None, two_server=None, placement: S.Placement | None = None) -> list[Obligation]:
     L = lift or S.LIFT
+    two = two_server or S.TWO_SERVER_FAMILIES
     from verifier.parametric import lemmas
     return (lemmas.arc_lemmas() + lift_obligations(L) + bracket_obligations(L) + placement_obligations(L)
-            + two_server_obligations(two_server or S.TWO_SERVER_FAMILIES) + optcc_instance_obligations())
+            + finish_obligations(L, placement or S.PLACEMENT, two)
+            + two_server_obligations(two) + optcc_instance_obligations())

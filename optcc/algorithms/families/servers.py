@@ -110,6 +110,62 @@ def two_server_flows(k: int, ell: Fraction, families=TWO_SERVER_FAMILIES):
     return [Fraction(1, k)] * k, flows
 
 
+# ---- q ≤ 2: the placement's times in closed form (derived: docs/optcc_servers.md "Construction
+# and slot time"; verifier.parametric.servers proves each is what the placement computes)
+
+@dataclass(frozen=True)
+class Placement:
+    first_touch: Callable   # (A, k, i) -> q = 2: first swap flow on segment i at either server, slots of ℓ/k
+    last_write: Callable    # (A, k, i) -> q = 2: last landing on segment i at either server, slots of ℓ/k
+    rs_start: Callable      # (A, i, c) -> start of the i-th RS batch of a server (batch length c)
+    lead: Callable          # (A, k, c, N) -> the lead D (N = ℓ/(g·k), one segment's NIC exchange)
+    ag_start: Callable      # (A, i, k, c, N, D) -> start of AG batch i of a server
+    finish: Callable        # (A, g, k, ell, s_nv) -> the schedule's finish time, q = 2
+    finish_one: Callable    # (A, g, s_nv) -> the schedule's finish time, q = 1
+
+
+def _max3(A, a, b, c):
+    return _max(A, _max(A, a, b), c)
+
+
+def _nvlink_work(A, g, s_nv):
+    """W = 2(g−1)/(g·s_nv): NVLink's whole work (one RS and one AG of every piece)."""
+    return 2 * (g - 1) / (g * s_nv)
+
+
+PLACEMENT = Placement(
+    first_touch=lambda A, k, i: i,
+    last_write=lambda A, k, i: i + 1,
+    rs_start=lambda A, i, c: i * c,
+    lead=lambda A, k, c, N: _max(A, c, k * c - (k - 1) * N),
+    ag_start=lambda A, i, k, c, N, D: _max3(A, k * c + i * c, D + N + i * c, D + (i + 1) * N),
+    finish=lambda A, g, k, ell, s_nv: _max(A, ell / g + _nvlink_work(A, g, s_nv) / k, _nvlink_work(A, g, s_nv)),
+    finish_one=lambda A, g, s_nv: _nvlink_work(A, g, s_nv),
+)
+
+
+def two_server_touch_times(k: int, ell: Fraction, placement: Placement = PLACEMENT):
+    """(ft, lw) per server of the q = 2 instance, instance time, from the closed forms."""
+    slot = Fraction(ell) / k
+    ft = {i: placement.first_touch(INT, k, i) * slot for i in range(k)}
+    lw = {i: placement.last_write(INT, k, i) * slot for i in range(k)}
+    return [ft, dict(ft)], [lw, dict(lw)]
+
+
+def server_finish_time(cluster, k: int, placement: Placement = PLACEMENT) -> Fraction:
+    """The finish time of server_flows for q ≤ 2, proved for every size (prove-all --algo servers,
+    property finish_q_le_2). Raises OptccError (field "servers") for q ≥ 3 (per instance there)."""
+    from optcc.algorithms.server_lift import straggler_server
+    from optcc.errors import OptccError
+    g, q, s_nv = cluster.g, cluster.servers, cluster.nvlink_speedup
+    _, ell = straggler_server(cluster)
+    if q == 1:
+        return placement.finish_one(INT, Fraction(g), s_nv)
+    if q == 2:
+        return placement.finish(INT, Fraction(g), k, ell, s_nv)
+    raise OptccError("servers", f"the servers finish time is proved in closed form for q ≤ 2, not q = {q}")
+
+
 # ---- the enumeration
 
 def _instance(cluster, k: int, two_server):
@@ -131,10 +187,12 @@ def _instance(cluster, k: int, two_server):
     return inst, durations(inst)
 
 
-def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES):
+def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES,
+                 placement: Placement = PLACEMENT):
     """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
-    the proved instance families and the instance's first-touch / last-write times (a min and a
-    max over its flows). tests/test_parametric_servers.py checks it equals the generator."""
+    the proved instance families and the instance's first-touch / last-write times (q ≤ 2: the
+    closed forms of `placement`; q ≥ 3: a min and a max over the instance's flows).
+    tests/test_parametric_servers.py checks it equals the generator."""
     from optcc.schedule import Flow
     A = INT
     g, q = cluster.g, cluster.servers
@@ -144,6 +202,10 @@ def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMIL
         P, inst_sizes, inst_flows, durs = 1, [Fraction(1)], [], []
         ft = [{0: Fraction(0)}]
         lw = [{0: Fraction(0)}]
+    elif q == 2:
+        inst, durs = got
+        P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
+        ft, lw = two_server_touch_times(k, Fraction(max(inst.cluster.slowdown)), placement)
     else:
         inst, durs = got
         P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
