@@ -83,6 +83,53 @@ TOUCH_MUTANTS = {
     "q = 2 first touch one slot late (i + 1)": replace(PL, first_touch=lambda A, k, i: i + 1),
     "q = 2 last write one slot early (i)": replace(PL, last_write=lambda A, k, i: i),
 }
+
+
+def _touch(which, change):
+    real = S.optcc_first_touch if which == "first" else S.optcc_last_landing
+    return replace(PL, **{"optcc_" + which: lambda A, P, v, key: change(A, P, v, key, real(A, P, v, key))})
+
+
+def _owner_at_rs(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base, _hop, _tau_rs
+    if len(key) == 1:
+        return r
+    sigma, o = key
+    H = P.p - 1
+    owner = A.And(v != H, v == o)
+    return (A.ite(owner, 1, r[0]), A.ite(owner, _base(A, P, sigma, o) + _tau_rs(A, P, H - 1) + _hop(A, P), r[1]))
+
+
+def _last_in_pipeline(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base, _hop, _tau_ag
+    if len(key) == 1:
+        return r
+    sigma, o = key
+    H = P.p - 1
+    x = A.mod(A.ite(v == H, 0, v) - o - 1, H, -1, 0)
+    hit = A.And(v != H, v != o, sigma == P.k - 1)
+    return (A.ite(hit, 1, r[0]), A.ite(hit, _base(A, P, sigma, o) + _tau_ag(A, P, x) + _hop(A, P), r[1]))
+
+
+def _p2p_first_upload(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base
+    if len(key) == 2:
+        return r
+    H = P.p - 1
+    return r[0], A.ite(v == H, _base(A, P, key[0], H - 1) + 2, r[1])
+
+
+TOUCH_MUTANTS.update({
+    "q ≥ 3 S first touches a shard at its download (B + 2), not its upload": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else (r[0], A.ite(v == P.p - 1, r[1] + 2, r[1]))),
+    "q ≥ 3 first touch of a σ ≥ 1 shard one hop late": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else
+        (r[0], A.ite(A.And(v != P.p - 1, key[0] >= 1), r[1] + 2, r[1]))),
+    "q ≥ 3 owner's last landing at its last RS hop, not the download": _touch("last", _owner_at_rs),
+    "q ≥ 3 last segment's last landing as an AG hop, not the epilogue": _touch("last", _last_in_pipeline),
+    "q ≥ 3 S's last P2P landing from o = H − 1 (the first upload)": _touch("last", _p2p_first_upload),
+})
+
 PLACEMENT_MUTANTS = {
     "q = 2 RS batch i at (i + 1)·c": replace(PL, rs_start=lambda A, i, c: (i + 1) * c),
     "q = 2 lead c only (NVLink-bound deadline missed)": replace(PL, lead=lambda A, k, c, N: c),

@@ -227,21 +227,65 @@ def test_unmutated_placement_agrees_per_instance():
     assert not any(_placement_disagrees(PLACEMENT, *i) for i in SMALL[::7])
 
 
-def test_at_least_ten_placement_mutants():
-    assert len(TOUCH_MUTANTS) + len(PLACEMENT_MUTANTS) >= 10
+def test_at_least_fifteen_placement_mutants():
+    assert len(TOUCH_MUTANTS) + len(PLACEMENT_MUTANTS) >= 15
 
 
-@pytest.mark.parametrize("name", sorted(TOUCH_MUTANTS) + sorted(PLACEMENT_MUTANTS))
+@pytest.mark.parametrize("name", sorted(PLACEMENT_MUTANTS))
 def test_placement_mutant_refuted_by_both(name):
-    """The proof refutes it (with parameters); one small instance shows the bug (the schedule is
-    wrong for a touch-time mutant, else the closed form differs from the enumeration)."""
-    PL = {**TOUCH_MUTANTS, **PLACEMENT_MUTANTS}[name]
+    """The proof refutes it (with parameters); one small instance shows the closed form differs
+    from what the enumeration computes."""
+    PL = PLACEMENT_MUTANTS[name]
     cx = _refuted(prove_all("servers", families=PL, fail_fast=True))
     assert cx["obligation"].startswith("servers: q = ")
     assert any(_placement_disagrees(PL, *i) for i in PLACEMENT_INSTANCES)
-    if name in TOUCH_MUTANTS:
-        assert any(_instance_refuted_placement(PL, *i) for i in PLACEMENT_INSTANCES if i[0] == 2)
 
 
-def _instance_refuted_placement(PL, q, g, ell, k, nv) -> bool:
-    return not prove_allreduce(_schedule(cluster(q, g, q - 1, ell, nv), k, placement=PL)).proved
+TOUCH_INSTANCES = [(2, 3, F(3, 2), 3, NV), (2, 2, F(1), 2, B), (3, 3, F(3, 2), 2, NV), (3, 3, F(3, 2), 2, B),
+                   (4, 2, F(3), 2, NV), (5, 2, F(8, 7), 3, B), (3, 2, F(1), 3, B // 2), (4, 2, F(3, 2), 3, B // 3)]
+
+
+def _touch_instance(PL, q, g, ell, k, nv):
+    """(is an AllReduce, is the generator's schedule) of server_flows with PL's touch times."""
+    c = cluster(q, g, q // 2, ell, nv)
+    s = _schedule(c, k, placement=PL)
+    return prove_allreduce(s, reported=()).proved, s.flows == optcc_server_allreduce(c, k).flows
+
+
+def test_closed_form_touch_times_q3_are_the_instances_min_and_max():
+    """optcc_touch_times equals the min of the start and the max of the landing over the q ≥ 3
+    OptCC instance's flows on every (node, piece): 300 instances, both regimes of ℓ."""
+    from optcc.algorithms.families.optcc import optcc_flows
+    from optcc.algorithms.families.servers import optcc_touch_times
+    from optcc.timing import durations
+    n = 0
+    for q in (3, 4, 5, 6, 7):
+        for k in (1, 2, 3, 4):
+            for ell in (F(1), F(8, 7), F(3, 2), F(2), F(3)):
+                for srv in sorted({0, q - 1, q // 2}):
+                    pieces, flows = optcc_flows(q, k, srv, ell)
+                    inst = Schedule(Cluster.build(q, 1, {srv: ell} if ell != 1 else None), pieces, flows)
+                    ft, lw = [{} for _ in range(q)], [{} for _ in range(q)]
+                    for f, d in zip(flows, durations(inst)):
+                        for node in (f.src, f.dst):
+                            ft[node][f.piece] = min(ft[node].get(f.piece, f.start), f.start)
+                        lw[f.dst][f.piece] = max(lw[f.dst].get(f.piece, f.start + d), f.start + d)
+                    assert optcc_touch_times(q, k, srv, ell) == (ft, lw), (q, k, ell, srv)
+                    n += 1
+    assert n == 300
+
+
+@pytest.mark.parametrize("name", sorted(TOUCH_MUTANTS))
+def test_touch_mutant_refuted_by_both(name):
+    """The proof refutes it; on a small instance its schedule is not an AllReduce, or (a touch
+    time that only delays the lead or an AG batch) not the generator's schedule."""
+    PL = TOUCH_MUTANTS[name]
+    cx = _refuted(prove_all("servers", families=PL, fail_fast=True))
+    assert cx["obligation"].startswith("servers: q ")
+    got = [_touch_instance(PL, *i) for i in TOUCH_INSTANCES]
+    assert any(not ok or not same for ok, same in got)
+
+
+def test_most_touch_mutants_break_the_allreduce():
+    broken = [n for n, PL in TOUCH_MUTANTS.items() if any(not _touch_instance(PL, *i)[0] for i in TOUCH_INSTANCES)]
+    assert len(broken) >= 6 and len(TOUCH_MUTANTS) == 7, broken

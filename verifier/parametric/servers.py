@@ -32,13 +32,16 @@ The theorem, in four parts, each a set of obligations over the `Lift` formulas:
    either server (families.servers.PLACEMENT, attained by flow (i, 1 − s)); then the sorted
    orders are segment order, and the RS starts i·c, the lead max(c, kc − (k−1)N), the AG
    starts and the finish max(ℓ/g + W/k, W) are what the placement computes (one step of the
-   batch sequence each, for every segment i); q = 1: finish W. q ≥ 3: ft, lw and the finish
-   stay per instance.
+   batch sequence each, for every segment i); q = 1: finish W. q ≥ 3 (property "causality"):
+   the closed forms optcc_first_touch / optcc_last_landing, as (phase, slot), bound every
+   instance flow (none touches (v, π) before ft, none lands there after lw), lie in their phase's
+   window, where (phase, slot) order is time order; that they are attained (equal to the min and
+   max) is tested, not proved, and the q ≥ 3 finish stays per instance.
 Values of the brackets use verifier.parametric.values over N = g (the server's local inputs);
 the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F = Val(0, g,
 [q ≥ 2]). Composing 1-4 (the instance fed the server sums y_s at its first touch returns
 Σ y_s, which is every input, since it is linear in its inputs) is argued in docs/parametric.md
-"Multi-GPU servers", not machine-checked; so are, for q ≥ 3, the min/max computing ft and lw.
+"Multi-GPU servers", not machine-checked.
 """
 from __future__ import annotations
 
@@ -385,9 +388,65 @@ def one_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation
                 base, z3.And(st + b == T, b <= T, b > 0), A)]
 
 
+def _lex_ge(a, b):
+    return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
+
+
+def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
+    """q ≥ 3: no instance flow touches node v on a piece before first(v, piece), none lands at v
+    after last(v, piece), both (phase, slot) lie in their phase's window, and (phase, slot)
+    order there is time order; so the RS deadline D + ft/g and the AG release D + lw/g are safe."""
+    from verifier.parametric import optcc as O
+    first, last = PL.optcc_first, PL.optcc_last
+    C = O.generator_model()
+    P = C.P
+    out = []
+    for fam in C.families:
+        for end in ("src", "dst"):
+            A = Z3Arith()
+            idx = fresh_index(fam, "1")
+            T = fam.terms(A, P, *idx)
+            v = getattr(T, end)
+            goal = _lex_ge((T.phase, T.box + T.offset), first(A, P, v, T.piece))
+            if end == "dst":
+                goal = z3.And(goal, _lex_ge(last(A, P, v, T.piece), (T.phase, T.box + T.offset + T.dur)))
+            what = "starts before ft" + (" or lands after lw" if end == "dst" else "")
+            out.append(Obligation("causality", f"servers: q ≥ 3: no {fam.name} flow at its {end} {what}",
+                                  C.assume + fam.domain(A, P, *idx) + A.product_lemmas(), goal, list(A.side),
+                                  P, [(fam, idx)]))
+    H = P.p - 1
+    v, sg, o = z3.Ints("v_node sigma_key o_key")
+    for key, ok in (((sg, o), [sg >= 0, sg < P.k, o >= 0, o < H]), ((sg,), [P.ell < 2, sg >= 0, sg <= P.k - 2])):
+        A = Z3Arith()
+        pts = [first(A, P, v, key), last(A, P, v, key)]
+
+        def window(pt):
+            lim = z3.If(pt[0] == 1, O._pipeline_len(A, P), z3.ToReal(H - 1))
+            return z3.And(pt[0] >= 0, pt[0] <= 2, pt[1] >= 0, pt[1] <= lim)
+        goal = z3.And(*[window(pt) for pt in pts])          # before product_lemmas: it builds products
+        out.append(Obligation("causality", f"servers: q ≥ 3: ft and lw of a piece {'(σ, o)' if len(key) == 2 else '(σ,)'} "
+                                           "lie in their phase's window", C.assume + ok + [v >= 0, v <= H]
+                              + A.product_lemmas(), goal, list(A.side), P))
+    ph1, ph2 = z3.Ints("ph1 ph2")
+    s1, s2 = z3.Reals("slot1 slot2")
+    A = Z3Arith()
+    (o0, o1, o2), units = O.phases(P)
+    L_ = O._real(P)[5]                                      # the real pipeline length the origins use
+
+    def t(ph, sl):
+        return z3.If(ph == 0, o0 + sl * units[0], z3.If(ph == 1, o1 + sl * units[1], o2 + sl * units[2]))
+
+    def win(ph, sl):
+        return z3.And(ph >= 0, ph <= 2, sl >= 0, sl <= z3.If(ph == 1, L_, z3.ToReal(H - 1)))
+    out.append(Obligation("causality", "servers: q ≥ 3: in the phase windows, (phase, slot) order is time order",
+                          C.assume + [win(ph1, s1), win(ph2, s2)] + A.product_lemmas(),
+                          z3.Implies(_lex_ge((ph1, s1), (ph2, s2)), t(ph1, s1) >= t(ph2, s2)), list(A.side), P))
+    return out
+
+
 def finish_obligations(L: S.Lift, PL: S.Placement, two_server=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
-    return (two_server_touch_obligations(PL, two_server) + two_server_finish_obligations(L, PL)
-            + one_server_finish_obligations(L, PL))
+    return (optcc_touch_obligations(PL) + two_server_touch_obligations(PL, two_server)
+            + two_server_finish_obligations(L, PL) + one_server_finish_obligations(L, PL))
 
 
 # ---- 1. the instance
