@@ -128,6 +128,9 @@ TOUCH_MUTANTS.update({
     "q ≥ 3 owner's last landing at its last RS hop, not the download": _touch("last", _owner_at_rs),
     "q ≥ 3 last segment's last landing as an AG hop, not the epilogue": _touch("last", _last_in_pipeline),
     "q ≥ 3 S's last P2P landing from o = H − 1 (the first upload)": _touch("last", _p2p_first_upload),
+    "q ≥ 3 a σ = 0 shard first touched at prologue step 0 by every node (too early)": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else
+        (r[0], A.ite(A.And(v != P.p - 1, key[0] == 0), 0, r[1]))),
 })
 
 PLACEMENT_MUTANTS = {

@@ -35,8 +35,9 @@ The theorem, in four parts, each a set of obligations over the `Lift` formulas:
    batch sequence each, for every segment i); q = 1: finish W. q ≥ 3 (property "causality"):
    the closed forms optcc_first_touch / optcc_last_landing, as (phase, slot), bound every
    instance flow (none touches (v, π) before ft, none lands there after lw), lie in their phase's
-   window, where (phase, slot) order is time order; that they are attained (equal to the min and
-   max) is tested, not proved, and the q ≥ 3 finish stays per instance.
+   window, where (phase, slot) order is time order; in each case of (v, piece) (the cases cover
+   every node) one flow attains each, so they are the min and the max. The q ≥ 3 finish stays
+   per instance.
 Values of the brackets use verifier.parametric.values over N = g (the server's local inputs);
 the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F = Val(0, g,
 [q ≥ 2]). Composing 1-4 (the instance fed the server sums y_s at its first touch returns
@@ -444,8 +445,66 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     return out
 
 
+def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
+    """q ≥ 3: in every case of (v, piece) one instance flow attains ft (starts there, touching v)
+    and one attains lw (lands at v there), so with optcc_touch_obligations they are the min and max."""
+    from optcc.algorithms.families import optcc as F
+    from verifier.parametric import optcc as O
+    C = O.generator_model()
+    P = C.P
+    H = P.p - 1
+    v, sg, o = z3.Ints("v_node sigma_key o_key")
+    shard = [sg >= 0, sg < P.k, o >= 0, o < H]
+    p2p = [P.ell < 2, sg >= 0, sg <= P.k - 2]
+
+    def x(A):
+        return A.mod(v - o - 1, H, -1, 0)
+    cases = [   # (what, conditions, family, index, end touching v, "first" | "last", key)
+        ("S, shard: its upload", lambda A: [v == H], F.UP, lambda A: (sg, o), "dst", "first", (sg, o)),
+        ("healthy, σ = 0, x = 0: prologue step 0 from v", lambda A: [v < H, v >= 0, sg == 0, x(A) == 0], F.PRO,
+         lambda A: (0, v), "src", "first", (sg, o)),
+        ("healthy, σ = 0, x ≥ 1: prologue step x − 1 into v", lambda A: [v < H, v >= 0, sg == 0, x(A) >= 1], F.PRO,
+         lambda A: (x(A) - 1, A.mod(v - 1, H, -1, 0)), "dst", "first", (sg, o)),
+        ("healthy, σ ≥ 1, x = 0: RS hop 1 from v", lambda A: [v < H, v >= 0, sg >= 1, x(A) == 0], F.RS,
+         lambda A: (sg, o, 1), "src", "first", (sg, o)),
+        ("healthy, σ ≥ 1, x ≥ 1: RS hop x into v", lambda A: [v < H, v >= 0, sg >= 1, x(A) >= 1], F.RS,
+         lambda A: (sg, o, x(A)), "dst", "first", (sg, o)),
+        ("S, shard: its upload lands", lambda A: [v == H], F.UP, lambda A: (sg, o), "dst", "last", (sg, o)),
+        ("owner v = o: its download lands", lambda A: [v == o], F.DOWN, lambda A: (sg, o), "dst", "last", (sg, o)),
+        ("healthy v ≠ o, σ ≤ k − 2: AG hop x lands", lambda A: [v < H, v >= 0, v != o, sg <= P.k - 2], F.AG,
+         lambda A: (sg, o, x(A)), "dst", "last", (sg, o)),
+        ("healthy v ≠ o, σ = k − 1: epilogue step x lands", lambda A: [v < H, v >= 0, v != o, sg == P.k - 1], F.EPI,
+         lambda A: (x(A), A.mod(o + x(A), H, 0, 1)), "dst", "last", (sg, o)),
+        ("S, P2P: o = H − 1's upload", lambda A: [v == H], F.P2P_UP, lambda A: (sg, H - 1), "dst", "first", (sg,)),
+        ("healthy, P2P: its upload", lambda A: [v < H, v >= 0], F.P2P_UP, lambda A: (sg, v), "src", "first", (sg,)),
+        ("S, P2P: o = 0's upload lands", lambda A: [v == H], F.P2P_UP, lambda A: (sg, 0), "dst", "last", (sg,)),
+        ("healthy, P2P: its download lands", lambda A: [v < H, v >= 0], F.P2P_DOWN, lambda A: (sg, v), "dst",
+         "last", (sg,)),
+    ]
+    out = []
+    for what, cond, fam, idx, end, which, key in cases:
+        A = Z3Arith()
+        i = idx(A)
+        T = fam.terms(A, P, *i)
+        at = (T.phase, T.box + T.offset + (T.dur if which == "last" else 0))
+        want = (PL.optcc_first if which == "first" else PL.optcc_last)(A, P, v, key)
+        goal = z3.And(*fam.domain(A, P, *i), getattr(T, end) == v, *[a == b for a, b in zip(T.piece, key)],
+                      at[0] == want[0], at[1] == want[1])
+        conds = cond(A) + (shard if len(key) == 2 else p2p)
+        out.append(Obligation("causality", f"servers: q ≥ 3: {which} touch attained: {what}",
+                              C.assume + conds + A.product_lemmas(), goal, list(A.side), P, [(fam, i)]))
+    for klen, rng in ((2, shard), (1, p2p)):
+        for which in ("first", "last"):
+            A = Z3Arith()
+            cover = z3.Or(*[z3.And(*c[1](A)) for c in cases if c[5] == which and len(c[6]) == klen])
+            out.append(Obligation("causality", f"servers: q ≥ 3: the {which}-touch cases of a "
+                                               f"{'(σ, o)' if klen == 2 else '(σ,)'} piece cover every node",
+                                  C.assume + rng + [v >= 0, v <= H], cover, list(A.side), P))
+    return out
+
+
 def finish_obligations(L: S.Lift, PL: S.Placement, two_server=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
-    return (optcc_touch_obligations(PL) + two_server_touch_obligations(PL, two_server)
+    return (optcc_touch_obligations(PL) + optcc_touch_witnesses(PL) + two_server_touch_obligations(PL, two_server)
             + two_server_finish_obligations(L, PL) + one_server_finish_obligations(L, PL))
 
 
