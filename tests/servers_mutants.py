@@ -72,3 +72,78 @@ SWAP_MUTANTS = {
     "q = 2 one direction a slot late": (replace(S.SWAP, terms=_swap_terms(
         box=lambda A, P, T, i, d: i + d)),),
 }
+
+
+PL = S.PLACEMENT
+
+# Mutants of the closed-form placement times (q ≤ 2). The touch times feed server_flows, so the
+# schedule changes and the per-instance verifier refutes them too; the others are read by the
+# proof (and by server_finish_time) only.
+TOUCH_MUTANTS = {
+    "q = 2 first touch one slot late (i + 1)": replace(PL, first_touch=lambda A, k, i: i + 1),
+    "q = 2 last write one slot early (i)": replace(PL, last_write=lambda A, k, i: i),
+}
+
+
+def _touch(which, change):
+    real = S.optcc_first_touch if which == "first" else S.optcc_last_landing
+    return replace(PL, **{"optcc_" + which: lambda A, P, v, key: change(A, P, v, key, real(A, P, v, key))})
+
+
+def _owner_at_rs(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base, _hop, _tau_rs
+    if len(key) == 1:
+        return r
+    sigma, o = key
+    H = P.p - 1
+    owner = A.And(v != H, v == o)
+    return (A.ite(owner, 1, r[0]), A.ite(owner, _base(A, P, sigma, o) + _tau_rs(A, P, H - 1) + _hop(A, P), r[1]))
+
+
+def _last_in_pipeline(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base, _hop, _tau_ag
+    if len(key) == 1:
+        return r
+    sigma, o = key
+    H = P.p - 1
+    x = A.mod(A.ite(v == H, 0, v) - o - 1, H, -1, 0)
+    hit = A.And(v != H, v != o, sigma == P.k - 1)
+    return (A.ite(hit, 1, r[0]), A.ite(hit, _base(A, P, sigma, o) + _tau_ag(A, P, x) + _hop(A, P), r[1]))
+
+
+def _p2p_first_upload(A, P, v, key, r):
+    from optcc.algorithms.families.optcc import _base
+    if len(key) == 2:
+        return r
+    H = P.p - 1
+    return r[0], A.ite(v == H, _base(A, P, key[0], H - 1) + 2, r[1])
+
+
+TOUCH_MUTANTS.update({
+    "q ≥ 3 S first touches a shard at its download (B + 2), not its upload": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else (r[0], A.ite(v == P.p - 1, r[1] + 2, r[1]))),
+    "q ≥ 3 first touch of a σ ≥ 1 shard one hop late": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else
+        (r[0], A.ite(A.And(v != P.p - 1, key[0] >= 1), r[1] + 2, r[1]))),
+    "q ≥ 3 owner's last landing at its last RS hop, not the download": _touch("last", _owner_at_rs),
+    "q ≥ 3 last segment's last landing as an AG hop, not the epilogue": _touch("last", _last_in_pipeline),
+    "q ≥ 3 S's last P2P landing from o = H − 1 (the first upload)": _touch("last", _p2p_first_upload),
+    "q ≥ 3 a σ = 0 shard first touched at prologue step 0 by every node (too early)": _touch(
+        "first", lambda A, P, v, key, r: r if len(key) == 1 else
+        (r[0], A.ite(A.And(v != P.p - 1, key[0] == 0), 0, r[1]))),
+})
+
+PLACEMENT_MUTANTS = {
+    "q = 2 RS batch i at (i + 1)·c": replace(PL, rs_start=lambda A, i, c: (i + 1) * c),
+    "q = 2 lead c only (NVLink-bound deadline missed)": replace(PL, lead=lambda A, k, c, N: c),
+    "q = 2 lead kc − (k−1)N only": replace(PL, lead=lambda A, k, c, N: k * c - (k - 1) * N),
+    "q = 2 AG start without the RS block": replace(
+        PL, ag_start=lambda A, i, k, c, N, D: S._max(A, D + N + i * c, D + (i + 1) * N)),
+    "q = 2 AG start at its release only": replace(PL, ag_start=lambda A, i, k, c, N, D: D + (i + 1) * N),
+    "q = 2 finish without the drain (ℓ/g + W/(2k))": replace(
+        PL, finish=lambda A, g, k, ell, s_nv: S._max(A, ell / g + S._nvlink_work(A, g, s_nv) / (2 * k),
+                                                     S._nvlink_work(A, g, s_nv))),
+    "q = 2 finish ℓ/g + W (no overlap)": replace(
+        PL, finish=lambda A, g, k, ell, s_nv: ell / g + S._nvlink_work(A, g, s_nv)),
+    "q = 1 finish W/2": replace(PL, finish_one=lambda A, g, s_nv: S._nvlink_work(A, g, s_nv) / 2),
+}

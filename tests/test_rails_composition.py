@@ -155,9 +155,11 @@ def test_cli_verify_by_rails(tmp_path, capsys):
     assert main(["verify", str(path), "--by-rails"]) == 0
     out = capsys.readouterr().out
     assert "by composition: 4 rails, 2 distinct rail proof(s), NVLink brackets checked" in out and "PROVED" in out
+    assert "composition theorem: proved (Z3, all q, g): 11 obligations, 4 false controls refuted; argued: " in out
     assert main(["verify", str(path), "--by-rails", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["proved"] and data["facts"]["method"].startswith("rails composition")
+    assert data["facts"]["composition_theorem"]["status"] == "proved (Z3, all q, g)"
     assert main(["verify", str(path), "--by-rails", "--certificate", str(tmp_path / "c.json")]) == 2
     assert "--certificate" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
     borrow = tmp_path / "b.json"

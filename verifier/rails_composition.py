@@ -15,7 +15,8 @@ Let a schedule on q ≥ 2 servers of g ≥ 2 GPUs satisfy
        of (s·g + l, c), and sends exactly one NVLink "copy" to each of them, each starting at
        or after the rail's last landing at (s·g + l, c); every NVLink flow is one of these;
   (R4) the whole schedule meets its capacity model and its stated time (checked directly).
-Then it is an AllReduce. Proof sketch: before the adds land, no flow writes (s·g + j, c),
+Then it is an AllReduce. Its steps are Z3 obligations for every q, g (verifier.parametric.rails,
+reported as facts["composition_theorem"]; what stays argued is listed there). Proof sketch: before the adds land, no flow writes (s·g + j, c),
 j ≠ l (only the copies do, and they start after the last rail landing, which is after the first
 touch), so each add carries input x_{s·g+j}; they commute, so at the first touch GPU s·g + l
 holds the server sum y_s. Nothing but the rail writes (s·g + l, c) from then on (R1, R3), so the
@@ -157,6 +158,14 @@ def check_brackets(schedule: Schedule, rail: dict, nv: list[int], ft: dict, lw: 
     return None
 
 
+def _theorem_facts() -> dict:
+    """The theorem's machine-checked part (verifier.parametric.rails, every q, g), summarised."""
+    from verifier.parametric.rails import composition_theorem
+    th = composition_theorem()
+    return {"status": th["status"], "for_all": th["for_all"], "obligations": len(th["obligations"]),
+            "controls_refuted": sum(c["status"] == "refuted" for c in th["controls"]), "argued": th["argued"]}
+
+
 def prove_rails_composition(schedule: Schedule):
     """A verifier.proof.Proof of `schedule` by the composition theorem (module docstring):
     properties sum and causality by (R1)-(R3), capacity and time checked on the whole schedule.
@@ -193,6 +202,7 @@ def prove_rails_composition(schedule: Schedule):
         if not pr.proved:
             return done({"sum": False, "causality": False},
                         _fail("a rail is not an AllReduce", rail=l, rail_counterexample=pr.counterexample))
+    facts["composition_theorem"] = _theorem_facts()
     facts["rails"] = len(set(rail.values()))
     facts["distinct_rail_proofs"] = len(proved)
     facts["stage_seconds"]["rails"] = round(time.perf_counter() - t, 4)

@@ -26,13 +26,15 @@ def _flow(f: dict) -> str:
 
 
 def _with_bounds(res: dict, algo: str) -> dict:
-    """Add near-optimality (optcc, verifier.parametric.near_optimal) and the fluid-LP
-    certificates of the bounds (lp_models.duals) as the properties near_optimal, lower_bound_lp."""
+    """Add near-optimality (optcc: verifier.parametric.near_optimal; servers:
+    verifier.parametric.near_optimal_servers) and the fluid-LP certificates of the bounds
+    (lp_models.duals) as the properties near_optimal, lower_bound_lp."""
     from lp_models.duals import prove_lp_bounds
-    from verifier.parametric.near_optimal import extend_prove_all
+    from verifier.parametric import near_optimal, near_optimal_servers
 
-    if algo == "optcc":
-        res = extend_prove_all(res)
+    extend = {"optcc": near_optimal.extend_prove_all, "servers": near_optimal_servers.extend_prove_all}.get(algo)
+    if extend is not None:
+        res = extend(res)
     lp = prove_lp_bounds()
     res = {**res, "lower_bound_lp": lp, "proved": res["proved"] and lp["proved"],
            "properties": {**res["properties"], "lower_bound_lp": "proved" if lp["proved"] else "refuted"},
@@ -51,9 +53,10 @@ def _print_bounds(res: dict) -> None:
             print(f"  {r['status']:8} {r['obligation']}")
         c = no["control"]
         pt = c.get("point") or {}
+        at = ", ".join(f"{'ℓ' if k == 'ell' else k}={v}" for k, v in pt.items() if k in ("q", "g", "p", "k", "ell", "s_nv"))
+        bound = next((v for k, v in pt.items() if k.startswith("bound_")), "")
         print(f"  {c['status']:8} {c['obligation']}" + (
-            f" (as expected: p={pt['p']}, k={pt['k']}, ℓ={pt['ell']}: T = {pt['T']} > "
-            f"{pt['bound_1_plus_2_over_k_theorem1']})" if c["as_expected"] else " (NOT as expected)"))
+            f" (as expected: {at}: T = {pt['T']} > {bound})" if c["as_expected"] else " (NOT as expected)"))
     for c in res["lower_bound_lp"]["certificates"]:
         print(f"lower bound: {c['lp']}: {c['statement']} for {c['for_all']}: "
               f"{'proved' if c['proved'] else 'NOT PROVED'} ({c['claims']} claims)")

@@ -61,6 +61,9 @@ def run(args) -> int:
         if "distinct_rail_proofs" in f:
             print(f"by composition: {f['rails']} rails, {f['distinct_rail_proofs']} distinct rail proof(s), "
                   "NVLink brackets checked")
+            th = f["composition_theorem"]
+            print(f"composition theorem: {th['status']}: {th['obligations']} obligations, "
+                  f"{th['controls_refuted']} false controls refuted; argued: {'; '.join(th['argued'])}")
         if "piece_groups" in f:
             print(f"sum: {f['pieces']} pieces in {f['piece_groups']} group(s) up to rank permutation, "
                   f"{f['expressions']} distinct expressions, {f['z3_queries']} Z3 quer"

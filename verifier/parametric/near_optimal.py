@@ -177,7 +177,11 @@ def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
 def extend_prove_all(res: dict, timeout_ms: int = TIMEOUT_MS) -> dict:
     """Add near-optimality to a `prove_all("optcc")` result: property `near_optimal`, the
     obligation count, failures, and the report under "near_optimal"."""
-    rep = near_optimal_report(timeout_ms)
+    return merge_report(res, near_optimal_report(timeout_ms))
+
+
+def merge_report(res: dict, rep: dict) -> dict:
+    """`res` with a near-optimality report `rep` merged in (also used for servers)."""
     res = dict(res)
     res["properties"] = {**res["properties"], PROPERTY: rep["status"]}
     res["obligations"] += len(rep["obligations"]) + 1

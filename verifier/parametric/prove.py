@@ -13,14 +13,16 @@ from verifier.parametric import local as L
 from verifier.parametric.obligations import TIMEOUT_MS, discharge
 
 PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local")
-# servers also proves its instance (the q ≥ 3 OptCC families or the q = 2 swap) as property "instance"
-REPORTED = PROPERTIES + ("instance",)
+# servers also proves its instance (the q ≥ 3 OptCC families or the q = 2 swap) as property "instance",
+# and its finish time in closed form for q ≤ 2 as "finish_q_le_2"
+REPORTED = PROPERTIES + ("instance", "finish_q_le_2")
 ALGOS = ("ring", "optcc", "servers")
 
 
 def obligations(algo: str, families=None):
     """(for_all text, [Obligation]) for `algo`; `families` replaces its families (mutants; for
-    "servers" a `Lift` replaces the lift's formulas, a tuple the q = 2 swap families)."""
+    "servers" a `Lift` replaces the lift's formulas, a `Placement` the closed-form placement
+    times, a tuple the q = 2 swap families)."""
     common = lemmas.product_lemmas() + [lemmas.box_lemma()] + lemmas.arc_lemmas()
     if algo == "ring":
         from verifier.parametric import ring as R
@@ -34,11 +36,12 @@ def obligations(algo: str, families=None):
         fams = families or O.F.FAMILIES
         return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams))
     if algo == "servers":
-        from optcc.algorithms.families.servers import Lift
+        from optcc.algorithms.families.servers import Lift, Placement
         from verifier.parametric import servers as SV
         lift = families if isinstance(families, Lift) else None
-        two = None if families is None or lift is not None else families
-        return SV.FOR_ALL, lemmas.product_lemmas() + [lemmas.box_lemma()] + SV.obligations(lift, two)
+        placement = families if isinstance(families, Placement) else None
+        two = families if isinstance(families, tuple) else None
+        return SV.FOR_ALL, lemmas.product_lemmas() + [lemmas.box_lemma()] + SV.obligations(lift, two, placement)
     raise OptccError("algo", f"unknown construction {algo!r} (known: {', '.join(ALGOS)})")
 
 

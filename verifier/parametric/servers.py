@@ -27,11 +27,22 @@ The theorem, in four parts, each a set of obligations over the `Lift` formulas:
    makes every RS batch end by the instance's first touch of (s, π) (D + ft/g); every AG batch
    starts at or after its release D + lw/g (the instance's last write lands there) and after
    the previous NVLink batch of the server.
+5. closed form, q ≤ 2 (property "finish_q_le_2", and "causality" for the touch times): the
+   q = 2 instance's first touch and last landing of segment i are i and i + 1 slots of ℓ/k at
+   either server (families.servers.PLACEMENT, attained by flow (i, 1 − s)); then the sorted
+   orders are segment order, and the RS starts i·c, the lead max(c, kc − (k−1)N), the AG
+   starts and the finish max(ℓ/g + W/k, W) are what the placement computes (one step of the
+   batch sequence each, for every segment i); q = 1: finish W. q ≥ 3 (property "causality"):
+   the closed forms optcc_first_touch / optcc_last_landing, as (phase, slot), bound every
+   instance flow (none touches (v, π) before ft, none lands there after lw), lie in their phase's
+   window, where (phase, slot) order is time order; in each case of (v, piece) (the cases cover
+   every node) one flow attains each, so they are the min and the max. The q ≥ 3 finish stays
+   per instance.
 Values of the brackets use verifier.parametric.values over N = g (the server's local inputs);
 the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F = Val(0, g,
 [q ≥ 2]). Composing 1-4 (the instance fed the server sums y_s at its first touch returns
 Σ y_s, which is every input, since it is linear in its inputs) is argued in docs/parametric.md
-"Multi-GPU servers", not machine-checked; so are the min/max computing ft and lw.
+"Multi-GPU servers", not machine-checked.
 """
 from __future__ import annotations
 
@@ -48,7 +59,7 @@ from verifier.parametric.generic import GeneratorModel, fresh_index
 from verifier.parametric.obligations import Obligation
 
 FOR_ALL = ("all q ≥ 1 servers, g ≥ 2 GPUs per server, k ≥ 1, real ℓ ≥ 1, straggler server 0 ≤ s < q, "
-           "NVLink speed-up s_nv > 0 (finish time and closed form: per instance)")
+           "NVLink speed-up s_nv > 0 (finish time in closed form: q ≤ 2; q ≥ 3 per instance)")
 
 
 class ServerParams(NamedTuple):
@@ -246,6 +257,257 @@ def placement_obligations(L: S.Lift) -> list[Obligation]:
     return out
 
 
+# ---- 5. q ≤ 2: the placement's times and the finish in closed form (families.servers.Placement)
+
+FINISH = "finish_q_le_2"
+
+
+def _cf_params(q: int):
+    """q fixed; g, k and the index i real (a statement for all reals g ≥ 2 and k = 1 or k ≥ 2 holds
+    for every integer), which keeps each query in nonlinear real arithmetic."""
+    qv, s = z3.Ints("q s")
+    g, k, ell, s_nv = z3.Reals("g k ell s_nv")
+    return ServerParams(qv, g, k, ell, s, s_nv), [qv == q, g >= 2, z3.Or(k == 1, k >= 2), ell >= 1, s >= 0,
+                                                  s < qv, s_nv > 0]
+
+
+def two_server_touch_obligations(PL: S.Placement, families=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+    """ft(i), lw(i) (slots of ℓ/k) are the first touch and the last landing of segment i at each
+    server: no swap flow on (s, i) starts before ft or lands after lw, and flow (i, 1 − s) attains both."""
+    C = _swap_model(families)
+    P = C.P
+    srv = z3.Int("server")
+    out = []
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, P, *idx)
+        i = T.piece[0]
+        touches = z3.Or(T.src == srv, T.dst == srv)
+        goal = z3.And(T.box + T.offset >= PL.first_touch(A, P.k, i),
+                      z3.Implies(T.dst == srv, T.box + T.offset + T.dur <= PL.last_write(A, P.k, i)))
+        out.append(Obligation("causality", f"servers: q = 2: no {fam.name} flow on (s, i) starts before ft(i) "
+                                           "or lands at s after lw(i)", C.assume + fam.domain(A, P, *idx)
+                              + [srv >= 0, srv <= 1], goal, list(A.side), P, [(fam, idx)], [touches]))
+    fam = C.families[0]
+    A = Z3Arith()
+    i = z3.Int("i_seg")
+    idx = (i, 1 - srv)
+    T = fam.terms(A, P, *idx)
+    out.append(Obligation("causality", f"servers: q = 2: flow (i, 1 − s) of {fam.name} lands at s on segment i, "
+                                       "starting at ft(i) and landing at lw(i)",
+                          C.assume + [srv >= 0, srv <= 1, i >= 0, i < P.k],
+                          z3.And(*fam.domain(A, P, *idx), T.dst == srv, T.piece[0] == i,
+                                 T.box + T.offset == PL.first_touch(A, P.k, i),
+                                 T.box + T.offset + T.dur == PL.last_write(A, P.k, i)), list(A.side), P, [(fam, idx)]))
+    return out
+
+
+def two_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation]:
+    """q = 2, per server (both see the same ft and lw): the sorted orders are segment order, the
+    RS starts, the lead and the AG starts the placement computes are PL's closed forms, and the
+    last AG batch ends at PL.finish, after every other flow. u = ℓ/k is one segment's instance time."""
+    P, base = _cf_params(2)
+    g, k, ell, s_nv = P.g, P.k, P.ell, P.s_nv
+    i = z3.Real("i")
+    u = ell / k
+    out = []
+
+    def ctx(A):
+        c = L.batch_len(A, g, L.round_len(A, L.size(A, 1 / k, g), s_nv))
+        N = L.dur(A, u, g)
+        D = PL.lead(A, k, c, N)
+        return c, N, D
+
+    def ft(A, j):
+        return PL.first_touch(A, k, j) * u
+
+    def rel(A, j, D):
+        return L.time(A, D, PL.last_write(A, k, j) * u, g)
+
+    def ag(A, j):
+        c, N, D = ctx(A)
+        return PL.ag_start(A, j, k, c, N, D)
+    seg = [i >= 0, i <= k - 1]
+    step = [i >= 0, i <= k - 2]
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: first touches and releases increase with the segment (RS and AG run in "
+                           "segment order); a segment's global exchange lasts N = ℓ/(g·k), its batch c > 0",
+                   P, base + step, z3.And(ft(A, i) < ft(A, i + 1), rel(A, i, D) < rel(A, i + 1, D),
+                                          N == ell / (g * k), c > 0), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: RS batch 0 starts at 0 and batch i + 1 where batch i ends (rs_start)", P,
+                   base + step, z3.And(PL.rs_start(A, 0, c) == 0,
+                                       L.rs_next(A, PL.rs_start(A, i, c), c) == PL.rs_start(A, i + 1, c)), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: the lead D meets every RS deadline (D ≥ 0, D ≥ need(i))", P, base + seg,
+                   z3.And(D >= 0, D >= L.lead_need(A, PL.rs_start(A, i, c), c, ft(A, i), g)), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    need = [L.lead_need(A, PL.rs_start(A, j, c), c, ft(A, j), g) for j in (0, k - 1)]
+    out.append(_ob(FINISH, "q = 2: the lead D is the least: need(0) = D or need(k − 1) = D", P, base,
+                   z3.Or(need[0] == D, need[1] == D), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    free0 = PL.rs_start(A, k - 1, c) + c
+    out.append(_ob(FINISH, "q = 2: AG batch 0 starts at max(release, end of the RS block) (ag_start)", P, base,
+                   ag(A, 0) == L.ag_start(A, rel(A, 0, D), free0), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    out.append(_ob(FINISH, "q = 2: AG batch i + 1 starts at max(its release, end of AG batch i) (ag_start)", P,
+                   base + step, ag(A, i + 1) == L.ag_start(A, rel(A, i + 1, D), ag(A, i) + c), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    T = PL.finish(A, g, k, ell, s_nv)
+    lo, hi = L.rounds(A, g)
+    r = L.round_len(A, L.size(A, 1 / k, g), s_nv)
+    out.append(_ob(FINISH, "q = 2: the last AG batch's last round ends at the finish T", P, base,
+                   z3.And(L.round_start(A, ag(A, k - 1), hi, r) + r == ag(A, k - 1) + c, ag(A, k - 1) + c == T), A))
+    A = NLArith()
+    c, N, D = ctx(A)
+    T = PL.finish(A, g, k, ell, s_nv)
+    out.append(_ob(FINISH, "q = 2: every RS and AG batch ends by T, and so does every NIC flow (instance end ℓ)",
+                   P, base + seg, z3.And(PL.rs_start(A, i, c) + c <= T, ag(A, i) + c <= T,
+                                         L.time(A, D, k * u, g) <= T), A))
+    return out
+
+
+def one_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation]:
+    """q = 1 (one piece, ft = lw = 0): the RS batch at 0, the lead, the AG batch, and the finish."""
+    P, base = _cf_params(1)
+    g, s_nv = P.g, P.s_nv
+    A = NLArith()
+    b = L.batch_len(A, g, L.round_len(A, L.size(A, z3.RealVal(1), g), s_nv))
+    need = L.lead_need(A, z3.RealVal(0), b, z3.RealVal(0), g)
+    D = z3.If(need >= 0, need, 0)
+    st = L.ag_start(A, L.time(A, D, z3.RealVal(0), g), L.rs_next(A, z3.RealVal(0), b))
+    T = PL.finish_one(A, g, s_nv)
+    return [_ob(FINISH, "q = 1: RS at 0, AG after it; the AG batch ends at the finish T, after the RS batch", P,
+                base, z3.And(st + b == T, b <= T, b > 0), A)]
+
+
+def _lex_ge(a, b):
+    return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
+
+
+def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
+    """q ≥ 3: no instance flow touches node v on a piece before first(v, piece), none lands at v
+    after last(v, piece), both (phase, slot) lie in their phase's window, and (phase, slot)
+    order there is time order; so the RS deadline D + ft/g and the AG release D + lw/g are safe."""
+    from verifier.parametric import optcc as O
+    first, last = PL.optcc_first, PL.optcc_last
+    C = O.generator_model()
+    P = C.P
+    out = []
+    for fam in C.families:
+        for end in ("src", "dst"):
+            A = Z3Arith()
+            idx = fresh_index(fam, "1")
+            T = fam.terms(A, P, *idx)
+            v = getattr(T, end)
+            goal = _lex_ge((T.phase, T.box + T.offset), first(A, P, v, T.piece))
+            if end == "dst":
+                goal = z3.And(goal, _lex_ge(last(A, P, v, T.piece), (T.phase, T.box + T.offset + T.dur)))
+            what = "starts before ft" + (" or lands after lw" if end == "dst" else "")
+            out.append(Obligation("causality", f"servers: q ≥ 3: no {fam.name} flow at its {end} {what}",
+                                  C.assume + fam.domain(A, P, *idx) + A.product_lemmas(), goal, list(A.side),
+                                  P, [(fam, idx)]))
+    H = P.p - 1
+    v, sg, o = z3.Ints("v_node sigma_key o_key")
+    for key, ok in (((sg, o), [sg >= 0, sg < P.k, o >= 0, o < H]), ((sg,), [P.ell < 2, sg >= 0, sg <= P.k - 2])):
+        A = Z3Arith()
+        pts = [first(A, P, v, key), last(A, P, v, key)]
+
+        def window(pt):
+            lim = z3.If(pt[0] == 1, O._pipeline_len(A, P), z3.ToReal(H - 1))
+            return z3.And(pt[0] >= 0, pt[0] <= 2, pt[1] >= 0, pt[1] <= lim)
+        goal = z3.And(*[window(pt) for pt in pts])          # before product_lemmas: it builds products
+        out.append(Obligation("causality", f"servers: q ≥ 3: ft and lw of a piece {'(σ, o)' if len(key) == 2 else '(σ,)'} "
+                                           "lie in their phase's window", C.assume + ok + [v >= 0, v <= H]
+                              + A.product_lemmas(), goal, list(A.side), P))
+    ph1, ph2 = z3.Ints("ph1 ph2")
+    s1, s2 = z3.Reals("slot1 slot2")
+    A = Z3Arith()
+    (o0, o1, o2), units = O.phases(P)
+    L_ = O._real(P)[5]                                      # the real pipeline length the origins use
+
+    def t(ph, sl):
+        return z3.If(ph == 0, o0 + sl * units[0], z3.If(ph == 1, o1 + sl * units[1], o2 + sl * units[2]))
+
+    def win(ph, sl):
+        return z3.And(ph >= 0, ph <= 2, sl >= 0, sl <= z3.If(ph == 1, L_, z3.ToReal(H - 1)))
+    out.append(Obligation("causality", "servers: q ≥ 3: in the phase windows, (phase, slot) order is time order",
+                          C.assume + [win(ph1, s1), win(ph2, s2)] + A.product_lemmas(),
+                          z3.Implies(_lex_ge((ph1, s1), (ph2, s2)), t(ph1, s1) >= t(ph2, s2)), list(A.side), P))
+    return out
+
+
+def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
+    """q ≥ 3: in every case of (v, piece) one instance flow attains ft (starts there, touching v)
+    and one attains lw (lands at v there), so with optcc_touch_obligations they are the min and max."""
+    from optcc.algorithms.families import optcc as F
+    from verifier.parametric import optcc as O
+    C = O.generator_model()
+    P = C.P
+    H = P.p - 1
+    v, sg, o = z3.Ints("v_node sigma_key o_key")
+    shard = [sg >= 0, sg < P.k, o >= 0, o < H]
+    p2p = [P.ell < 2, sg >= 0, sg <= P.k - 2]
+
+    def x(A):
+        return A.mod(v - o - 1, H, -1, 0)
+    cases = [   # (what, conditions, family, index, end touching v, "first" | "last", key)
+        ("S, shard: its upload", lambda A: [v == H], F.UP, lambda A: (sg, o), "dst", "first", (sg, o)),
+        ("healthy, σ = 0, x = 0: prologue step 0 from v", lambda A: [v < H, v >= 0, sg == 0, x(A) == 0], F.PRO,
+         lambda A: (0, v), "src", "first", (sg, o)),
+        ("healthy, σ = 0, x ≥ 1: prologue step x − 1 into v", lambda A: [v < H, v >= 0, sg == 0, x(A) >= 1], F.PRO,
+         lambda A: (x(A) - 1, A.mod(v - 1, H, -1, 0)), "dst", "first", (sg, o)),
+        ("healthy, σ ≥ 1, x = 0: RS hop 1 from v", lambda A: [v < H, v >= 0, sg >= 1, x(A) == 0], F.RS,
+         lambda A: (sg, o, 1), "src", "first", (sg, o)),
+        ("healthy, σ ≥ 1, x ≥ 1: RS hop x into v", lambda A: [v < H, v >= 0, sg >= 1, x(A) >= 1], F.RS,
+         lambda A: (sg, o, x(A)), "dst", "first", (sg, o)),
+        ("S, shard: its upload lands", lambda A: [v == H], F.UP, lambda A: (sg, o), "dst", "last", (sg, o)),
+        ("owner v = o: its download lands", lambda A: [v == o], F.DOWN, lambda A: (sg, o), "dst", "last", (sg, o)),
+        ("healthy v ≠ o, σ ≤ k − 2: AG hop x lands", lambda A: [v < H, v >= 0, v != o, sg <= P.k - 2], F.AG,
+         lambda A: (sg, o, x(A)), "dst", "last", (sg, o)),
+        ("healthy v ≠ o, σ = k − 1: epilogue step x lands", lambda A: [v < H, v >= 0, v != o, sg == P.k - 1], F.EPI,
+         lambda A: (x(A), A.mod(o + x(A), H, 0, 1)), "dst", "last", (sg, o)),
+        ("S, P2P: o = H − 1's upload", lambda A: [v == H], F.P2P_UP, lambda A: (sg, H - 1), "dst", "first", (sg,)),
+        ("healthy, P2P: its upload", lambda A: [v < H, v >= 0], F.P2P_UP, lambda A: (sg, v), "src", "first", (sg,)),
+        ("S, P2P: o = 0's upload lands", lambda A: [v == H], F.P2P_UP, lambda A: (sg, 0), "dst", "last", (sg,)),
+        ("healthy, P2P: its download lands", lambda A: [v < H, v >= 0], F.P2P_DOWN, lambda A: (sg, v), "dst",
+         "last", (sg,)),
+    ]
+    out = []
+    for what, cond, fam, idx, end, which, key in cases:
+        A = Z3Arith()
+        i = idx(A)
+        T = fam.terms(A, P, *i)
+        at = (T.phase, T.box + T.offset + (T.dur if which == "last" else 0))
+        want = (PL.optcc_first if which == "first" else PL.optcc_last)(A, P, v, key)
+        goal = z3.And(*fam.domain(A, P, *i), getattr(T, end) == v, *[a == b for a, b in zip(T.piece, key)],
+                      at[0] == want[0], at[1] == want[1])
+        conds = cond(A) + (shard if len(key) == 2 else p2p)
+        out.append(Obligation("causality", f"servers: q ≥ 3: {which} touch attained: {what}",
+                              C.assume + conds + A.product_lemmas(), goal, list(A.side), P, [(fam, i)]))
+    for klen, rng in ((2, shard), (1, p2p)):
+        for which in ("first", "last"):
+            A = Z3Arith()
+            cover = z3.Or(*[z3.And(*c[1](A)) for c in cases if c[5] == which and len(c[6]) == klen])
+            out.append(Obligation("causality", f"servers: q ≥ 3: the {which}-touch cases of a "
+                                               f"{'(σ, o)' if klen == 2 else '(σ,)'} piece cover every node",
+                                  C.assume + rng + [v >= 0, v <= H], cover, list(A.side), P))
+    return out
+
+
+def finish_obligations(L: S.Lift, PL: S.Placement, two_server=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+    return (optcc_touch_obligations(PL) + optcc_touch_witnesses(PL) + two_server_touch_obligations(PL, two_server)
+            + two_server_finish_obligations(L, PL) + one_server_finish_obligations(L, PL))
+
+
 # ---- 1. the instance
 
 def _swap_model(families) -> GeneratorModel:
@@ -297,8 +559,10 @@ def optcc_instance_obligations() -> list[Obligation]:
     return [replace(ob, prop="instance", name="q ≥ 3 OptCC (p = q): " + ob.prop + ": " + ob.name) for ob in obs]
 
 
-def obligations(lift: S.Lift | None = None, two_server=None) -> list[Obligation]:
+def obligations(lift: S.Lift | None = None, two_server=None, placement: S.Placement | None = None) -> list[Obligation]:
     L = lift or S.LIFT
+    two = two_server or S.TWO_SERVER_FAMILIES
     from verifier.parametric import lemmas
     return (lemmas.arc_lemmas() + lift_obligations(L) + bracket_obligations(L) + placement_obligations(L)
-            + two_server_obligations(two_server or S.TWO_SERVER_FAMILIES) + optcc_instance_obligations())
+            + finish_obligations(L, placement or S.PLACEMENT, two)
+            + two_server_obligations(two) + optcc_instance_obligations())

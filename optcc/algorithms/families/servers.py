@@ -110,6 +110,132 @@ def two_server_flows(k: int, ell: Fraction, families=TWO_SERVER_FAMILIES):
     return [Fraction(1, k)] * k, flows
 
 
+# ---- the placement's times in closed form (derived: docs/optcc_servers.md "Construction and slot
+# time"; verifier.parametric.servers proves each is what the placement needs or computes): the
+# touch times for every q, the lead, AG starts and finish for q ≤ 2
+
+@dataclass(frozen=True)
+class Placement:
+    first_touch: Callable   # (A, k, i) -> q = 2: first swap flow on segment i at either server, slots of ℓ/k
+    last_write: Callable    # (A, k, i) -> q = 2: last landing on segment i at either server, slots of ℓ/k
+    rs_start: Callable      # (A, i, c) -> start of the i-th RS batch of a server (batch length c)
+    lead: Callable          # (A, k, c, N) -> the lead D (N = ℓ/(g·k), one segment's NIC exchange)
+    ag_start: Callable      # (A, i, k, c, N, D) -> start of AG batch i of a server
+    finish: Callable        # (A, g, k, ell, s_nv) -> the schedule's finish time, q = 2
+    finish_one: Callable    # (A, g, s_nv) -> the schedule's finish time, q = 1
+    optcc_first: Callable   # (A, P, v, key) -> q ≥ 3: (phase, slot) of the first flow on (v, key)
+    optcc_last: Callable    # (A, P, v, key) -> q ≥ 3: (phase, slot) of the last landing at (v, key)
+
+
+def _max3(A, a, b, c):
+    return _max(A, _max(A, a, b), c)
+
+
+def _nvlink_work(A, g, s_nv):
+    """W = 2(g−1)/(g·s_nv): NVLink's whole work (one RS and one AG of every piece)."""
+    return 2 * (g - 1) / (g * s_nv)
+
+
+PLACEMENT = Placement(
+    first_touch=lambda A, k, i: i,
+    last_write=lambda A, k, i: i + 1,
+    rs_start=lambda A, i, c: i * c,
+    lead=lambda A, k, c, N: _max(A, c, k * c - (k - 1) * N),
+    ag_start=lambda A, i, k, c, N, D: _max3(A, k * c + i * c, D + N + i * c, D + (i + 1) * N),
+    finish=lambda A, g, k, ell, s_nv: _max(A, ell / g + _nvlink_work(A, g, s_nv) / k, _nvlink_work(A, g, s_nv)),
+    finish_one=lambda A, g, s_nv: _nvlink_work(A, g, s_nv),
+    optcc_first=lambda A, P, v, key: optcc_first_touch(A, P, v, key),
+    optcc_last=lambda A, P, v, key: optcc_last_landing(A, P, v, key),
+)
+
+
+def two_server_touch_times(k: int, ell: Fraction, placement: Placement = PLACEMENT):
+    """(ft, lw) per server of the q = 2 instance, instance time, from the closed forms."""
+    slot = Fraction(ell) / k
+    ft = {i: placement.first_touch(INT, k, i) * slot for i in range(k)}
+    lw = {i: placement.last_write(INT, k, i) * slot for i in range(k)}
+    return [ft, dict(ft)], [lw, dict(lw)]
+
+
+def server_finish_time(cluster, k: int, placement: Placement = PLACEMENT) -> Fraction:
+    """The finish time of server_flows for q ≤ 2, proved for every size (prove-all --algo servers,
+    property finish_q_le_2). Raises OptccError (field "servers") for q ≥ 3 (per instance there)."""
+    from optcc.algorithms.server_lift import straggler_server
+    from optcc.errors import OptccError
+    g, q, s_nv = cluster.g, cluster.servers, cluster.nvlink_speedup
+    _, ell = straggler_server(cluster)
+    if q == 1:
+        return placement.finish_one(INT, Fraction(g), s_nv)
+    if q == 2:
+        return placement.finish(INT, Fraction(g), k, ell, s_nv)
+    raise OptccError("servers", f"the servers finish time is proved in closed form for q ≤ 2, not q = {q}")
+
+
+# ---- q ≥ 3: the OptCC instance's first touch and last landing of every (node, piece) in closed
+# form, as (phase, slot) of families.optcc (phases run back to back, so (phase, slot) order is time
+# order). Derived from the families: piece (σ, o) travels from node o + 1 around the ring to o
+# (prologue for σ = 0, RS hops otherwise), o ↔ S, then from o around the ring (AG hops, epilogue
+# for σ = k − 1); x = (v − o − 1) mod H is healthy v's distance from the chain's first node.
+
+def _x(A, P, v, o):
+    from optcc.algorithms.families.optcc import _H
+    return A.mod(v - o - 1, _H(P), -1, 0)
+
+
+def optcc_first_touch(A, P, v, key):
+    """(phase, slot) of the first instance flow from or to node v on piece `key`."""
+    from optcc.algorithms.families.optcc import _H, _base, _tau_rs
+    H = _H(P)
+    if len(key) == 1:                                      # P2P piece σ: o's upload; S: o = H − 1's
+        (sigma,) = key
+        o = A.ite(v == H, H - 1, v)
+        return 1, _base(A, P, sigma, o) + P.ell
+    sigma, o = key
+    x = _x(A, P, A.ite(v == H, 0, v), o)
+    ring = A.ite(sigma == 0, 0, 1)
+    slot = A.ite(sigma == 0, _max(A, x - 1, 0), _base(A, P, sigma, o) + _tau_rs(A, P, _max(A, x, 1)))
+    return A.ite(v == H, 1, ring), A.ite(v == H, _base(A, P, sigma, o), slot)
+
+
+def optcc_last_landing(A, P, v, key):
+    """(phase, slot) at which the last instance flow into node v on piece `key` lands."""
+    from optcc.algorithms.families.optcc import _H, _base, _hop, _s_dur, _tau_ag
+    H = _H(P)
+    if len(key) == 1:                                      # S: o = 0's upload; o: its download
+        (sigma,) = key
+        return 1, A.ite(v == H, _base(A, P, sigma, 0) + 2, _base(A, P, sigma + 1, v) + 4)
+    sigma, o = key
+    x = _x(A, P, A.ite(v == H, 0, v), o)
+    B = _base(A, P, sigma, o)
+    last = sigma == P.k - 1
+    phase = A.ite(v == H, 1, A.ite(v == o, 1, A.ite(last, 2, 1)))
+    slot = A.ite(v == H, B + _s_dur(A, P), A.ite(v == o, B + 2 + _s_dur(A, P),
+                                                 A.ite(last, x + 1, B + _tau_ag(A, P, x) + _hop(A, P))))
+    return phase, slot
+
+
+def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction, placement: Placement = PLACEMENT):
+    """(ft, lw) per instance node of the q ≥ 3 instance, instance time, from the closed forms
+    (nodes are ranks: healthy ring position h is rank h + [h ≥ s*], S is s*)."""
+    from optcc.algorithms.families.optcc import node_rank, phase_clock, piece_index
+    H = q - 1
+    P = Params(q, k, Fraction(ell), s_star)
+    origin, unit = phase_clock(H, k, P.ell)
+    keys = [(sg, o) for sg in range(k) for o in range(H)] + ([(sg,) for sg in range(k - 1)] if P.ell < 2 else [])
+    ft, lw = [dict() for _ in range(q)], [dict() for _ in range(q)]
+
+    def at(ph_slot):
+        ph, slot = ph_slot
+        return origin[ph] + slot * unit[ph]
+    for key in keys:
+        c = piece_index(P, key)
+        for v in range(H + 1):
+            r = node_rank(v, H, s_star)
+            ft[r][c] = at(placement.optcc_first(INT, P, v, key))
+            lw[r][c] = at(placement.optcc_last(INT, P, v, key))
+    return ft, lw
+
+
 # ---- the enumeration
 
 def _instance(cluster, k: int, two_server):
@@ -131,10 +257,13 @@ def _instance(cluster, k: int, two_server):
     return inst, durations(inst)
 
 
-def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES):
+def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES,
+                 placement: Placement = PLACEMENT):
     """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
-    the proved instance families and the instance's first-touch / last-write times (a min and a
-    max over its flows). tests/test_parametric_servers.py checks it equals the generator."""
+    the proved instance families and the instance's first-touch / last-write times in closed
+    form (q = 2: `placement`'s; q ≥ 3: optcc_first_touch / optcc_last_landing).
+    tests/test_parametric_servers.py checks it equals the generator."""
+    from optcc.algorithms.server_lift import straggler_server
     from optcc.schedule import Flow
     A = INT
     g, q = cluster.g, cluster.servers
@@ -144,18 +273,20 @@ def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMIL
         P, inst_sizes, inst_flows, durs = 1, [Fraction(1)], [], []
         ft = [{0: Fraction(0)}]
         lw = [{0: Fraction(0)}]
+    elif q == 2:
+        inst, durs = got
+        P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
+        ft, lw = two_server_touch_times(k, Fraction(max(inst.cluster.slowdown)), placement)
     else:
         inst, durs = got
         P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
-        ft, lw = [dict() for _ in range(q)], [dict() for _ in range(q)]
-        for f, d in zip(inst_flows, durs):
+        s_star, _ = straggler_server(cluster)
+        cf_ft, lw = optcc_touch_times(q, k, s_star, Fraction(max(inst.cluster.slowdown)), placement)
+        ft = [dict() for _ in range(q)]     # the closed forms, keyed in order of first appearance:
+        for f in inst_flows:                # RS batches with equal first touch keep the generator's order
             for node in (f.src, f.dst):
-                cur = ft[node].get(f.piece)
-                if cur is None or f.start < cur:
-                    ft[node][f.piece] = f.start
-            cur = lw[f.dst].get(f.piece)
-            if cur is None or f.start + d > cur:
-                lw[f.dst][f.piece] = f.start + d
+                if f.piece not in ft[node]:
+                    ft[node][f.piece] = cf_ft[node][f.piece]
     sizes = [lift.size(A, Fraction(x), g) for x in inst_sizes]
     rnd = [lift.round_len(A, x, s_nv) for x in sizes]
     batch = [lift.batch_len(A, g, r) for r in rnd]
