@@ -36,12 +36,12 @@ under a second. Its happens-before queries (L3, L4) are first answered by the di
 (an op's own dependency, a post's start, the previous post's completion), all at once; only the
 queries no direct edge answers are searched on the rank's edges. Failures are reported in the
 order the conditions and ops are listed above: the first failing op, flow, peer or buffer item.
-An op field that is neither an int nor None (or beyond int64) is refused as structure.
+An op field that is neither an int nor None (or of 2⁵³ or more) is refused as structure.
 """
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import attrgetter, is_
+from operator import attrgetter
 
 import numpy as np
 
@@ -60,23 +60,29 @@ def _fail(kind, rank, message):
 
 def _ints(values, exact_int: bool = False):
     """(int64 array with 0 for None and for odd values, None mask, odd mask): odd is a value that
-    is neither an int (a bool too, unless `exact_int`) nor None, or one beyond int64."""
+    is neither an int (a bool too, unless `exact_int`) nor None, or one of 2⁵³ or more."""
     n = len(values)
     allowed = {int, _NONE} if exact_int else {int, bool, _NONE}
-    types = set(map(type, values))
     odd = np.zeros(n, bool)
+    types = set(map(type, values))
+    if types == {int}:
+        try:
+            return np.array(values, dtype=np.int64), odd, odd.copy()
+        except OverflowError:
+            pass
     if not types <= allowed:
         odd = np.fromiter((type(v) not in allowed for v in values), bool, n)
         values = [0 if o else v for v, o in zip(values, odd.tolist())]
-    none = np.fromiter(map(is_, values, repeat(None)), bool, n) if _NONE in types else np.zeros(n, bool)
-    clean = [0 if v is None else v for v in values] if none.any() else values
     try:
-        arr = np.array(clean, dtype=np.int64) if n else np.zeros(0, np.int64)
-    except OverflowError:
-        big = np.fromiter((not -2**63 <= v < 2**63 for v in clean), bool, n)
-        odd |= big
-        arr = np.array([0 if b else v for v, b in zip(clean, big.tolist())], dtype=np.int64)
-    return arr, none, odd
+        as_float = np.array(values, dtype=np.float64) if n else np.zeros(0)   # None -> nan; exact below 2⁵³
+    except OverflowError:                                  # beyond a float: odd
+        huge = [v is not None and abs(v) >= 2**53 for v in values]
+        odd |= np.array(huge, dtype=bool)
+        as_float = np.array([0 if h else v for v, h in zip(values, huge)], dtype=np.float64)
+    none = np.isnan(as_float)
+    big = ~none & (np.abs(np.where(none, 0, as_float)) >= 2**53)
+    odd |= big
+    return np.where(none | big, 0, as_float).astype(np.int64), none, odd
 
 
 def _first(mask) -> int:
@@ -125,13 +131,14 @@ class _Program:
     def __init__(self, schedule, rp, grid):
         ops = rp.ops
         self.ops, self.n = ops, len(ops)
-        self.kc = np.fromiter(map(_KIND.get, map(attrgetter("kind"), ops), repeat(-1)), np.int64, self.n)
-        self.piece, self.piece_none, self.piece_odd = _ints(list(map(attrgetter("piece"), ops)))
-        self.flow, self.flow_none, self.flow_odd = _ints(list(map(attrgetter("flow"), ops)), exact_int=True)
-        self.peer, self.peer_none, self.peer_odd = _ints(list(map(attrgetter("peer"), ops)))
-        self.slot, self.slot_none, self.slot_odd = _ints(list(map(attrgetter("slot"), ops)))
-        self.local, self.local_none, self.local_odd = _ints(list(map(attrgetter("local"), ops)))
-        deps = list(map(attrgetter("deps"), ops))
+        fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one pass over the ops
+        kind, piece, flow, peer, slot, local, deps = zip(*map(attrgetter(*fields), ops)) if ops else [()] * 7
+        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
+        self.piece, self.piece_none, self.piece_odd = _ints(piece)
+        self.flow, self.flow_none, self.flow_odd = _ints(flow, exact_int=True)
+        self.peer, self.peer_none, self.peer_odd = _ints(peer)
+        self.slot, self.slot_none, self.slot_odd = _ints(slot)
+        self.local, self.local_none, self.local_odd = _ints(local)
         self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
         flat = list(chain.from_iterable(chain.from_iterable(deps)))   # m0, ev0, m1, ev1, ...
         ms, evs = flat[::2], flat[1::2]
@@ -141,9 +148,9 @@ class _Program:
         self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
         self.flows = flows = schedule.flows
         self.nf = len(flows)
-        self.fsrc = np.array(list(map(attrgetter("src"), flows)), dtype=np.int64)
-        self.fdst = np.array(list(map(attrgetter("dst"), flows)), dtype=np.int64)
-        self.fpiece = np.array(list(map(attrgetter("piece"), flows)), dtype=np.int64)
+        src, dst, fpiece = list(zip(*flows))[:3] if flows else [()] * 3
+        self.fsrc, self.fdst, self.fpiece = (np.array(x, dtype=np.int64) for x in (src, dst, fpiece))
+        self._codes = None
         self.starts, self.ends, self.op_times = _times(grid)
         local_ops = schedule.local_ops
         self.nl = len(local_ops)
@@ -229,20 +236,36 @@ def _structure(P, r):
     return None
 
 
+def _key_rank(P):
+    """Each flow's posting key K = (start, src, dst, piece) as its rank among the flows' keys
+    (equal keys, equal ranks), so that K compares as one integer."""
+    if not P.nf:
+        return np.zeros(0, np.int64)
+    cols = (P.starts, P.fsrc, P.fdst, P.fpiece)
+    order = np.lexsort(cols[::-1])
+    new = np.zeros(P.nf, bool)
+    new[0] = True
+    for c in cols:
+        x = c[order]
+        new[1:] |= x[1:] != x[:-1]
+    rank = np.empty(P.nf, np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return rank
+
+
 def _order(P, r):
     """L2: the ops strictly in κ order; every dependency an earlier event (a completion only of a post)."""
     kc, fi, is_scale = P.kc, P.fi, P.is_scale
+    P.krank = _key_rank(P)
     if P.nf:
         flow_time = np.where(kc == LAND, P.ends[fi], P.starts[fi])
-        K = [P.starts[fi], P.fsrc[fi], P.fdst[fi], P.fpiece[fi]]
+        K = P.krank[fi]
     else:
-        flow_time, K = np.zeros(P.n, np.int64), [np.zeros(P.n, np.int64)] * 4
+        flow_time = K = np.zeros(P.n, np.int64)
     li = np.where(is_scale, P.local, 0)
     time = np.where(is_scale, P.op_times[li] if P.nl else 0, flow_time)
-    zero = np.zeros(P.n, np.int64)
-    K = [np.where(is_scale, P.local, K[0])] + [np.where(is_scale, zero, k) for k in K[1:]]   # a local op: K = (its index,)
-    P.K = K                                           # the posting key of each op's flow (L3)
-    n_order = _first(~_lex_greater([time, _CLASS[np.maximum(kc, 0)]] + K)) + 1   # 0: none
+    P.K = K = np.where(is_scale, P.local, K)          # a local op's K is (its index,): compared only with another's
+    n_order = _first(~_lex_greater([time, _CLASS[np.maximum(kc, 0)], K])) + 1   # 0: none
     m = P.dep_m
     post = (kc == SEND) | (kc == RECV)
     bad = P.dep_m_odd | (m < 0) | (m >= P.dep_owner) | ~(P.dep_S | P.dep_C)
@@ -286,8 +309,7 @@ def _pairs_and_hazards(P, rp, window):
     seq = expected[:ok_to]
     which = np.repeat(np.arange(len(peers)), lens)[:ok_to]         # peer_seq place of each post
     same = which[1:] == which[:-1]
-    Kf = [k[seq] for k in P.K]
-    key_up = _lex_greater(Kf)
+    key_up = _lex_greater([P.K[seq]])
     bad_pair = _first(same & ~key_up)                               # only in the sequences before bad_seq
     if bad_pair >= 0:
         a, b = int(seq[bad_pair]), int(seq[bad_pair + 1])
@@ -331,7 +353,7 @@ def _hazards(P, r):
     s_x = ~s_w
     s_e = 2 * s_ops + (snap_send[s_ops] | (kc[s_ops] == RECV))
     fi = P.fi[s_ops]
-    sorter = np.lexsort((s_ops, s_w, s_x, P.fpiece[fi], P.fdst[fi], P.fsrc[fi], P.starts[fi], P.starts[fi]))
+    sorter = np.argsort(4 * P.krank[fi] + 2 * s_x + s_w, kind="stable")   # (start, K): K begins with the start
     s_ops, s_w, s_e = s_ops[sorter], s_w[sorter], s_e[sorter]
     # buffers: ("x", piece) and ("s", slot), ranked by their first item as the ops append them
     slot_val = P.slot.copy()
@@ -341,7 +363,13 @@ def _hazards(P, r):
     lo = min(x_buf.min(initial=0), s_buf.min(initial=0))
     bufs = 2 * (np.concatenate([x_buf, s_buf]) - lo) + np.repeat([0, 1], [x_buf.size, s_buf.size])
     appended = np.concatenate([2 * x_ops, 2 * s_ops + 1])          # land and snap append the piece item first
-    ids, inverse = np.unique(bufs, return_inverse=True)
+    if bufs.size and bufs.max() < 4 * bufs.size:       # small codes (pieces, slots): a table, not a sort
+        used = np.zeros(int(bufs.max()) + 1, bool)
+        used[bufs] = True
+        ids = np.flatnonzero(used)
+        inverse = np.cumsum(used)[bufs] - 1
+    else:
+        ids, inverse = np.unique(bufs, return_inverse=True)
     first_at = np.full(ids.size, np.iinfo(np.int64).max)
     np.minimum.at(first_at, inverse, appended)
     rank_of = np.empty(ids.size, np.int64)
@@ -349,8 +377,7 @@ def _hazards(P, r):
     brank = rank_of[inverse]
     nx = x_ops.size
     # one sequence of items: by buffer rank, then within the buffer (op order, or the slot order above)
-    within = np.concatenate([np.arange(nx), np.arange(s_ops.size)])
-    seq = np.lexsort((within, brank))
+    seq = np.argsort(brank, kind="stable")                       # within a buffer: one part, in its order
     item_op = np.concatenate([x_ops, s_ops])[seq]
     is_w = np.concatenate([x_w, s_w])[seq]
     ev_e = np.concatenate([x_e, s_e])[seq]
@@ -400,7 +427,9 @@ def _before(P, us, vs):
     previous post's completion with its peer. Every edge goes to a larger event number."""
     us, vs = np.asarray(us, np.int64), np.asarray(vs, np.int64)
     dep_ev = 2 * P.dep_m + P.dep_C
-    codes = np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
+    if P._codes is None:                               # (op, event it waits for), sorted: the direct edges
+        P._codes = np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
+    codes = P._codes
     vn, vc = vs // 2, vs % 2
     q = vn * (2 * P.n + 2) + us
     hit = np.zeros(us.size, bool)
