@@ -9,7 +9,7 @@ from fractions import Fraction
 
 import pytest
 import streaming_local_reference as reference
-from streaming_cases import random_schedule, signed_schedule
+from streaming_cases import random_schedule, signed_schedule, snapshot_schedule
 from verifier_cases import local_op_p2
 
 from optcc.algorithms import algorithm_names, build_schedule
@@ -32,18 +32,19 @@ def _programs():
             for ordered in (False, True):
                 yield algo, s, streaming_program(s, 4, recv_order=ordered)
     rng = random.Random(7)                                    # local ops (scale), and relabelled ranks
-    for s in [signed_schedule(), local_op_p2()] + [random_schedule(rng) for _ in range(12)]:
+    for s in [signed_schedule(), local_op_p2(), snapshot_schedule()] + [random_schedule(rng) for _ in range(12)]:
         yield s.meta.get("algorithm"), s, streaming_program(s, 4)
 
 
 def test_every_registry_program_gets_the_same_result_from_both_checks():
-    checked = scales = 0
+    checked = scales = snaps = 0
     for algo, s, prog in _programs():
         for rp in prog.ranks:
             assert check_rank_program(s, rp, 4) == reference.check_rank_program(s, rp, 4) is None, (algo, rp.rank)
             scales += sum(op.kind == "scale" for op in rp.ops)
+            snaps += sum(op.kind == "snap" for op in rp.ops)
             checked += 1
-    assert checked > 190 and scales >= 2
+    assert checked > 190 and scales >= 2 and snaps >= 1
 
 
 def _mutate(rng, prog, s):
@@ -114,10 +115,12 @@ def test_both_checks_give_the_same_result_on_mutants(seed):
     rng = random.Random(seed)
     cases = [("optcc", Cluster.build(5, 1, {1: Fraction(3, 2)})), ("ring", Cluster.build(4, 1, {0: 2})),
              ("optcc", Cluster.build(6, 1, {2: 2})), ("direct", Cluster.build(5, 1, {0: 2})),
-             ("optcc_multi", Cluster.build(6, 1, {0: 2, 3: 3})), ("signed", None), ("local_op_p2", None)]
+             ("optcc_multi", Cluster.build(6, 1, {0: 2, 3: 3})), ("signed", None), ("local_op_p2", None),
+             ("snapshot", None)]
     kinds = {}
     for algo, c in cases:
-        s = {"signed": signed_schedule, "local_op_p2": local_op_p2}[algo]() if c is None else build_schedule(algo, c, 2)
+        hand = {"signed": signed_schedule, "local_op_p2": local_op_p2, "snapshot": snapshot_schedule}
+        s = hand[algo]() if c is None else build_schedule(algo, c, 2)
         base = streaming_program(s, 2, recv_order=seed % 2 == 1)
         for _ in range(150):
             prog = copy.deepcopy(base)
