@@ -36,7 +36,11 @@ def _programs():
         yield s.meta.get("algorithm"), s, streaming_program(s, 4)
 
 
-def test_every_registry_program_gets_the_same_result_from_both_checks():
+@pytest.mark.parametrize("row", [16, 0])
+def test_every_registry_program_gets_the_same_result_from_both_checks(row, monkeypatch):
+    """`row`: the most dependencies per op answered from a table (0: always by the sorted codes)."""
+    import verifier.streaming_local as V
+    monkeypatch.setattr(V, "_ROW", row)
     checked = scales = snaps = 0
     for algo, s, prog in _programs():
         for rp in prog.ranks:

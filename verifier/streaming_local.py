@@ -41,7 +41,7 @@ An op field that is neither an int nor None (or of 2⁵³ or more) is refused as
 from __future__ import annotations
 
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -52,6 +52,7 @@ _KIND = {"send": SEND, "snap": SNAP, "recv": RECV, "land": LAND, "scale": SCALE}
 _CLASS = np.array([3, 2, 3, 0, 1])                 # κ's class per kind code (module docstring)
 _NONE = type(None)
 _EVENT = {"S": 0, "C": 1}                          # a dependency's event: start, completion
+_ROW = 16                                          # derived: at most this many deps per op, a table of rows; else a sort
 
 
 def _fail(kind, rank, message):
@@ -140,17 +141,19 @@ class _Program:
         self.slot, self.slot_none, self.slot_odd = _ints(slot)
         self.local, self.local_none, self.local_odd = _ints(local)
         self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
-        flat = list(chain.from_iterable(chain.from_iterable(deps)))   # m0, ev0, m1, ev1, ...
-        ms, evs = flat[::2], flat[1::2]
-        self.dep_m, _, self.dep_m_odd = _ints(ms)
-        ev = np.fromiter(map(_EVENT.get, evs, repeat(2)), np.int64, len(evs))
+        flat = list(chain.from_iterable(deps))                    # (m, ev) pairs, op by op
+        nd = len(flat)
+        if set(map(type, map(itemgetter(0), flat))) <= {int}:
+            self.dep_m, self.dep_m_odd = np.fromiter(map(itemgetter(0), flat), np.int64, nd), np.zeros(nd, bool)
+        else:
+            self.dep_m, _, self.dep_m_odd = _ints([m for m, _ in flat])
+        ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
         self.dep_S, self.dep_C = ev == 0, ev == 1
         self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
         self.flows = flows = schedule.flows
         self.nf = len(flows)
-        src, dst, fpiece = list(zip(*flows))[:3] if flows else [()] * 3
-        self.fsrc, self.fdst, self.fpiece = (np.array(x, dtype=np.int64) for x in (src, dst, fpiece))
-        self._codes = None
+        self.fsrc, self.fdst, self.fpiece = (np.fromiter(map(itemgetter(k), flows), np.int64, self.nf) for k in range(3))
+        self._direct = None
         self.starts, self.ends, self.op_times = _times(grid)
         local_ops = schedule.local_ops
         self.nl = len(local_ops)
@@ -387,14 +390,14 @@ def _hazards(P, r):
     m = item_op.size
     pos = np.arange(m)
     start_of = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]])) if m else np.zeros(0, np.int64)
-    buf_start = start_of[np.searchsorted(start_of, pos, side="right") - 1] if m else pos
+    run = np.diff(np.concatenate([start_of, [m]]))
+    buf_start, buf_end = np.repeat(start_of, run), np.repeat(start_of + run, run)   # each item's buffer's run
     last_w_incl = np.maximum.accumulate(np.where(is_w, pos, -1)) if m else pos
     prev_w = np.concatenate([[-1], last_w_incl[:-1]]) if m else pos
     prev_w = np.where(prev_w >= buf_start, prev_w, -1)
     nxt = np.where(is_w, pos, m)
     next_w_incl = np.minimum.accumulate(nxt[::-1])[::-1] if m else pos
     next_w = np.concatenate([next_w_incl[1:], [m]]) if m else pos
-    buf_end = np.concatenate([start_of[1:], [m]])[np.searchsorted(start_of, pos, side="right") - 1] if m else pos
     next_w = np.where(next_w < buf_end, next_w, -1)
     # RAW: a read after the last write; WAR: the next write after each read; WAW: a write right after a write
     raw = np.flatnonzero(~is_w & (prev_w >= 0))
@@ -427,15 +430,22 @@ def _before(P, us, vs):
     previous post's completion with its peer. Every edge goes to a larger event number."""
     us, vs = np.asarray(us, np.int64), np.asarray(vs, np.int64)
     dep_ev = 2 * P.dep_m + P.dep_C
-    if P._codes is None:                               # (op, event it waits for), sorted: the direct edges
-        P._codes = np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
-    codes = P._codes
     vn, vc = vs // 2, vs % 2
-    q = vn * (2 * P.n + 2) + us
     hit = np.zeros(us.size, bool)
-    if codes.size:
+    start = vc == 0
+    if dep_ev.size and P.dep_count.max() <= _ROW:
+        if P._direct is None:                          # each op's dependencies as a row (-1 padded)
+            first = np.concatenate([[0], np.cumsum(P.dep_count)[:-1]])
+            table = np.full((P.n, int(P.dep_count.max())), -1, np.int64)
+            table[P.dep_owner, np.arange(dep_ev.size) - first[P.dep_owner]] = dep_ev
+            P._direct = table
+        hit[start] = (P._direct[vn[start]] == us[start, None]).any(axis=1)
+    elif dep_ev.size:                                  # (op, event it waits for) as one sorted code
+        if P._direct is None:
+            P._direct = np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
+        codes, q = P._direct, vn * (2 * P.n + 2) + us
         at = np.minimum(np.searchsorted(codes, q), codes.size - 1)
-        hit = (vc == 0) & (codes[at] == q)
+        hit = start & (codes[at] == q)
     prev = P.prev_post[vn] if vs.size else vs
     hit |= (vc == 1) & ((us == vs - 1) | ((prev >= 0) & (us == 2 * prev + 1)))
     hit &= us != vs
