@@ -53,6 +53,7 @@ _CLASS = np.array([3, 2, 3, 0, 1])                 # κ's class per kind code (m
 _NONE = type(None)
 _EVENT = {"S": 0, "C": 1}                          # a dependency's event: start, completion
 _ROW = 16                                          # derived: at most this many deps per op, a table of rows; else a sort
+_CHUNK = 1 << 18                                   # derived: happens-before queries per numpy pass (memory)
 
 
 def _fail(kind, rank, message):
@@ -153,7 +154,7 @@ class _Program:
         self.flows = flows = schedule.flows
         self.nf = len(flows)
         self.fsrc, self.fdst, self.fpiece = (np.fromiter(map(itemgetter(k), flows), np.int64, self.nf) for k in range(3))
-        self._direct = None
+        self._direct = self._graph = None        # made on first use (_before)
         self.starts, self.ends, self.op_times = _times(grid)
         local_ops = schedule.local_ops
         self.nl = len(local_ops)
@@ -344,6 +345,39 @@ def _pairs_and_hazards(P, rp, window):
 def _hazards(P, r):
     """L4: H on r's buffers (its pieces, its slots), each read after the write before it, each write
     after the reads and the write before it, on r's own edges."""
+    item_op, is_w, ev_e, is_slot, prev_w, next_w = _buffer_items(P)
+    pos = np.arange(item_op.size)
+    # RAW: a read after the last write; WAR: the next write after each read; WAW: a write right after a write
+    raw = np.flatnonzero(~is_w & (prev_w >= 0))
+    war = np.flatnonzero(~is_w & (next_w >= 0))
+    waw = np.flatnonzero(is_w & (prev_w >= 0) & (prev_w == pos - 1))
+    del pos
+    us = np.concatenate([ev_e[prev_w[raw]], ev_e[war], ev_e[prev_w[waw]]])
+    vs = 2 * item_op[np.concatenate([raw, next_w[war], waw])]
+    fails = np.flatnonzero(~_before(P, us, vs))
+    if not fails.size:
+        return None
+    at = np.concatenate([raw, next_w[war], waw])[fails]             # the item whose check it is
+    sub = np.concatenate([np.zeros(raw.size, np.int64), war, waw])[fails]   # WAR: in the order of the reads
+    what = np.repeat([0, 1, 2], [raw.size, war.size, waw.size])[fails]
+    read = np.concatenate([raw, war, waw])[fails]
+    k = np.lexsort((sub, at))[0]
+    item, n = int(at[k]), int(item_op[at[k]])
+    buf = ("s", P.ops[n].slot) if is_slot[item] else ("x", P.ops[n].piece)
+    if what[k] == 1:
+        return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {int(ev_e[read[k]]) // 2} still reads")
+    last = int(us[fails[k]]) // 2
+    if what[k] == 2:
+        return _fail("WAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
+    return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
+
+
+def _buffer_items(P):
+    """Every access to r's buffers as one sequence, buffer by buffer in the order the ops first
+    touch them: a piece's accesses in op order, a slot's by (their flow's start, K, 0 for the
+    write / 1 for the read, R before W, op). Per item: its op, whether it writes, the event that
+    ends it, whether the buffer is a slot, and the item of the write before it and after it in
+    its buffer (-1: none)."""
     kc = P.kc
     snap_send = (kc == SEND) & ~P.slot_none
     # piece items, in op order: (W: scale, land; R: snap, a direct send)
@@ -353,19 +387,19 @@ def _hazards(P, r):
     # slot items, by (their flow's start, posting key, 0 for the write / 1 for the read), then R < W, op
     s_ops = np.flatnonzero((kc == LAND) | (kc == SNAP) | snap_send | (kc == RECV))
     s_w = (kc[s_ops] == SNAP) | (kc[s_ops] == RECV)
-    s_x = ~s_w
     s_e = 2 * s_ops + (snap_send[s_ops] | (kc[s_ops] == RECV))
-    fi = P.fi[s_ops]
-    sorter = np.argsort(4 * P.krank[fi] + 2 * s_x + s_w, kind="stable")   # (start, K): K begins with the start
+    sorter = np.argsort(4 * P.krank[P.fi[s_ops]] + 2 * ~s_w + s_w, kind="stable")   # (start, K): K begins with the start
     s_ops, s_w, s_e = s_ops[sorter], s_w[sorter], s_e[sorter]
+    del sorter, snap_send
     # buffers: ("x", piece) and ("s", slot), ranked by their first item as the ops append them
     slot_val = P.slot.copy()
     if P.slot_none.any():
         slot_val[P.slot_none] = (P.slot.min() if P.n else 0) - 1     # ("s", None) is its own buffer
     x_buf, s_buf = P.piece[x_ops], slot_val[s_ops]
+    del slot_val
     lo = min(x_buf.min(initial=0), s_buf.min(initial=0))
     bufs = 2 * (np.concatenate([x_buf, s_buf]) - lo) + np.repeat([0, 1], [x_buf.size, s_buf.size])
-    appended = np.concatenate([2 * x_ops, 2 * s_ops + 1])          # land and snap append the piece item first
+    del x_buf, s_buf
     if bufs.size and bufs.max() < 4 * bufs.size:       # small codes (pieces, slots): a table, not a sort
         used = np.zeros(int(bufs.max()) + 1, bool)
         used[bufs] = True
@@ -373,89 +407,86 @@ def _hazards(P, r):
         inverse = np.cumsum(used)[bufs] - 1
     else:
         ids, inverse = np.unique(bufs, return_inverse=True)
+    del bufs
     first_at = np.full(ids.size, np.iinfo(np.int64).max)
-    np.minimum.at(first_at, inverse, appended)
+    np.minimum.at(first_at, inverse, np.concatenate([2 * x_ops, 2 * s_ops + 1]))   # land, snap: the piece first
     rank_of = np.empty(ids.size, np.int64)
     rank_of[np.argsort(first_at)] = np.arange(ids.size)
     brank = rank_of[inverse]
-    nx = x_ops.size
+    del inverse
     # one sequence of items: by buffer rank, then within the buffer (op order, or the slot order above)
     seq = np.argsort(brank, kind="stable")                       # within a buffer: one part, in its order
     item_op = np.concatenate([x_ops, s_ops])[seq]
     is_w = np.concatenate([x_w, s_w])[seq]
     ev_e = np.concatenate([x_e, s_e])[seq]
-    ev_s = 2 * item_op
+    is_slot = np.repeat([False, True], [x_ops.size, s_ops.size])[seq]
     b = brank[seq]
-    kind_of = np.concatenate([np.zeros(nx, np.int64), np.ones(s_ops.size, np.int64)])[seq]
+    del seq, brank, x_ops, s_ops, x_w, s_w, x_e, s_e
     m = item_op.size
+    if not m:
+        return item_op, is_w, ev_e, is_slot, item_op, item_op
     pos = np.arange(m)
-    start_of = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]])) if m else np.zeros(0, np.int64)
+    start_of = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
     run = np.diff(np.concatenate([start_of, [m]]))
-    buf_start, buf_end = np.repeat(start_of, run), np.repeat(start_of + run, run)   # each item's buffer's run
-    last_w_incl = np.maximum.accumulate(np.where(is_w, pos, -1)) if m else pos
-    prev_w = np.concatenate([[-1], last_w_incl[:-1]]) if m else pos
-    prev_w = np.where(prev_w >= buf_start, prev_w, -1)
-    nxt = np.where(is_w, pos, m)
-    next_w_incl = np.minimum.accumulate(nxt[::-1])[::-1] if m else pos
-    next_w = np.concatenate([next_w_incl[1:], [m]]) if m else pos
-    next_w = np.where(next_w < buf_end, next_w, -1)
-    # RAW: a read after the last write; WAR: the next write after each read; WAW: a write right after a write
-    raw = np.flatnonzero(~is_w & (prev_w >= 0))
-    war = np.flatnonzero(~is_w & (next_w >= 0))
-    waw = np.flatnonzero(is_w & (prev_w >= 0) & (prev_w == pos - 1))
-    us = np.concatenate([ev_e[prev_w[raw]], ev_e[war], ev_e[prev_w[waw]]])
-    vs = np.concatenate([ev_s[raw], ev_s[next_w[war]], ev_s[waw]])
-    at = np.concatenate([raw, next_w[war], waw])                      # the item whose check it is
-    sub = np.concatenate([np.zeros(raw.size, np.int64), war, waw])   # WAR: in the order of the reads
-    what = np.concatenate([np.zeros(raw.size, np.int64), np.ones(war.size, np.int64), np.full(waw.size, 2)])
-    read = np.concatenate([raw, war, waw])
-    held = _before(P, us, vs)
-    fails = np.flatnonzero(~held)
-    if not fails.size:
-        return None
-    k = fails[np.lexsort((sub[fails], at[fails]))[0]]
-    item, n = int(at[k]), int(item_op[at[k]])
-    buf = ("x", P.ops[n].piece) if kind_of[item] == 0 else ("s", P.ops[n].slot)
-    if what[k] == 1:
-        return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {int(ev_e[read[k]]) // 2} still reads")
-    last = int(us[k]) // 2
-    if what[k] == 2:
-        return _fail("WAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
-    return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
+    last_w = np.maximum.accumulate(np.where(is_w, pos, -1))
+    prev_w = np.concatenate([[-1], last_w[:-1]])
+    prev_w[prev_w < np.repeat(start_of, run)] = -1                 # not in the item's buffer
+    del last_w
+    next_w = np.minimum.accumulate(np.where(is_w, pos, m)[::-1])[::-1]
+    next_w = np.concatenate([next_w[1:], [m]])
+    next_w[next_w >= np.repeat(start_of + run, run)] = -1
+    return item_op, is_w, ev_e, is_slot, prev_w, next_w
 
 
 def _before(P, us, vs):
     """For each query, whether event us[q] happens before vs[q] (event 2·op, + 1 for a completion) on
     r's own edges: a start after its deps, a post's completion after its start and after the
     previous post's completion with its peer. Every edge goes to a larger event number."""
+    out = np.zeros(len(us), bool)
+    for a in range(0, len(us), _CHUNK):                # bounded temporaries
+        out[a:a + _CHUNK] = _before_chunk(P, us[a:a + _CHUNK], vs[a:a + _CHUNK])
+    return out
+
+
+def _before_chunk(P, us, vs):
     us, vs = np.asarray(us, np.int64), np.asarray(vs, np.int64)
-    dep_ev = 2 * P.dep_m + P.dep_C
+    if P._direct is None:
+        P._direct = _direct_edges(P)
     vn, vc = vs // 2, vs % 2
-    hit = np.zeros(us.size, bool)
     start = vc == 0
-    if dep_ev.size and P.dep_count.max() <= _ROW:
-        if P._direct is None:                          # each op's dependencies as a row (-1 padded)
-            first = np.concatenate([[0], np.cumsum(P.dep_count)[:-1]])
-            table = np.full((P.n, int(P.dep_count.max())), -1, np.int64)
-            table[P.dep_owner, np.arange(dep_ev.size) - first[P.dep_owner]] = dep_ev
-            P._direct = table
-        hit[start] = (P._direct[vn[start]] == us[start, None]).any(axis=1)
-    elif dep_ev.size:                                  # (op, event it waits for) as one sorted code
-        if P._direct is None:
-            P._direct = np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
-        codes, q = P._direct, vn * (2 * P.n + 2) + us
-        at = np.minimum(np.searchsorted(codes, q), codes.size - 1)
-        hit = start & (codes[at] == q)
+    hit = np.zeros(us.size, bool)
+    kind, direct = P._direct
+    if kind == "rows":
+        hit[start] = (direct[vn[start]] == us[start, None]).any(axis=1)
+    elif kind == "codes":
+        q = vn * (2 * P.n + 2) + us
+        at = np.minimum(np.searchsorted(direct, q), direct.size - 1)
+        hit = start & (direct[at] == q)
     prev = P.prev_post[vn] if vs.size else vs
     hit |= (vc == 1) & ((us == vs - 1) | ((prev >= 0) & (us == 2 * prev + 1)))
     hit &= us != vs
     rest = np.flatnonzero(~hit & (us < vs))
     if rest.size:
-        indptr = np.concatenate([[0], np.cumsum(P.dep_count)]).tolist()
-        dep_list, prev_list = dep_ev.tolist(), P.prev_post.tolist()
+        if P._graph is None:
+            P._graph = ((2 * P.dep_m + P.dep_C).tolist(), np.concatenate([[0], np.cumsum(P.dep_count)]).tolist(),
+                        P.prev_post.tolist())
         for q in rest.tolist():
-            hit[q] = _reach(int(us[q]), int(vs[q]), dep_list, indptr, prev_list)
+            hit[q] = _reach(int(us[q]), int(vs[q]), *P._graph)
     return hit
+
+
+def _direct_edges(P):
+    """Each op's dependency events: as rows of a table (-1 padded) where no op has more than _ROW,
+    else as one sorted code per (op, event)."""
+    dep_ev = 2 * P.dep_m + P.dep_C
+    if not dep_ev.size:
+        return "none", None
+    if P.dep_count.max() <= _ROW:
+        first = np.concatenate([[0], np.cumsum(P.dep_count)[:-1]])
+        table = np.full((P.n, int(P.dep_count.max())), -1, np.int64)
+        table[P.dep_owner, np.arange(dep_ev.size) - first[P.dep_owner]] = dep_ev
+        return "rows", table
+    return "codes", np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
 
 
 def _reach(u, v, deps, indptr, prev_post) -> bool:
