@@ -31,8 +31,8 @@ Why every rank passing L1-L5 gives M, H, D (argued here, not machine-checked):
      edges all increase one key has no cycle.
 
 The check runs on numpy columns of the rank's ops (kind, piece, flow, peer, slot, local op,
-dependencies) and of the schedule's flows, so a healthy rank's 6·10⁵ ops at p = 4096 take well
-under a second. Its happens-before queries (L3, L4) are first answered by the direct edges
+dependencies) and of the schedule's flows: one Python pass reads the ops' fields, the conditions
+are array operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
 (an op's own dependency, a post's start, the previous post's completion), all at once; only the
 queries no direct edge answers are searched on the rank's edges. Failures are reported in the
 order the conditions and ops are listed above: the first failing op, flow, peer or buffer item.
