@@ -61,7 +61,7 @@ class Schedule:
 
     def __init__(self, cluster: Cluster, pieces, flows, local_ops=(), meta=None, stated_slot_time=None):
         self.cluster = cluster
-        self.pieces: list[Fraction] = [Fraction(x) for x in pieces]
+        self.pieces: list[Fraction] = [x if type(x) is Fraction else Fraction(x) for x in pieces]   # (immutable: shared)
         self.flows: list[Flow] = list(flows)
         self.local_ops: list[LocalOp] = list(local_ops)
         self.meta: dict = dict(meta or {})

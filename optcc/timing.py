@@ -37,9 +37,9 @@ def durations(schedule: Schedule) -> list[Fraction]:
     """Duration of every flow of the schedule (same order as schedule.flows)."""
     c = schedule.cluster
     # Classes of equal values, so the per-flow work is integer dictionary look-ups.
-    size_ids: dict = {}
-    piece_class = [size_ids.setdefault(x, len(size_ids)) for x in schedule.pieces]
-    sizes = list(size_ids)
+    size_ids: dict = {}       # by (numerator, denominator): a Fraction's own hash takes a modular inverse
+    piece_class = [size_ids.setdefault((x.numerator, x.denominator), len(size_ids)) for x in schedule.pieces]
+    sizes = [Fraction(a, b) for a, b in size_ids]
     slow_ids: dict = {}
     rank_class = [slow_ids.setdefault(x, len(slow_ids)) for x in c.slowdown]
     slows = list(slow_ids)

@@ -121,3 +121,12 @@ def simulate(schedule, program, xs, rng: random.Random, numel_ranges):
             else:
                 view(a, op, "x").mul_(schedule.local_ops[op.local].coef)
     return xs
+
+
+def snapshot_schedule():
+    """p = 3, one piece: rank 0 sends it to 1 over [1, 2] while the straggler's add lands in it at
+    t = 3/2, so the send reads a snapshot (op "snap"); then 1 copies it on to 2 and back to 0."""
+    c = Cluster.build(3, stragglers={2: F(3, 2)})
+    flows = [Flow(2, 0, 0, "add", F(0)), Flow(0, 1, 0, "copy", F(1)), Flow(0, 1, 0, "copy", F(2)),
+             Flow(1, 2, 0, "copy", F(3))]
+    return Schedule(c, [F(1)], flows, meta={"algorithm": "snapshot"})

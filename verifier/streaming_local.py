@@ -29,183 +29,480 @@ Why every rank passing L1-L5 gives M, H, D (argued here, not machine-checked):
      started, a send after its receive started) join a send and a receive of the same flow,
      which have the same κ = (start, 3, K) at both ends, from start to completion. A graph whose
      edges all increase one key has no cycle.
+
+The check runs on numpy columns of the rank's ops (kind, piece, flow, peer, slot, local op,
+dependencies) and of the schedule's flows: one Python pass reads the ops' fields, the conditions
+are array operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
+(an op's own dependency, a post's start, the previous post's completion), all at once; only the
+queries no direct edge answers are searched on the rank's edges. Failures are reported in the
+order the conditions and ops are listed above: the first failing op, flow, peer or buffer item.
+An op field that is neither an int nor None (or of 2⁵³ or more) is refused as structure.
 """
 from __future__ import annotations
 
-from collections import defaultdict
+from itertools import chain, repeat
+from operator import attrgetter, itemgetter
+
+import numpy as np
 
 from optcc.timing import IntegerTimes
 
-LAND, LOCAL, READ = 0, 1, 2
-_CLASS = {"recv": 3, "send": 3, "snap": 2, "land": 0, "scale": 1}
+SEND, SNAP, RECV, LAND, SCALE = range(5)          # op kind codes
+_KIND = {"send": SEND, "snap": SNAP, "recv": RECV, "land": LAND, "scale": SCALE}
+_CLASS = np.array([3, 2, 3, 0, 1])                 # κ's class per kind code (module docstring)
+_NONE = type(None)
+_EVENT = {"S": 0, "C": 1}                          # a dependency's event: start, completion
+_ROW = 16                                          # derived: at most this many deps per op, a table of rows; else a sort
+_CHUNK = 1 << 18                                   # derived: happens-before queries per numpy pass (memory)
 
 
 def _fail(kind, rank, message):
     return {"property": "streaming", "kind": kind, "rank": rank, "message": message}
 
 
+def _ints(values, exact_int: bool = False):
+    """(int64 array with 0 for None and for odd values, None mask, odd mask): odd is a value that
+    is neither an int (a bool too, unless `exact_int`) nor None, or one of 2⁵³ or more."""
+    n = len(values)
+    allowed = {int, _NONE} if exact_int else {int, bool, _NONE}
+    odd = np.zeros(n, bool)
+    types = set(map(type, values))
+    if types == {int}:
+        try:
+            return np.array(values, dtype=np.int64), odd, odd.copy()
+        except OverflowError:
+            pass
+    if not types <= allowed:
+        odd = np.fromiter((type(v) not in allowed for v in values), bool, n)
+        values = [0 if o else v for v, o in zip(values, odd.tolist())]
+    try:
+        as_float = np.array(values, dtype=np.float64) if n else np.zeros(0)   # None -> nan; exact below 2⁵³
+    except OverflowError:                                  # beyond a float: odd
+        huge = [v is not None and abs(v) >= 2**53 for v in values]
+        odd |= np.array(huge, dtype=bool)
+        as_float = np.array([0 if h else v for v, h in zip(values, huge)], dtype=np.float64)
+    none = np.isnan(as_float)
+    big = ~none & (np.abs(np.where(none, 0, as_float)) >= 2**53)
+    odd |= big
+    return np.where(none | big, 0, as_float).astype(np.int64), none, odd
+
+
+def _first(mask) -> int:
+    """Index of the first True, or -1."""
+    hit = np.flatnonzero(mask)
+    return int(hit[0]) if hit.size else -1
+
+
+def _repeats(idx, values, n):
+    """Mask over n ops: the ops of `idx` whose value (values[op], ≥ 0) an earlier op of idx has."""
+    out = np.zeros(n, bool)
+    v = values[idx]
+    if not idx.size or np.bincount(v).max() < 2:
+        return out
+    _, first = np.unique(v, return_index=True)
+    out[idx] = True
+    out[idx[first]] = False
+    return out
+
+
+def _lex_greater(cols):
+    """For columns c_0..c_m of equal length L: whether row n+1 > row n lexicographically (L − 1 bools)."""
+    greater = np.zeros(max(len(cols[0]) - 1, 0), bool)
+    tied = np.ones_like(greater)
+    for c in cols:
+        a, b = c[:-1], c[1:]
+        greater |= tied & (b > a)
+        tied &= b == a
+    return greater
+
+
+def _times(grid):
+    """The grid's flow starts, ends and local-op times as int64 arrays; where they do not fit, their
+    ranks among all three (times are only compared with each other, so the order is the same)."""
+    try:
+        return tuple(np.array(x, dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
+    except OverflowError:
+        values = sorted(set(grid.starts) | set(grid.ends) | set(grid.op_times))
+        rank = {v: n for n, v in enumerate(values)}
+        return tuple(np.array([rank[v] for v in x], dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
+
+
+class _Program:
+    """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
+
+    def __init__(self, schedule, rp, grid):
+        ops = rp.ops
+        self.ops, self.n = ops, len(ops)
+        fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one pass over the ops
+        kind, piece, flow, peer, slot, local, deps = zip(*map(attrgetter(*fields), ops)) if ops else [()] * 7
+        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
+        self.piece, self.piece_none, self.piece_odd = _ints(piece)
+        self.flow, self.flow_none, self.flow_odd = _ints(flow, exact_int=True)
+        self.peer, self.peer_none, self.peer_odd = _ints(peer)
+        self.slot, self.slot_none, self.slot_odd = _ints(slot)
+        self.local, self.local_none, self.local_odd = _ints(local)
+        self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
+        flat = list(chain.from_iterable(deps))                    # (m, ev) pairs, op by op
+        nd = len(flat)
+        if set(map(type, map(itemgetter(0), flat))) <= {int}:
+            self.dep_m, self.dep_m_odd = np.fromiter(map(itemgetter(0), flat), np.int64, nd), np.zeros(nd, bool)
+        else:
+            self.dep_m, _, self.dep_m_odd = _ints([m for m, _ in flat])
+        ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
+        self.dep_S, self.dep_C = ev == 0, ev == 1
+        self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
+        self.flows = flows = schedule.flows
+        self.nf = len(flows)
+        self.fsrc, self.fdst, self.fpiece = (np.fromiter(map(itemgetter(k), flows), np.int64, self.nf) for k in range(3))
+        self._direct = self._graph = None        # made on first use (_before)
+        self.starts, self.ends, self.op_times = _times(grid)
+        local_ops = schedule.local_ops
+        self.nl = len(local_ops)
+        self.lo_rank = np.array([lo.rank for lo in local_ops] or [0], dtype=np.int64)
+        self.lo_piece = np.array([lo.piece for lo in local_ops] or [0], dtype=np.int64)
+
+
 def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = None):
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
     else a counterexample dict (the condition, the rank, a message)."""
-    r = rp.rank
-    flows = schedule.flows
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
-    starts, ends = grid.starts, grid.ends
-    ops = rp.ops
-    nf = len(flows)
-    key = [None] * nf                                 # flow index -> K, for the rank's flows
-    for i, f in enumerate(flows):
-        if r == f.src or r == f.dst:
-            key[i] = (starts[i], f.src, f.dst, f.piece)
-    # L1
-    where: dict = {}                                  # ("scale", local op) -> op
-    at = {kind: [-1] * nf for kind in ("send", "snap", "recv", "land")}   # kind -> flow -> op
-    for n, op in enumerate(ops):
-        kind = op.kind
-        if kind == "scale":
-            lo = schedule.local_ops[op.local] if op.local is not None and 0 <= op.local < len(schedule.local_ops) else None
-            if lo is None or lo.rank != r or lo.piece != op.piece or ("scale", op.local) in where:
-                return _fail("structure", r, f"op {n}: scale of local op {op.local} is not this rank's or twice")
-            where[("scale", op.local)] = n
-            continue
-        i = op.flow
-        f = flows[i] if type(i) is int and 0 <= i < nf else None
-        sends = kind == "send" or kind == "snap"
-        if kind not in at or f is None or (f.src if sends else f.dst) != r or op.piece != f.piece \
-                or at[kind][i] != -1 or (kind == "send" and op.peer != f.dst) or (kind == "recv" and op.peer != f.src):
-            return _fail("structure", r, f"op {n}: {kind} of flows[{i}] has the wrong rank, peer or "
-                                         f"piece, or appears twice")
-        at[kind][i] = n
-    send_at, snap_at, recv_at, land_at = at["send"], at["snap"], at["recv"], at["land"]
-    for i, f in enumerate(flows):
-        if key[i] is None:
-            continue
-        if f.src == r:
-            if send_at[i] < 0:
-                return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no send on rank {r}")
-            send = ops[send_at[i]]
-            if send.slot is not None:                 # L5
-                n = snap_at[i]
-                if n < 0 or ops[n].slot != send.slot:
-                    return _fail("structure", r, f"flows[{i}]: sent from slot {send.slot} that no snapshot fills")
-        else:
-            for kind, n in (("recv", recv_at[i]), ("land", land_at[i])):
-                if n < 0:
-                    return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")
-            recv, land = ops[recv_at[i]], ops[land_at[i]]
-            if recv.slot is None or land.slot != recv.slot:
-                return _fail("structure", r, f"flows[{i}]: receive and landing use different slots")
-    for j, lo in enumerate(schedule.local_ops):
-        if lo.rank == r and ("scale", j) not in where:
+    P = _Program(schedule, rp, grid)
+    return _structure(P, rp.rank) or _order(P, rp.rank) or _pairs_and_hazards(P, rp, window)
+
+
+def _structure(P, r):
+    """L1 and L5: every op is one of r's flows' (or local ops') at the right end, once; every flow
+    of r has its ops, a snapshot send its snapshot, a receive and its landing one slot."""
+    kc, ops, nf, nl = P.kc, P.ops, P.nf, P.nl
+    is_scale = kc == SCALE
+    odd = P.piece_odd | P.peer_odd | P.slot_odd | P.local_odd | (P.flow_odd & ~is_scale)
+    # scale ops
+    loc_ok = is_scale & ~P.local_none & ~P.local_odd & (P.local >= 0) & (P.local < nl)
+    li = np.where(loc_ok, P.local, 0)
+    dup_local = _repeats(np.flatnonzero(loc_ok), P.local, P.n)
+    piece_bad = P.piece_none | P.piece_odd
+    bad_scale = is_scale & (~loc_ok | (P.lo_rank[li] != r) | piece_bad | (P.lo_piece[li] != P.piece) | dup_local)
+    # flow ops
+    fl_ok = ~is_scale & (kc >= 0) & ~P.flow_none & ~P.flow_odd & (P.flow >= 0) & (P.flow < nf)
+    fi = np.where(fl_ok, P.flow, 0) if nf else np.zeros(P.n, np.int64)
+    fsrc, fdst, fpiece = (x[fi] if nf else np.zeros(P.n, np.int64) for x in (P.fsrc, P.fdst, P.fpiece))
+    sends = (kc == SEND) | (kc == SNAP)
+    dup_flow = _repeats(np.flatnonzero(fl_ok), kc * nf + P.flow, P.n)
+    peer_bad = P.peer_none | P.peer_odd
+    bad_flow = ~is_scale & (~fl_ok | (np.where(sends, fsrc, fdst) != r) | piece_bad | (P.piece != fpiece) | dup_flow
+                            | ((kc == SEND) & (peer_bad | (P.peer != fdst)))
+                            | ((kc == RECV) & (peer_bad | (P.peer != fsrc))))
+    n = _first(bad_scale | bad_flow | odd)
+    if n >= 0:
+        op = ops[n]
+        if odd[n] and not (bad_scale[n] or bad_flow[n]):
+            return _fail("structure", r, f"op {n} ({op.kind}): a field is neither an integer nor None")
+        if is_scale[n]:
+            return _fail("structure", r, f"op {n}: scale of local op {op.local} is not this rank's or twice")
+        return _fail("structure", r, f"op {n}: {op.kind} of flows[{op.flow}] has the wrong rank, peer or "
+                                     f"piece, or appears twice")
+    at = {}
+    for code in (SEND, SNAP, RECV, LAND):            # kind -> flow -> op (each at most once now)
+        a = np.full(nf, -1, np.int64)
+        idx = np.flatnonzero(fl_ok & (kc == code))
+        a[P.flow[idx]] = idx
+        at[code] = a
+    slot, slot_none = P.slot, P.slot_none
+    ix = {code: np.maximum(a, 0) for code, a in at.items()}
+    send_at, snap_at, recv_at, land_at = at[SEND], at[SNAP], at[RECV], at[LAND]
+    s_send, s_snap, s_recv, s_land = (np.where(a >= 0, slot[ix[c]], 0) for c, a in at.items())
+    n_send, n_snap, n_recv, n_land = (np.where(a >= 0, slot_none[ix[c]], True) for c, a in at.items())
+    src_r = P.fsrc == r
+    dst_r = ~src_r & (P.fdst == r)
+    no_send = src_r & (send_at < 0)
+    no_snap = src_r & ~no_send & ~n_send & ((snap_at < 0) | n_snap | (s_snap != s_send))
+    no_recv = dst_r & (recv_at < 0)
+    no_land = dst_r & ~no_recv & (land_at < 0)
+    two_slots = dst_r & ~no_recv & ~no_land & (n_recv | n_land | (s_land != s_recv))
+    i = _first(no_send | no_snap | no_recv | no_land | two_slots)
+    if i >= 0:
+        f = P.flows[i]
+        if no_send[i]:
+            return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no send on rank {r}")
+        if no_snap[i]:
+            return _fail("structure", r, f"flows[{i}]: sent from slot {ops[send_at[i]].slot} that no snapshot fills")
+        if no_recv[i] or no_land[i]:
+            kind = "recv" if no_recv[i] else "land"
+            return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")
+        return _fail("structure", r, f"flows[{i}]: receive and landing use different slots")
+    if nl:
+        applied = np.zeros(nl, bool)
+        applied[P.local[is_scale]] = True
+        j = _first((P.lo_rank == r) & ~applied)
+        if j >= 0:
             return _fail("structure", r, f"local_ops[{j}] is never applied on rank {r}")
-    # L2
-    def kappa(op):
-        if op.kind == "scale":
-            return (grid.op_times[op.local], 1, (op.local,))
-        i = op.flow
-        return (ends[i] if op.kind == "land" else starts[i], _CLASS[op.kind], key[i])
-    prev = None
-    for n, op in enumerate(ops):
-        k = kappa(op)
-        if prev is not None and not prev < k:
-            return _fail("order", r, f"op {n} ({op.kind}) is not after op {n - 1} in (time, class, posting key)")
-        prev = k
-        for m, ev in op.deps:
-            if not (isinstance(m, int) and 0 <= m < n) or ev not in ("S", "C") or \
-                    (ev == "C" and ops[m].kind not in ("send", "recv")):
-                return _fail("bad dependency", r, f"op {n} depends on ({m}, {ev!r}), not an earlier event")
-    # L3
-    posts = defaultdict(list)
-    for n, op in enumerate(ops):
-        if op.kind in ("send", "recv"):
-            posts[op.peer].append(n)
-    if set(posts) != set(rp.peer_seq):
-        return _fail("structure", r, "the posting lists name other peers than the posts")
-    for peer, seq in rp.peer_seq.items():
-        if list(seq) != posts[peer]:           # the posts in op order, which L2 made K order
-            return _fail("structure", r, f"the posting list for peer {peer} is not its posts with it in order")
-        for a, b in zip(seq, seq[1:]):
-            if not key[ops[a].flow] < key[ops[b].flow]:
-                return _fail("pair order", r, f"posts {a} and {b} with rank {peer} are not in posting-key order")
-    prev_post: dict = {}                              # a post -> the previous post with its peer
-    for seq in rp.peer_seq.values():
-        for a, b in zip(seq, seq[1:]):
-            prev_post[b] = a
-
-    def preds(x):
-        """Predecessors of event x = 2·op + (1 for a completion) on this rank's own edges: a start
-        waits for its deps; a post's completion for its start and the previous post's completion."""
-        n, c = divmod(x, 2)
-        if not c:
-            return [2 * m + (ev == "C") for m, ev in ops[n].deps]
-        a = prev_post.get(n)
-        return [x - 1] if a is None else [x - 1, 2 * a + 1]
-
-    def before(u, v) -> bool:
-        """u happens before v on this rank's own edges (all edges go to smaller event numbers)."""
-        if u == v:
-            return False
-        n, c = divmod(v, 2)                           # the direct edge first, without building lists
-        if not c:
-            mu, cu = divmod(u, 2)
-            if (mu, "C" if cu else "S") in ops[n].deps:
-                return True
-        elif u == v - 1 or (n in prev_post and u == 2 * prev_post[n] + 1):
-            return True
-        seen, todo = {v}, [v]
-        while todo:
-            x = todo.pop()
-            for y in preds(x):
-                if y == u:
-                    return True
-                if y > u and y not in seen:
-                    seen.add(y)
-                    todo.append(y)
-        return False
-
-    for peer, seq in rp.peer_seq.items():
-        for k in range(1, len(seq)):
-            if not before(2 * seq[k - 1], 2 * seq[k]):
-                return _fail("posting order", r, f"post {seq[k]} with rank {peer} may start before post {seq[k - 1]}")
-            if k >= window and not before(2 * seq[k - window] + 1, 2 * seq[k]):
-                return _fail("window", r, f"more than {window} messages may be in flight with rank {peer}")
-    # L4
-    acc: dict = defaultdict(list)
-    for n, op in enumerate(ops):
-        if op.kind == "scale":
-            acc[("x", op.piece)].append(((grid.op_times[op.local], LOCAL, (op.local,)), "W", n, 0, 0))
-            continue
-        i = op.flow
-        start, end, K = starts[i], ends[i], key[i]
-        if op.kind == "land":
-            acc[("x", op.piece)].append(((end, LAND, K), "W", n, 0, 0))
-            acc[("s", op.slot)].append(((start, K, 1), "R", n, 0, 0))
-        elif op.kind == "snap":
-            acc[("x", op.piece)].append(((start, READ, K), "R", n, 0, 0))
-            acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 0))
-        elif op.kind == "send" and op.slot is None:
-            acc[("x", op.piece)].append(((start, READ, K), "R", n, 0, 1))
-        elif op.kind == "send":
-            acc[("s", op.slot)].append(((start, K, 1), "R", n, 0, 1))
-        elif op.kind == "recv":
-            acc[("s", op.slot)].append(((start, K, 0), "W", n, 0, 1))
-    for buf, items in acc.items():
-        if buf[0] == "s":         # a slot's users by their flows' starts (a piece's are in op order already:
-            items.sort()          # L2 sorted the ops by κ, which orders its writes and reads alike)
-        last_w, reads = None, []
-        for _, kind, n, s_ev, e_ev in items:
-            s = 2 * n + s_ev
-            if kind == "W":
-                for u in reads:
-                    if not before(u, s):
-                        return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {u // 2} still reads")
-                # WAW: with a read in between it follows (last write < that read's start ≤ its end < s,
-                # the first by the read's RAW check); else it is checked directly
-                if last_w is not None and not reads and not before(last_w, s):
-                    return _fail("WAW", r, f"{buf}: op {n} may run before the write of op {last_w // 2} has finished")
-                last_w, reads = 2 * n + e_ev, []
-                continue
-            if last_w is not None and not before(last_w, s):
-                return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last_w // 2} has finished")
-            reads.append(2 * n + e_ev)
+    P.fi, P.is_scale = fi, is_scale
     return None
+
+
+def _key_rank(P):
+    """Each flow's posting key K = (start, src, dst, piece) as its rank among the flows' keys
+    (equal keys, equal ranks), so that K compares as one integer."""
+    if not P.nf:
+        return np.zeros(0, np.int64)
+    cols = (P.starts, P.fsrc, P.fdst, P.fpiece)
+    order = np.lexsort(cols[::-1])
+    new = np.zeros(P.nf, bool)
+    new[0] = True
+    for c in cols:
+        x = c[order]
+        new[1:] |= x[1:] != x[:-1]
+    rank = np.empty(P.nf, np.int64)
+    rank[order] = np.cumsum(new) - 1
+    return rank
+
+
+def _order(P, r):
+    """L2: the ops strictly in κ order; every dependency an earlier event (a completion only of a post)."""
+    kc, fi, is_scale = P.kc, P.fi, P.is_scale
+    P.krank = _key_rank(P)
+    if P.nf:
+        flow_time = np.where(kc == LAND, P.ends[fi], P.starts[fi])
+        K = P.krank[fi]
+    else:
+        flow_time = K = np.zeros(P.n, np.int64)
+    li = np.where(is_scale, P.local, 0)
+    time = np.where(is_scale, P.op_times[li] if P.nl else 0, flow_time)
+    P.K = K = np.where(is_scale, P.local, K)          # a local op's K is (its index,): compared only with another's
+    n_order = _first(~_lex_greater([time, _CLASS[np.maximum(kc, 0)], K])) + 1   # 0: none
+    m = P.dep_m
+    post = (kc == SEND) | (kc == RECV)
+    bad = P.dep_m_odd | (m < 0) | (m >= P.dep_owner) | ~(P.dep_S | P.dep_C)
+    bad |= P.dep_C & ~post[np.clip(m, 0, max(P.n - 1, 0))]
+    d = _first(bad)
+    n_dep = int(P.dep_owner[d]) if d >= 0 else -1
+    if n_order > 0 and (n_dep < 0 or n_order <= n_dep):
+        return _fail("order", r, f"op {n_order} ({P.ops[n_order].kind}) is not after op {n_order - 1} "
+                                 f"in (time, class, posting key)")
+    if n_dep >= 0:
+        mm, ev = next((x, e) for x, e in P.ops[n_dep].deps
+                      if not (isinstance(x, int) and 0 <= x < n_dep) or e not in ("S", "C")
+                      or (e == "C" and P.ops[x].kind not in ("send", "recv")))
+        return _fail("bad dependency", r, f"op {n_dep} depends on ({mm}, {ev!r}), not an earlier event")
+    return None
+
+
+def _pairs_and_hazards(P, rp, window):
+    """L3 (the posts with each peer, their order and window) and L4 (H on r's buffers)."""
+    r, kc = rp.rank, P.kc
+    posts = np.flatnonzero((kc == SEND) | (kc == RECV))
+    post_peer = P.peer[posts]
+    peers = list(rp.peer_seq)
+    if set(post_peer.tolist()) != set(peers):
+        return _fail("structure", r, "the posting lists name other peers than the posts")
+    seqs = [list(s) for s in rp.peer_seq.values()]
+    lens = np.array([len(s) for s in seqs], dtype=np.int64)
+    order = np.argsort(np.array(peers, dtype=np.int64), kind="stable")
+    sorted_peers = np.array(peers, dtype=np.int64)[order]
+    peer_ix = order[np.searchsorted(sorted_peers, post_peer)]      # each post's peer, as its place in peer_seq
+    expected = posts[np.argsort(peer_ix, kind="stable")]           # the posts grouped by peer, in op order
+    bad_len = _first(np.bincount(peer_ix, minlength=len(peers)) != lens)
+    aligned = int(lens[:bad_len].sum()) if bad_len >= 0 else int(lens.sum())
+    got, _, got_odd = _ints(list(chain.from_iterable(seqs))[:aligned])
+    mismatch = _first((got != expected[:aligned]) | got_odd)
+    bounds = np.concatenate([[0], np.cumsum(lens)])
+    bad_seq = bad_len
+    if mismatch >= 0:
+        bad_seq = int(np.searchsorted(bounds, mismatch, side="right") - 1)
+    ok_to = int(bounds[bad_seq]) if bad_seq >= 0 else aligned      # the sequences before the first bad one
+    seq = expected[:ok_to]
+    which = np.repeat(np.arange(len(peers)), lens)[:ok_to]         # peer_seq place of each post
+    same = which[1:] == which[:-1]
+    key_up = _lex_greater([P.K[seq]])
+    bad_pair = _first(same & ~key_up)                               # only in the sequences before bad_seq
+    if bad_pair >= 0:
+        a, b = int(seq[bad_pair]), int(seq[bad_pair + 1])
+        return _fail("pair order", r, f"posts {a} and {b} with rank {peers[which[bad_pair]]} are not in "
+                                      f"posting-key order")
+    if bad_seq >= 0:
+        return _fail("structure", r, f"the posting list for peer {peers[bad_seq]} is not its posts with it in order")
+    prev_post = np.full(P.n, -1, np.int64)
+    prev_post[seq[1:][same]] = seq[:-1][same]
+    P.prev_post = prev_post
+    # L3's queries: each post starts after the previous one's start and the window-th previous one's completion
+    k_in = np.arange(seq.size) - bounds[which]                    # position within its peer's list
+    q_post = np.flatnonzero(k_in >= 1)
+    q_win = np.flatnonzero(k_in >= window)
+    us = np.concatenate([2 * seq[q_post - 1], 2 * seq[q_win - window] + 1])
+    vs = np.concatenate([2 * seq[q_post], 2 * seq[q_win]])
+    at = np.concatenate([q_post, q_win])                             # in peer_seq order, the posting check first
+    is_window = np.concatenate([np.zeros(q_post.size, bool), np.ones(q_win.size, bool)])
+    fails = np.flatnonzero(~_before(P, us, vs))
+    if fails.size:
+        k = fails[np.lexsort((is_window[fails], at[fails]))[0]]
+        q, peer = int(at[k]), peers[which[at[k]]]
+        if is_window[k]:
+            return _fail("window", r, f"more than {window} messages may be in flight with rank {peer}")
+        return _fail("posting order", r, f"post {int(seq[q])} with rank {peer} may start before post {int(seq[q - 1])}")
+    return _hazards(P, r)
+
+
+def _hazards(P, r):
+    """L4: H on r's buffers (its pieces, its slots), each read after the write before it, each write
+    after the reads and the write before it, on r's own edges."""
+    item_op, is_w, ev_e, is_slot, prev_w, next_w = _buffer_items(P)
+    pos = np.arange(item_op.size)
+    # RAW: a read after the last write; WAR: the next write after each read; WAW: a write right after a write
+    raw = np.flatnonzero(~is_w & (prev_w >= 0))
+    war = np.flatnonzero(~is_w & (next_w >= 0))
+    waw = np.flatnonzero(is_w & (prev_w >= 0) & (prev_w == pos - 1))
+    del pos
+    us = np.concatenate([ev_e[prev_w[raw]], ev_e[war], ev_e[prev_w[waw]]])
+    vs = 2 * item_op[np.concatenate([raw, next_w[war], waw])]
+    fails = np.flatnonzero(~_before(P, us, vs))
+    if not fails.size:
+        return None
+    at = np.concatenate([raw, next_w[war], waw])[fails]             # the item whose check it is
+    sub = np.concatenate([np.zeros(raw.size, np.int64), war, waw])[fails]   # WAR: in the order of the reads
+    what = np.repeat([0, 1, 2], [raw.size, war.size, waw.size])[fails]
+    read = np.concatenate([raw, war, waw])[fails]
+    k = np.lexsort((sub, at))[0]
+    item, n = int(at[k]), int(item_op[at[k]])
+    buf = ("s", P.ops[n].slot) if is_slot[item] else ("x", P.ops[n].piece)
+    if what[k] == 1:
+        return _fail("WAR", r, f"{buf}: op {n} may overwrite what op {int(ev_e[read[k]]) // 2} still reads")
+    last = int(us[fails[k]]) // 2
+    if what[k] == 2:
+        return _fail("WAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
+    return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
+
+
+def _buffer_items(P):
+    """Every access to r's buffers as one sequence, buffer by buffer in the order the ops first
+    touch them: a piece's accesses in op order, a slot's by (their flow's start, K, 0 for the
+    write / 1 for the read, R before W, op). Per item: its op, whether it writes, the event that
+    ends it, whether the buffer is a slot, and the item of the write before it and after it in
+    its buffer (-1: none)."""
+    kc = P.kc
+    snap_send = (kc == SEND) & ~P.slot_none
+    # piece items, in op order: (W: scale, land; R: snap, a direct send)
+    x_ops = np.flatnonzero((kc == SCALE) | (kc == LAND) | (kc == SNAP) | ((kc == SEND) & P.slot_none))
+    x_w = (kc[x_ops] == SCALE) | (kc[x_ops] == LAND)
+    x_e = 2 * x_ops + ((kc[x_ops] == SEND) & P.slot_none[x_ops])
+    # slot items, by (their flow's start, posting key, 0 for the write / 1 for the read), then R < W, op
+    s_ops = np.flatnonzero((kc == LAND) | (kc == SNAP) | snap_send | (kc == RECV))
+    s_w = (kc[s_ops] == SNAP) | (kc[s_ops] == RECV)
+    s_e = 2 * s_ops + (snap_send[s_ops] | (kc[s_ops] == RECV))
+    sorter = np.argsort(4 * P.krank[P.fi[s_ops]] + 2 * ~s_w + s_w, kind="stable")   # (start, K): K begins with the start
+    s_ops, s_w, s_e = s_ops[sorter], s_w[sorter], s_e[sorter]
+    del sorter, snap_send
+    # buffers: ("x", piece) and ("s", slot), ranked by their first item as the ops append them
+    slot_val = P.slot.copy()
+    if P.slot_none.any():
+        slot_val[P.slot_none] = (P.slot.min() if P.n else 0) - 1     # ("s", None) is its own buffer
+    x_buf, s_buf = P.piece[x_ops], slot_val[s_ops]
+    del slot_val
+    lo = min(x_buf.min(initial=0), s_buf.min(initial=0))
+    bufs = 2 * (np.concatenate([x_buf, s_buf]) - lo) + np.repeat([0, 1], [x_buf.size, s_buf.size])
+    del x_buf, s_buf
+    if bufs.size and bufs.max() < 4 * bufs.size:       # small codes (pieces, slots): a table, not a sort
+        used = np.zeros(int(bufs.max()) + 1, bool)
+        used[bufs] = True
+        ids = np.flatnonzero(used)
+        inverse = np.cumsum(used)[bufs] - 1
+    else:
+        ids, inverse = np.unique(bufs, return_inverse=True)
+    del bufs
+    first_at = np.full(ids.size, np.iinfo(np.int64).max)
+    np.minimum.at(first_at, inverse, np.concatenate([2 * x_ops, 2 * s_ops + 1]))   # land, snap: the piece first
+    rank_of = np.empty(ids.size, np.int64)
+    rank_of[np.argsort(first_at)] = np.arange(ids.size)
+    brank = rank_of[inverse]
+    del inverse
+    # one sequence of items: by buffer rank, then within the buffer (op order, or the slot order above)
+    seq = np.argsort(brank, kind="stable")                       # within a buffer: one part, in its order
+    item_op = np.concatenate([x_ops, s_ops])[seq]
+    is_w = np.concatenate([x_w, s_w])[seq]
+    ev_e = np.concatenate([x_e, s_e])[seq]
+    is_slot = np.repeat([False, True], [x_ops.size, s_ops.size])[seq]
+    b = brank[seq]
+    del seq, brank, x_ops, s_ops, x_w, s_w, x_e, s_e
+    m = item_op.size
+    if not m:
+        return item_op, is_w, ev_e, is_slot, item_op, item_op
+    pos = np.arange(m)
+    start_of = np.flatnonzero(np.concatenate([[True], b[1:] != b[:-1]]))
+    run = np.diff(np.concatenate([start_of, [m]]))
+    last_w = np.maximum.accumulate(np.where(is_w, pos, -1))
+    prev_w = np.concatenate([[-1], last_w[:-1]])
+    prev_w[prev_w < np.repeat(start_of, run)] = -1                 # not in the item's buffer
+    del last_w
+    next_w = np.minimum.accumulate(np.where(is_w, pos, m)[::-1])[::-1]
+    next_w = np.concatenate([next_w[1:], [m]])
+    next_w[next_w >= np.repeat(start_of + run, run)] = -1
+    return item_op, is_w, ev_e, is_slot, prev_w, next_w
+
+
+def _before(P, us, vs):
+    """For each query, whether event us[q] happens before vs[q] (event 2·op, + 1 for a completion) on
+    r's own edges: a start after its deps, a post's completion after its start and after the
+    previous post's completion with its peer. Every edge goes to a larger event number."""
+    out = np.zeros(len(us), bool)
+    for a in range(0, len(us), _CHUNK):                # bounded temporaries
+        out[a:a + _CHUNK] = _before_chunk(P, us[a:a + _CHUNK], vs[a:a + _CHUNK])
+    return out
+
+
+def _before_chunk(P, us, vs):
+    us, vs = np.asarray(us, np.int64), np.asarray(vs, np.int64)
+    if P._direct is None:
+        P._direct = _direct_edges(P)
+    vn, vc = vs // 2, vs % 2
+    start = vc == 0
+    hit = np.zeros(us.size, bool)
+    kind, direct = P._direct
+    if kind == "rows":
+        hit[start] = (direct[vn[start]] == us[start, None]).any(axis=1)
+    elif kind == "codes":
+        q = vn * (2 * P.n + 2) + us
+        at = np.minimum(np.searchsorted(direct, q), direct.size - 1)
+        hit = start & (direct[at] == q)
+    prev = P.prev_post[vn] if vs.size else vs
+    hit |= (vc == 1) & ((us == vs - 1) | ((prev >= 0) & (us == 2 * prev + 1)))
+    hit &= us != vs
+    rest = np.flatnonzero(~hit & (us < vs))
+    if rest.size:
+        if P._graph is None:
+            P._graph = ((2 * P.dep_m + P.dep_C).tolist(), np.concatenate([[0], np.cumsum(P.dep_count)]).tolist(),
+                        P.prev_post.tolist())
+        for q in rest.tolist():
+            hit[q] = _reach(int(us[q]), int(vs[q]), *P._graph)
+    return hit
+
+
+def _direct_edges(P):
+    """Each op's dependency events: as rows of a table (-1 padded) where no op has more than _ROW,
+    else as one sorted code per (op, event)."""
+    dep_ev = 2 * P.dep_m + P.dep_C
+    if not dep_ev.size:
+        return "none", None
+    if P.dep_count.max() <= _ROW:
+        first = np.concatenate([[0], np.cumsum(P.dep_count)[:-1]])
+        table = np.full((P.n, int(P.dep_count.max())), -1, np.int64)
+        table[P.dep_owner, np.arange(dep_ev.size) - first[P.dep_owner]] = dep_ev
+        return "rows", table
+    return "codes", np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
+
+
+def _reach(u, v, deps, indptr, prev_post) -> bool:
+    """u happens before v: a search back from v, never below u (edges only go up)."""
+    seen, todo = {v}, [v]
+    while todo:
+        x = todo.pop()
+        n, c = divmod(x, 2)
+        if c:
+            ys = [x - 1] if prev_post[n] < 0 else [x - 1, 2 * prev_post[n] + 1]
+        else:
+            ys = deps[indptr[n]:indptr[n + 1]]
+        for y in ys:
+            if y == u:
+                return True
+            if y > u and y not in seen:
+                seen.add(y)
+                todo.append(y)
+    return False

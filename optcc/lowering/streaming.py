@@ -15,6 +15,8 @@ in flight. verifier.streaming proves every interleaving of these programs safe (
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from itertools import repeat
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 from optcc.errors import OptccError
@@ -27,7 +29,7 @@ PORT_ORDER = True           # derived: a rank's sends wait for the sends the sch
 KINDS = ("recv", "send", "snap", "land", "scale")
 
 
-@dataclass
+@dataclass(slots=True)                 # 10⁵-10⁶ per rank: no __dict__ each (memory, attribute reads)
 class Op:
     kind: str
     piece: int
@@ -53,50 +55,90 @@ class StreamingProgram:
     recv_order: bool = False       # receives wait for the previous receive on their link
 
 
-def _snapshotted(grid, flow: int, write_times) -> bool:
-    """The step runner's rule too (optcc.lowering.step): snapshot when the piece changes while in flight."""
-    return any(grid.starts[flow] < t < grid.ends[flow] for t in write_times)
-
-
 class _Lowering:
-    """What every rank's program needs of the whole schedule, computed once."""
+    """What every rank's program needs of the whole schedule, computed once, as numpy columns."""
 
     def __init__(self, schedule, grid: IntegerTimes | None):
+        import numpy as np
         self.schedule = schedule
         self.grid = grid = grid or IntegerTimes(schedule)
-        self.order = posting_order(schedule, grid.starts)
-        self.pos = {i: n for n, i in enumerate(self.order)}
-        self.links = [f.link for f in schedule.flows]
-        self.writes: dict = defaultdict(list)         # (rank, piece) -> times it is written
-        for i, f in enumerate(schedule.flows):
-            self.writes[(f.dst, f.piece)].append(grid.ends[i])
-        for j, op in enumerate(schedule.local_ops):
-            self.writes[(op.rank, op.piece)].append(grid.op_times[j])
+        flows = schedule.flows
+        self.links = [f.link for f in flows]
+        self.src, self.dst, self.piece = (np.fromiter(map(itemgetter(k), flows), np.int64, len(flows)) for k in range(3))
+        self.starts, self.ends, self.op_times = _time_columns(grid)
+        order = np.array(posting_order(schedule, grid.starts), dtype=np.int64)
+        self.pos = np.empty(len(flows), np.int64)
+        self.pos[order] = np.arange(len(flows))
+        local_ops = schedule.local_ops
+        self.lo_rank = np.array([op.rank for op in local_ops], dtype=np.int64)
+        self.lo_piece = np.array([op.piece for op in local_ops], dtype=np.int64)
 
     def rank(self, r: int, window: int, port_order: bool, recv_order: bool) -> RankProgram:
-        schedule, grid, pos = self.schedule, self.grid, self.pos
-        flows, starts, ends = schedule.flows, grid.starts, grid.ends
-        items = []                                  # (key, Op)
-        slot_users = []                             # (start, end, flow) needing a slot
-        for i in self.order:
-            f = flows[i]
-            if f.dst == r:
-                items.append(((starts[i], 3, pos[i]), Op("recv", f.piece, i, f.src)))
-                items.append(((ends[i], 0, pos[i]), Op("land", f.piece, i)))
-                slot_users.append((starts[i], ends[i], i))
-            elif f.src == r:
-                items.append(((starts[i], 3, pos[i]), Op("send", f.piece, i, f.dst)))
-                if _snapshotted(grid, i, self.writes.get((r, f.piece), ())):
-                    items.append(((starts[i], 2, pos[i]), Op("snap", f.piece, i)))
-                    slot_users.append((starts[i], ends[i], i))
-        for j, op in enumerate(schedule.local_ops):
-            if op.rank == r:
-                items.append(((grid.op_times[j], 1, j), Op("scale", op.piece, local=j)))
-        items.sort(key=lambda kv: kv[0])
-        ops = [op for _, op in items]
-        slot_of, n_slots = _color(slot_users)
-        times = (starts, ends, self.links) if port_order or recv_order else None
+        """Rank r's ops sorted by (time, class, posting position): a receive and a send at the
+        flow's start (3), a snapshot then (2), a landing at its end (0), a local op at its time (1)."""
+        import numpy as np
+        grid, src, dst = self.grid, self.src, self.dst
+        recv = np.flatnonzero(dst == r)
+        send = np.flatnonzero((src == r) & (dst != r))
+        snap = send[self._snapshotted(r, send, recv)]
+        scale = np.flatnonzero(self.lo_rank == r)
+        kinds = np.repeat(np.arange(5), [recv.size, send.size, snap.size, recv.size, scale.size])
+        index = np.concatenate([recv, send, snap, recv, scale])
+        time = np.concatenate([self.starts[recv], self.starts[send], self.starts[snap], self.ends[recv],
+                               self.op_times[scale]])
+        cls = np.repeat(np.array([3, 3, 2, 0, 1]), [recv.size, send.size, snap.size, recv.size, scale.size])
+        third = np.concatenate([self.pos[index[:index.size - scale.size]], scale])
+        order = np.lexsort((third, cls, time))
+        kinds, index = kinds[order], index[order]
+        is_flow, recvs, sends = kinds != 4, kinds == 0, kinds == 1
+        piece = np.empty(index.size, np.int64)
+        piece[is_flow] = self.piece[index[is_flow]]
+        piece[~is_flow] = self.lo_piece[index[~is_flow]]
+        peer = np.zeros(index.size, np.int64)
+        peer[recvs] = src[index[recvs]]
+        peer[sends] = dst[index[sends]]
+        flow, peer, local = index.tolist(), peer.tolist(), [None] * index.size
+        for n in np.flatnonzero(~is_flow).tolist():     # a local op: its index as `local`, no flow
+            local[n], flow[n] = flow[n], None
+        for n in np.flatnonzero(~(recvs | sends)).tolist():
+            peer[n] = None                              # only posts have a peer
+        names = ("recv", "send", "snap", "land", "scale")
+        ops = list(map(Op, [names[k] for k in kinds.tolist()], piece.tolist(), flow, peer, repeat(None), local))
+        users = np.concatenate([recv, snap]).tolist()
+        slot_of, n_slots = _color([(grid.starts[i], grid.ends[i], i) for i in users])
+        times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
         return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
+
+    def _snapshotted(self, r, send, recv):
+        """Which of r's sends are snapshotted: the step runner's rule too (optcc.lowering.step),
+        a snapshot when r writes the piece (a landing, a local op) strictly within the flow."""
+        import numpy as np
+        mine = np.flatnonzero(self.lo_rank == r)
+        w_piece = np.concatenate([self.piece[recv], self.lo_piece[mine]])
+        w_time = np.concatenate([self.ends[recv], self.op_times[mine]])
+        if not send.size or not w_piece.size:
+            return np.zeros(send.size, bool)
+        s_piece, s_start, s_end = self.piece[send], self.starts[send], self.ends[send]
+        # (piece, time) as one integer, both as ranks: a write strictly within (start, end) of its piece
+        _, t = np.unique(np.concatenate([w_time, s_start, s_end]), return_inverse=True)
+        _, q = np.unique(np.concatenate([w_piece, s_piece]), return_inverse=True)
+        span = int(t.max()) + 2
+        nw, ns = w_piece.size, send.size
+        writes = np.sort(q[:nw] * span + t[:nw])
+        after = np.searchsorted(writes, q[nw:] * span + t[nw:nw + ns], side="right")   # the first write after the start
+        return (after < nw) & (writes[np.minimum(after, nw - 1)] < q[nw:] * span + t[nw + ns:])
+
+
+def _time_columns(grid):
+    """The grid's starts, ends and local-op times as int64 columns; where they do not fit, their
+    ranks among all three (the lowering only compares them, so every order is the same)."""
+    import numpy as np
+    try:
+        return tuple(np.array(x, dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
+    except OverflowError:
+        values = sorted(set(grid.starts) | set(grid.ends) | set(grid.op_times))
+        rank = {v: n for n, v in enumerate(values)}
+        return tuple(np.array([rank[v] for v in x], dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
 
 
 def check_window(window: int) -> None:
@@ -162,57 +204,68 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
     slot_done: dict[int, tuple] = {}                # slot -> (op, event) that frees it
     peer_seq: dict[int, list] = defaultdict(list)
     recv_at: dict[int, int] = {}
+    snap_at: dict[int, int] = {}
+    starts, ends, links = times if times is not None else (None, None, None)
+    port_order = port_order and times is not None
+    recv_order = recv_order and times is not None
+
     for n, op in enumerate(ops):
-        deps = op.deps
-        if op.kind in ("recv", "snap") or (op.kind == "send" and op.flow in slot_of):
-            op.slot = slot_of[op.flow]
-        if op.kind == "land":
-            op.slot = slot_of[op.flow]
-        if op.kind in ("recv", "snap") and op.slot in slot_done:
-            deps.append(slot_done[op.slot])
-        if op.kind in ("send", "snap") and not (op.kind == "send" and op.slot is not None):
-            if op.piece in last_write:
-                deps.append((last_write[op.piece], "S"))
-        if op.kind == "send" and op.slot is not None:
-            deps.append((_find(ops, n, "snap", op.flow), "S"))
-        if op.kind == "send" and port_order and times is not None:
-            starts, ends, links = times
-            prev = last_send.get(links[op.flow])
-            if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[op.flow]:
-                deps.append((prev, "C"))               # one peer needs none: its messages are FIFO
-            last_send[links[op.flow]] = n
-        if op.kind == "recv" and recv_order and times is not None:
-            starts, ends, links = times
-            prev = last_recv.get(links[op.flow])
-            if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[op.flow]:
-                deps.append((prev, "C"))
-            last_recv[links[op.flow]] = n
-        if op.kind in ("send", "recv"):
-            seq = peer_seq[op.peer]
+        deps, kind, i = op.deps, op.kind, op.flow
+        if kind == "recv":
+            op.slot = slot = slot_of[i]
+            if slot in slot_done:
+                deps.append(slot_done[slot])
+            if recv_order:
+                prev = last_recv.get(links[i])
+                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
+                    deps.append((prev, "C"))
+                last_recv[links[i]] = n
+            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
             if seq:
                 deps.append((seq[-1], "S"))
-            if len(seq) >= window:
-                deps.append((seq[-window], "C"))
+                if len(seq) >= window:
+                    deps.append((seq[-window], "C"))
             seq.append(n)
-        if op.kind == "recv":
-            recv_at[op.flow] = n
-        if op.kind == "land":
-            deps.append((recv_at[op.flow], "C"))
-        if op.kind in ("land", "scale"):
+            recv_at[i] = n
+        elif kind == "send":
+            slot = op.slot = slot_of.get(i)
+            if slot is None:
+                if op.piece in last_write:
+                    deps.append((last_write[op.piece], "S"))
+            else:
+                deps.append((snap_at[i], "S"))
+            if port_order:
+                prev = last_send.get(links[i])
+                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
+                    deps.append((prev, "C"))           # one peer needs none: its messages are FIFO
+                last_send[links[i]] = n
+            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
+            if seq:
+                deps.append((seq[-1], "S"))
+                if len(seq) >= window:
+                    deps.append((seq[-window], "C"))
+            seq.append(n)
+            if slot is None:
+                reads[op.piece].append((n, "C"))
+            else:
+                slot_done[slot] = (n, "C")
+        elif kind == "snap":
+            op.slot = slot = slot_of[i]
+            if slot in slot_done:
+                deps.append(slot_done[slot])
+            if op.piece in last_write:
+                deps.append((last_write[op.piece], "S"))
+            reads[op.piece].append((n, "S"))
+            snap_at[i] = n
+        else:                                           # land, scale: write the piece
+            if kind == "land":
+                op.slot = slot_of[i]
+                deps.append((recv_at[i], "C"))
             if op.piece in last_write:
                 deps.append((last_write[op.piece], "S"))
             deps.extend(reads.pop(op.piece, []))
             last_write[op.piece] = n
-        if op.kind == "send" and op.slot is None:
-            reads[op.piece].append((n, "C"))
-        if op.kind == "snap":
-            reads[op.piece].append((n, "S"))
-        if op.kind == "land":
-            slot_done[op.slot] = (n, "S")
-        if op.kind == "send" and op.slot is not None:
-            slot_done[op.slot] = (n, "C")
+            if kind == "land":
+                slot_done[op.slot] = (n, "S")
     return RankProgram(rank, ops, dict(peer_seq), n_slots)
 
-
-def _find(ops, before, kind, flow) -> int:
-    return next(m for m in range(before - 1, -1, -1) if ops[m].kind == kind and ops[m].flow == flow)
