@@ -44,7 +44,6 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
     if not checked[0]:
         return checked
     where = checked[2]
-    hb = [[] for _ in range(2 * total)]            # predecessors
     for r, rp in enumerate(program.ranks):
         for n, op in enumerate(rp.ops):
             for m, ev in op.deps:
@@ -52,17 +51,13 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
                         (ev == "C" and rp.ops[m].kind not in ("send", "recv")):
                     return _fail("bad dependency", r, f"rank {r} op {n} depends on ({m}, {ev!r}), "
                                                       f"which is not an event of its program")
-                hb[node(r, n, "S")].append(node(r, m, ev))
-            if op.kind in ("send", "recv"):
-                hb[node(r, n, "C")].append(node(r, n, "S"))
-        for seq in rp.peer_seq.values():
-            for a, b in zip(seq, seq[1:]):
-                hb[node(r, b, "C")].append(node(r, a, "C"))
-    for i, f in enumerate(schedule.flows):
-        hb[node(f.dst, where[(f.dst, "recv", i)], "C")].append(node(f.src, where[(f.src, "send", i)], "S"))
-    progress = [list(x) for x in hb]
-    for i, f in enumerate(schedule.flows):
-        progress[node(f.src, where[(f.src, "send", i)], "C")].append(node(f.dst, where[(f.dst, "recv", i)], "S"))
+    hb = [[] for _ in range(2 * total)]            # predecessors
+    progress = [[] for _ in range(2 * total)]
+    for kind, (r, n, ev), (r2, m, ev2) in progress_edges(schedule, program, where):
+        u, v = node(r2, m, ev2), node(r, n, ev)
+        if kind != "send after recv posted":
+            hb[v].append(u)
+        progress[v].append(u)
     live = [x for x in range(2 * total) if x % 2 == 0 or
             _is_post(program, base, x // 2)]
     topo = _topo(progress, live)
@@ -116,6 +111,29 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
                 else:
                     reads.append((n, end_ev))
     return True, None
+
+
+EDGE_KINDS = ("dependency", "post", "peer order", "recv after send posted", "send after recv posted")
+
+
+def progress_edges(schedule, program, where):
+    """The progress graph's edges as (kind, event, an event it waits for), events (rank, op index,
+    "S" start | "C" completion); `where` maps (rank, "send" | "recv", flow) to the op index
+    (_structure's). Every kind but the last also holds in every execution (happens-before);
+    verifier.parametric.streaming_order proves each kind increases the order key."""
+    for r, rp in enumerate(program.ranks):
+        for n, op in enumerate(rp.ops):
+            for m, ev in op.deps:
+                yield "dependency", (r, n, "S"), (r, m, ev)
+            if op.kind in ("send", "recv"):
+                yield "post", (r, n, "C"), (r, n, "S")
+        for seq in rp.peer_seq.values():
+            for a, b in zip(seq, seq[1:]):
+                yield "peer order", (r, b, "C"), (r, a, "C")
+    for i, f in enumerate(schedule.flows):
+        send, recv = (f.src, where[(f.src, "send", i)]), (f.dst, where[(f.dst, "recv", i)])
+        yield "recv after send posted", (*recv, "C"), (*send, "S")
+        yield "send after recv posted", (*send, "C"), (*recv, "S")
 
 
 def _hazard(r, buf, kind, first, second):

@@ -17,7 +17,8 @@ index). Conditions L1-L5, on rank r's program and r's flows alone:
      start before its completion, one peer's completions in posting order), so a fortiori in
      the whole happens-before graph;
   L5 snapshots: a send from a slot reads a snapshot of the same flow.
-Why every rank passing L1-L5 gives M, H, D (argued here, not machine-checked):
+Why every rank passing L1-L5 gives M, H, D (M and H argued here; D's steps machine-checked by
+property streaming_order of prove-all, verifier/parametric/streaming_order.py):
   M  by L1 every flow has its three ops at its two ends, each once; by L3 the two ends' lists
      with each other are their common flows sorted by the same K, so they mirror position by
      position: both ends enumerate the same flows with the same terms (property "local" of

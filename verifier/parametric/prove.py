@@ -10,9 +10,10 @@ from optcc.errors import OptccError
 from verifier.parametric import generic as G
 from verifier.parametric import lemmas
 from verifier.parametric import local as L
+from verifier.parametric import streaming_order as SO
 from verifier.parametric.obligations import TIMEOUT_MS, discharge
 
-PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local")
+PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local", "streaming_order")
 # servers also proves its instance (the q ≥ 3 OptCC families or the q = 2 swap) as property "instance",
 # and its finish time in closed form for q ≤ 2 as "finish_q_le_2"
 REPORTED = PROPERTIES + ("instance", "finish_q_le_2")
@@ -29,12 +30,12 @@ def obligations(algo: str, families=None):
         fams = families or R.R.FAMILIES
         C = R.generator_model(fams)
         obs = (common + [R.piece_lemma()] + R.span_lemmas(C) + G.well_formed(C) + G.sum_property(C, R.chain(fams))
-               + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C) + L.obligations(C))
+               + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C) + L.obligations(C) + SO.obligations())
         return R.FOR_ALL, obs
     if algo == "optcc":
         from verifier.parametric import optcc as O
         fams = families or O.F.FAMILIES
-        return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams))
+        return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams)) + SO.obligations()
     if algo == "servers":
         from optcc.algorithms.families.servers import Lift, Placement
         from verifier.parametric import servers as SV

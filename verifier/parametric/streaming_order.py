@@ -1,0 +1,87 @@
+"""Property "streaming_order" of prove-all (ring, optcc): the deadlock-freedom part (D) of the
+order argument in verifier.streaming_local, machine-checked.
+
+A worker of a generated schedule checks only its own program (conditions L1-L5 of
+verifier.streaming_local). D for the whole program follows if every edge of the progress graph
+(verifier.streaming_check.progress_edges: its five kinds) strictly increases one key, the event
+key (κ, e) with κ = (time, class, K), K = (start, src, dst, piece), e = 0 for an op's start and
+1 for a post's completion, compared lexicographically. Proved here in Z3, over unbounded
+integers, one obligation per step:
+  - the lexicographic order on event keys is irreflexive and transitive (a strict order);
+  - dependency: an op waits only for an event of an earlier op (L2), the ops strictly sorted by κ;
+  - post: a post's completion after its own start;
+  - peer order: consecutive posts with one peer, K strictly increasing (L3), each a post at its
+    flow's start (L1: time = K's start, class 3);
+  - the two cross edges: a flow's send and receive have the same κ at both ends (L1; both ends
+    enumerate the flow with the same terms, property `local`), a completion after the other's start.
+Controls (each must be refuted, with a counterexample): the dependency step without the sort,
+the peer step with a post away from its flow's start, the cross step with ends that disagree on K.
+Argued, not machine-checked: a strictly sorted list has every earlier element below every later
+one (transitivity, proved, applied along the list); a relation that strictly increases a strict
+order on a finite set has no cycle; the kinds of progress_edges are the edges check_streaming
+uses (it builds its graph from them) and the κ of tests/test_streaming_order.py is L1-L5's.
+"""
+from __future__ import annotations
+
+import z3
+
+from verifier.parametric.obligations import Obligation
+
+PROPERTY = "streaming_order"
+SEND_CLASS = 3                 # κ's class of a post (verifier.streaming_local)
+
+
+def lex_less(a, b):
+    """a < b lexicographically (tuples of z3 Int terms of equal length)."""
+    if not a:
+        return z3.BoolVal(False)
+    return z3.Or(a[0] < b[0], z3.And(a[0] == b[0], lex_less(a[1:], b[1:])))
+
+
+def _kappa(name: str):
+    t, c, k0, k1, k2, k3 = z3.Ints(" ".join(f"{name}_{x}" for x in ("time", "class", "Kstart", "Ksrc", "Kdst",
+                                                                      "Kpiece")))
+    return (t, c, k0, k1, k2, k3)
+
+
+def _event(kappa, e):
+    return (*kappa, e)
+
+
+def _bit(e):
+    return z3.Or(e == 0, e == 1)
+
+
+def _ob(name, assumptions, goal):
+    return Obligation(PROPERTY, name, list(assumptions), goal)
+
+
+def obligations(controls: bool = False) -> list[Obligation]:
+    """The steps above (controls=False), or the false controls (controls=True)."""
+    a, b, c = _kappa("a"), _kappa("b"), _kappa("c")
+    ea, eb, ec = z3.Ints("e_a e_b e_c")
+    A, B, C = _event(a, ea), _event(b, eb), _event(c, ec)
+    post_a = [a[1] == SEND_CLASS, a[0] == a[2]]           # a post at its flow's start (L1)
+    post_b = [b[1] == SEND_CLASS, b[0] == b[2]]
+    if controls:
+        return [
+            _ob("control: a dependency on an earlier op without the κ sort", [_bit(ea)],
+                lex_less(A, _event(b, 0))),
+            _ob("control: consecutive posts in K order, the first away from its flow's start",
+                [post_b[0], a[1] == SEND_CLASS, lex_less(a[2:], b[2:])], lex_less(_event(a, 1), _event(b, 1))),
+            _ob("control: a send and its receive whose ends disagree on K",
+                [a[0] == b[0], a[1] == b[1], *post_a], lex_less(_event(b, 0), _event(a, 1))),
+        ]
+    return [
+        _ob("lex order on event keys is irreflexive", [], z3.Not(lex_less(A, A))),
+        _ob("lex order on event keys is transitive", [lex_less(A, B), lex_less(B, C)], lex_less(A, C)),
+        _ob("dependency: an event of an earlier op (L2: ops strictly sorted by κ) before the op's start",
+            [_bit(ea), lex_less(a, b)], lex_less(A, _event(b, 0))),
+        _ob("post: a post's start before its completion", [], lex_less(_event(a, 0), _event(a, 1))),
+        _ob("peer order: one peer's posts in strict K order (L3), each at its flow's start (L1)",
+            [*post_a, *post_b, lex_less(a[2:], b[2:])], lex_less(_event(a, 1), _event(b, 1))),
+        _ob("recv after send posted: both ends' κ of one flow are equal (L1, property local)",
+            [*post_a, *[x == y for x, y in zip(a, b)]], lex_less(_event(a, 0), _event(b, 1))),
+        _ob("send after recv posted: both ends' κ of one flow are equal (L1, property local)",
+            [*post_b, *[x == y for x, y in zip(a, b)]], lex_less(_event(b, 0), _event(a, 1))),
+    ]
