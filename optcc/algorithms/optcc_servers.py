@@ -76,7 +76,13 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         raise OptccError("g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
     if q == 1:
         return _one_server(cluster, meta)
-    plan = _plan(cluster, k)
+    return lifted_schedule(cluster, _plan(cluster, k), meta)
+
+
+def lifted_schedule(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
+    """The schedule of a `_plan`: g lifted copies of its instance on the NICs and its NVLink
+    batches (used by optcc_server_allreduce and few_servers)."""
+    g = cluster.g
     inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
     D, to_global, rnd_i = plan["D"], plan["to_global"], plan["rnd_i"]
     fractions: dict = {}
@@ -102,16 +108,18 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
-def _plan(cluster: Cluster, k: int) -> dict:
-    """Everything of optcc_server_allreduce (q ≥ 2) but the flows: the instance and its grid,
+def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
+    """Everything of optcc_server_allreduce (q ≥ 2) but the flows (of `inst`, a schedule on the
+    q-node instance cluster, where given: few_servers lifts its own): the instance and its grid,
     the grid M of global times (value = int / M), the lead D and the instance-to-global factor
     (instance time st on its grid runs at (D + st·to_global)/M), the round length of every piece,
     and the NVLink batches (server, start on M, instance piece, "add" | "copy") in the order
     the schedule lists them (optcc.algorithms.arrays_servers emits the same flows as arrays)."""
     g, q = cluster.g, cluster.servers
     s_nv = cluster.nvlink_speedup
-    inst_cluster, _ = _instance_cluster(cluster)
-    inst = _two_server_instance(inst_cluster, k) if q == 2 else optcc_allreduce(inst_cluster, k)
+    if inst is None:
+        inst_cluster, _ = _instance_cluster(cluster)
+        inst = _two_server_instance(inst_cluster, k) if q == 2 else optcc_allreduce(inst_cluster, k)
     P = len(inst.pieces)
     gf = Fraction(g)
     sizes = [x / gf for x in inst.pieces]
