@@ -14,12 +14,24 @@ from fractions import Fraction as F
 
 from optcc.algorithms import few_servers as FS
 from optcc.algorithms.arrays_servers import server_event_arrays
+from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from optcc.event_timer import Prepared
+from optcc.event_timer import Prepared, ring_event_time
 from optcc.latency import units
-from paper_checks.event_checks import cluster, nccl_event
 
 N = 8 * 2**30
+B, B_NVLINK = F(50 * 10**9), F(450 * 10**9)     # paper_checks.settings' NIC and NVLink bandwidths
+
+
+def cluster(p: int, g: int, ell, model: str) -> Cluster:
+    """The straggler server 0 (all g GPUs at ℓ), the preset's latency."""
+    return Cluster.build(p, g, {i: ell for i in range(g)}, bandwidth=B, nvlink_bandwidth=B_NVLINK, latency_model=model)
+
+
+def nccl_event(p: int, g: int, model: str, n: int) -> F:
+    """NCCLNoFailure (the flat ring, fault-free): its exact event time."""
+    c = Cluster.build(p, g, bandwidth=B, nvlink_bandwidth=B_NVLINK, latency_model=model)
+    return ring_event_time(c, *units(c, n))
 POINTS = [(16, 4), (32, 4), (16, 8), (32, 8), (64, 8)]
 ELLS = (F(2), F(4, 3), F(8, 7))
 MODELS = ("simai", "nccl", "alpha")

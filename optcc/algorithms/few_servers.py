@@ -130,16 +130,17 @@ def accepts(cluster: Cluster) -> tuple[bool, str]:
     straggler server, 2(g−1)/s_nv ≤ F, and Li + L > 0 (so every latency-free result is
     optcc_servers', and the build depends on the latency only through Li + L > 0).
 
-    Measured (2026-12-03, 8 GiB, 50 GB/s, NVLink 450 GB/s; best k of k = 2, 4, …, 1024 by event
-    time, capped at 0.4–1.5 M flows, few_servers at the largest k by its closed form
-    slot + 3(Li + L) where the cap stopped it), overhead over NCCLNoFailure's event time,
-    few_servers vs optcc_servers, ℓ = 2:
-      p = 16, g = 4:  simai 8.47 vs 8.96%, nccl 8.49 vs 10.91%, alpha 9.24 vs 10.47%
-      p = 32, g = 4:  simai 3.47 vs 6.07%, nccl 3.49 vs 8.73%  (ℓ = 4/3, 8/7 better too)
-      p = 32, g = 8:  simai 4.36 vs 6.74%, nccl 4.41 vs 9.94%, alpha 11.76 vs 9.10% (worse)
-      p = 64, g = 8:  simai 1.88 vs 5.64%, nccl 1.93 vs 9.33%
-      p = 16, g = 8 (q = 2): simai 6.88 vs 6.77%, alpha 9.52 vs 8.53% (worse)
-    and at g = 8, ℓ = 4/3 and 8/7 the NVLink condition fails (F < 14/9)."""
+    Measured by benchmarks/few_servers_dispatch.py (8 GiB, 50 GB/s, NVLink 9×; best k of
+    2, 4, …, 1024 by event time up to 0.4 M flows, few_servers' closed-form upper bound beyond),
+    over NCCLNoFailure's event time at ℓ = 2, few_servers vs optcc_servers:
+      p = 16, g = 4:  simai 6.92 vs 8.94%, nccl 6.94 vs 10.92%, alpha 9.15 vs 10.47%
+      p = 32, g = 4:  simai 3.47 vs 6.07%, nccl 3.49 vs 8.73%, alpha 5.75 vs 8.87%
+      p = 32, g = 8:  simai 3.53 vs 6.74%, nccl 3.57 vs 9.94%, alpha 11.76 vs 9.10% (worse)
+      p = 64, g = 8:  simai 1.88 vs 6.45%, nccl 1.93 vs 9.33%, alpha 14.40 vs 10.13% (worse)
+      p = 16, g = 8 (q = 2): simai 6.88 vs 6.77%, nccl 6.95 vs 6.82% (worse)
+    ℓ = 4/3, 8/7 at g = 4 gain 1.5–3.5 pp; at g = 8 they fail the NVLink condition. o alone
+    (alpha) is excluded as a whole: it loses at g = 8, and a g threshold would be fitted to two
+    points."""
     if cluster.g < 2:
         return False, "covers g ≥ 2 GPUs per server"
     try:
