@@ -31,6 +31,7 @@ Construction (derived):
 """
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from optcc.algorithms import check_segments, direct
@@ -46,7 +47,15 @@ LAG = 2          # derived: the AG of chunk c runs LAG rounds after its RS, LAG 
 Q_MAX = 8        # the issue's "few servers" (issue 24 item 5); measured rule in `accepts`
 
 
-def _check(cluster: Cluster) -> tuple[Cluster, list[Fraction], Fraction, Fraction]:
+@functools.lru_cache(maxsize=256)
+def _shards(ell: tuple) -> tuple[tuple[Fraction, ...], Fraction, Fraction]:
+    """(x, F, M) of the instance slowdowns (an exact simplex: cached, the dispatcher asks often)."""
+    x = tuple(direct.shard_lp(ell))
+    first, middle, _ = direct._round_loads(ell, x, 1)   # at k = 1: F and M themselves
+    return x, first, middle
+
+
+def _check(cluster: Cluster) -> tuple[Cluster, tuple[Fraction, ...], Fraction, Fraction]:
     """(instance cluster, shards x, F, M) of a cluster this construction covers (else OptccError)."""
     g, q = cluster.g, cluster.servers
     if g < 2:
@@ -55,8 +64,7 @@ def _check(cluster: Cluster) -> tuple[Cluster, list[Fraction], Fraction, Fractio
         raise OptccError("p", f"few_servers covers 2 ≤ q ≤ {Q_MAX} servers, got q = {q}")
     straggler_server(cluster)
     inst, _ = instance_cluster(cluster)
-    x = direct.shard_lp(inst.slowdown)
-    first, middle, _ = direct._round_loads(inst.slowdown, x, 1)   # at k = 1: F and M themselves
+    x, first, middle = _shards(tuple(inst.slowdown))
     s_nv = cluster.nvlink_speedup
     if 2 * (g - 1) / s_nv > first:
         raise OptccError("nvlink_bandwidth", f"few_servers needs 2(g−1)/s_nv ≤ F = {first} (NVLink at most "
