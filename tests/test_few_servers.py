@@ -16,7 +16,7 @@ from optcc.errors import OptccError
 from optcc.event_arrays import schedule_tuples
 from optcc.event_timer import Prepared
 from optcc.latency import units
-from optcc.schedule import Schedule
+from optcc.schedule import Flow, Schedule
 from optcc.simulate import simulate
 from optcc.timing import IntegerTimes, check_capacity, event_time, slot_time
 
@@ -91,12 +91,24 @@ def test_optcc_verify_proves_the_cli_schedule(case, tmp_path, run_optcc):
     assert json.loads(r.stdout)["proved"] is True
 
 
-def test_optcc_verify_refuses_a_mutant(tmp_path, run_optcc):
+def _drop_first_rs(flows):
+    """One NIC reduce-scatter add dropped: an owner misses a server's contribution."""
+    i = next(i for i, f in enumerate(flows) if f.link == "nic" and f.op == "add")
+    return flows[:i] + flows[i + 1:]
+
+
+def _early_all_gather(flows):
+    """The last NIC all-gather copy moved to t = 0, before its chunk is reduced."""
+    i = max(i for i, f in enumerate(flows) if f.link == "nic" and f.op == "copy")
+    f = flows[i]
+    return flows[:i] + [Flow(f.src, f.dst, f.piece, f.op, F(0), f.link, f.rate)] + flows[i + 1:]
+
+
+@pytest.mark.parametrize("mutate", [_drop_first_rs, _early_all_gather], ids=lambda m: m.__name__)
+def test_optcc_verify_refuses_a_mutant(mutate, tmp_path, run_optcc):
     c = server_cluster(4, 2, 2, latency_model="simai")
     sch = FS.build(c, 2)
-    # drop one NIC reduce-scatter add: one owner misses a server's contribution
-    i = next(i for i, f in enumerate(sch.flows) if f.link == "nic" and f.op == "add")
-    bad = Schedule(c, sch.pieces, sch.flows[:i] + sch.flows[i + 1:], meta=sch.meta)
+    bad = Schedule(c, sch.pieces, mutate(sch.flows), meta=sch.meta)
     path = tmp_path / "bad.json"
     bad.save(str(path))
     r = run_optcc("verify", path, "--json")
