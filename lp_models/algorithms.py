@@ -2,7 +2,9 @@
 module registers `lp_shared` and `lp_exclusive` (the CLI does, before it reads `--algo`).
 
 They live here, not in the core table, because they need the fluid LP (lp_models is above core);
-each builds lp_models.to_schedule.lp_schedule with k segments and the default LP solver. Their slot
+each builds lp_models.to_schedule.lp_schedule with k segments and the default LP solver (g = 1), or
+lp_server_schedule, its lift to g GPUs per server (g > 1, one ℓ per server, any number of
+straggler servers). Their slot
 time is the built schedule's own timing, not a closed form (`closed_form=False`): their schedules
 state none, and `optcc verify` shows their time as "not stated".
 """
@@ -17,8 +19,8 @@ from optcc.schedule import Schedule
 
 def _builder(capacity: str):
     def build(cluster: Cluster, k: int) -> Schedule:
-        from lp_models.to_schedule import lp_schedule
-        return lp_schedule(cluster, k, capacity)
+        from lp_models.to_schedule import lp_schedule, lp_server_schedule
+        return (lp_schedule if cluster.g == 1 else lp_server_schedule)(cluster, k, capacity)
     return build
 
 
@@ -31,8 +33,16 @@ def _slot_time(capacity: str):
 
 
 def _accepts(cluster: Cluster) -> tuple[bool, str]:
-    if cluster.g != 1:
-        return False, "the LP schedule covers one GPU per server (g = 1)"
+    if cluster.g == 1:
+        return True, ""
+    if cluster.servers < 2:
+        return False, "for g > 1 the LP schedule needs at least 2 servers"
+    from optcc.algorithms.server_lift import server_slowdowns
+    from optcc.errors import OptccError
+    try:
+        server_slowdowns(cluster)
+    except OptccError as e:              # a server mixing slowdowns: the lift needs one ℓ per server
+        return False, e.message
     return True, ""
 
 
@@ -40,7 +50,8 @@ RECORDS = tuple(
     registry.Algorithm(f"lp_{capacity}", _builder(capacity), _slot_time(capacity), _accepts,
                        "none derived: the LP schedule's critical path was never counted",
                        f"derived: the {capacity}-capacity fluid LP optimum as a pipelined star schedule "
-                       "(lp_models.to_schedule, docs/lp_models.md)", closed_form=False)
+                       "(lp_models.to_schedule, docs/lp_models.md; g > 1: lifted over the servers with NVLink brackets)",
+                       closed_form=False)
     for capacity in ("shared", "exclusive"))
 
 for _record in RECORDS:

@@ -1,4 +1,4 @@
-"""The fluid-LP optimum as a concrete pipelined Schedule (g = 1).
+"""The fluid-LP optimum as a concrete pipelined Schedule (g = 1; g > 1 by the server lift).
 
 Construction (derived, docs/lp_models.md "From the LP to a schedule"): the LP's root shares
 x_r are made exact (small-denominator fractions, re-normalized to sum to 1). The data is cut
@@ -15,6 +15,15 @@ docs/verifier.md; the offset stays part of this construction and of its slot tim
 at any instant a port still carries one segment's reduce flows and one segment's broadcasts.
 Slot time (k+1)·τ + δ = (1 + 1/k + 1/(2k²)) × the exact-share load T ≈ LP optimum: 1.6% above
 it at k = 64.
+
+g > 1 (`lp_server_schedule`, derived, docs/lp_models.md "g > 1"): the server-level LP
+(lp_models.fluid, g NICs per server) is the g = 1 LP on the q-node cluster of the servers'
+ℓ (server_lift.node_cluster) with every load divided by g, so its root shares are the q-node
+LP's. The q-node schedule above runs as g instances, one per local index, each on 1/g of the
+data over its own NICs (port loads unchanged), bracketed by NVLink reduce-scatter and all-gather
+batches placed as optcc_servers places them (first touch / last write, the smallest lead).
+Slot time ≤ (q-node slot time)/g + 2(g−1)/(g·s_nv) (derived: the lead is at most the RS work,
+and the AG batches, released by the last write, hold NVLink at most the AG work after it).
 """
 from __future__ import annotations
 
@@ -25,6 +34,8 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 from lp_models.fluid import DEFAULT_LP_SOLVER, FluidLPResult, solve_fluid_lp
+
+CAPACITIES = ("shared", "exclusive")
 
 MAX_DENOMINATOR = 10**4
 
@@ -108,3 +119,36 @@ def lp_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
             "lp_optimum": lp.objective, "lp_solver": lp.solver,
             "slot_length": str(tau), "exact_share_optimum": str(tau * k)}
     return Schedule(cluster, pieces, flows, meta=meta).validate()   # exact Fractions, sizes sum to 1
+
+
+def lp_server_plan(cluster: Cluster, segments: int = 64, capacity: str = "shared",
+                   solver: str = DEFAULT_LP_SOLVER) -> tuple[dict, Schedule]:
+    """(optcc_servers._plan of the q-node LP schedule, that instance): what lp_server_schedule and
+    its array form (arrays_servers.lifted_event_arrays) lift."""
+    from optcc.algorithms.optcc_servers import _plan
+    from optcc.algorithms.server_lift import node_cluster
+    if cluster.g == 1:
+        raise OptccError("g", "lp_server_schedule is for g > 1; use lp_schedule for g = 1")
+    if cluster.servers < 2:
+        raise OptccError("p", f"p = g = {cluster.g} is one server: no NIC traffic to schedule (the LP schedule "
+                              "for g > 1 needs at least 2 servers)")
+    if capacity not in CAPACITIES:
+        raise OptccError("capacity", f"expected one of {CAPACITIES}, got {capacity!r}")
+    k = check_segments(segments)
+    inst = lp_schedule(node_cluster(cluster), k, capacity, solver)
+    return _plan(cluster, k, inst), inst
+
+
+def lp_server_schedule(cluster: Cluster, segments: int = 64, capacity: str = "shared",
+                       solver: str = DEFAULT_LP_SOLVER) -> Schedule:
+    """The q-node LP schedule lifted to g GPUs per server (module docstring); meta records the
+    server-level LP optimum (lp_models.fluid on `cluster`) beside the instance's."""
+    from optcc.algorithms.optcc_servers import lift_instance
+    plan, inst = lp_server_plan(cluster, segments, capacity, solver)
+    server_lp = solve_fluid_lp(cluster, capacity, solver)
+    meta = {"algorithm": "lp_fluid", "capacity": capacity, "segments": inst.meta["segments"], "g": cluster.g,
+            "lp_optimum": server_lp.objective, "lp_solver": server_lp.solver,
+            "instance_lp_optimum": inst.meta["lp_optimum"],
+            "instance_slot_length": inst.meta["slot_length"],
+            "construction": "NVLink RS + g lifted q-node LP schedules + NVLink AG (lp_models.to_schedule, derived)"}
+    return lift_instance(cluster, plan, meta).validate()

@@ -236,7 +236,7 @@ def capacity_ok(port: np.ndarray, start: np.ndarray, end: np.ndarray, rate: np.n
         ek = pt * top + en
         del en
         if not (ek[1:] >= ek[:-1]).all():
-            o2 = np.argsort(ek)
+            o2 = np.argsort(ek, kind="stable")       # timsort: the ends come in long sorted runs (start order)
             ek, r = ek[o2], r[o2]
             del o2
         ended = np.concatenate([[0], np.cumsum(r)])

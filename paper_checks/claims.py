@@ -17,6 +17,7 @@ from paper_checks import models as M
 from paper_checks import optcc_model as O
 from paper_checks import per_model as P
 from paper_checks import settings as S
+from paper_checks import shared_port as SP
 from paper_checks.claims_baselines import (check_pxn_ring_57, check_pxn_ring_slowdown, check_r2ccl_57,
                                            check_r2ccl_57_as_coded, check_r2ccl_schedule_formula)
 from paper_checks.verdicts import (  # noqa: F401  (report.py reads the verdicts and tolerances here)
@@ -256,14 +257,15 @@ def _within_6_row(row_id: str, claim: str, where: str, g: int, ps, ells, ell_tex
 
 def check_within_6_percent_g4() -> Row:
     g = S.G_FIGURE10
-    return _within_6_row(
+    return SP.attach(_within_6_row(
         "within-6pct-fig10", "OptCC stays within 6% of NCCLNoFailure across p ∈ [16, 256] (g = 4)",
         "paper, Figure 10 caption", g, S.P_FIGURE10, S.ELLS_UP_TO_HALF, "ℓ ∈ {8/7, 4/3, 2}",
         lambda p, ell, au: O.optcc_server_best_time(p, g, ell, au),
         lambda p, ell, au: M.lower_bound_time(p, g, ell, au),
         "α-β event model (α = 5 µs): optcc_server_slot_time + α per message "
         "(optcc_model.optcc_server_messages_on_critical_path), best k, vs the flat ring 2(p−1)(α + 1/(g·p))",
-        {"hierarchical_ring_over_flat_ring_p16": float(M.hierarchical_ring_time(16, g) / M.flat_ring_time(16, g))})
+        {"hierarchical_ring_over_flat_ring_p16": float(M.hierarchical_ring_time(16, g) / M.flat_ring_time(16, g))}),
+        g, S.P_FIGURE10, S.ELLS_UP_TO_HALF, PERCENT_ROUNDING_PP)
 
 
 # fig10-gap-p16's rule (stated before OptCC g = 4 existed, unchanged): OptCC's gap to
@@ -352,18 +354,19 @@ def check_within_6_percent_fig21_g8() -> Row:
     row.ours += (f". Note (not a verdict): the exclusive-port LP optimum itself (lp_models.fluid, α = 0) is "
                  f"{listed} over the flat ring" + (f", so no exclusive-port schedule is within 6% at "
                                                   f"p = {', '.join(beyond)}" if beyond else ""))
-    return row
+    return SP.attach(row, g, S.P_FIGURE21_G8, (ells,), PERCENT_ROUNDING_PP)
 
 
 def check_within_6_percent_g8() -> Row:
     g = S.G_FIGURE22
-    return _within_6_row(
+    return SP.attach(_within_6_row(
         "within-6pct-fig22", ABSTRACT_6PCT + " — g = 8, one straggler server at ℓ = 2",
         "paper, abstract, in Figure 22 (a)'s setting (g = 8, ℓ = 2, N = 8 GiB; the caption states no number)",
         g, S.P_FIGURE22, (S.ELL_4_OF_8,), "ℓ = 2",
         lambda p, ell, au: O.optcc_server_best_time(p, g, ell, au),
         lambda p, ell, au: M.lower_bound_time(p, g, ell, au),
-        "α-β event model (α = 5 µs): optcc_server_slot_time + α per message, best k, vs the flat ring")
+        "α-β event model (α = 5 µs): optcc_server_slot_time + α per message, best k, vs the flat ring"),
+        g, S.P_FIGURE22, (S.ELL_4_OF_8,), PERCENT_ROUNDING_PP)
 
 
 def check_list() -> list:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from optcc.latency import PRESET_NAMES
 from paper_checks import claims, settings
 from paper_checks.per_model import VERDICT_MODEL
+from paper_checks.shared_port import cell as shared_port_cell
 
 VERDICTS = (claims.PASS, claims.FAIL, claims.OPEN, claims.UNDECIDED, claims.READING)
 
@@ -40,6 +41,10 @@ def render_text(report: dict) -> str:
             at100 = r.get("verdicts_by_bandwidth", {}).get("100")
             if at100:
                 lines.append("    at 100 GB/s: " + ", ".join(f"{m} {v}" for m, v in at100.items()))
+        sp = r["details"].get("shared_port")
+        if sp:
+            lines.append(f"    shared-port LP schedule ({sp['latency_model']}, another port rule, not the verdict): "
+                         + shared_port_cell(sp).replace("**", ""))
         if r.get("reading"):
             lines.append(f"    reading: {r['reading']}")
         margin = r["details"].get("margin_pp")
@@ -94,15 +99,18 @@ def _cell(verdict: str, r: dict | None) -> str:
 
 def render_markdown_table(report: dict) -> str:
     """The README / docs/paper_checks.md table: one row per claim, a column per latency preset at
-    50 GB/s and simai at 100 GB/s (regenerate: `optcc paper-checks --json > r.json` then
+    50 GB/s, simai at 100 GB/s, and the shared-port LP schedule (paper_checks.shared_port; a
+    different port rule, never the verdict) where a row has one (regenerate: `optcc paper-checks --json > r.json` then
     `python -m paper_checks.report r.json`)."""
-    lines = ["| claim | paper | alpha | simai (= verdict) | nccl | simai at 100 GB/s |", "|---|---|---|---|---|---|"]
+    lines = ["| claim | paper | alpha | simai (= verdict) | nccl | simai at 100 GB/s | shared-port LP schedule (simai) |",
+             "|---|---|---|---|---|---|---|"]
     for r in report["rows"]:
         models = r["details"].get("latency_models", {})
         m100 = r["details"].get("latency_models_100GBps", {})
         cells = [_cell(r["verdicts"].get(m, r["verdict"]), models.get(m)) for m in PRESET_NAMES]
         at100 = r.get("verdicts_by_bandwidth", {}).get("100", {}).get(VERDICT_MODEL, r["verdict"])
         cells.append(_cell(at100, m100.get(VERDICT_MODEL)))
+        cells.append(shared_port_cell(r["details"].get("shared_port")))   # another port rule: not the verdict
         lines.append(f"| {r['id']} | {r['paper']} | " + " | ".join(cells) + " |")
     s = report["summary"]
     lines.append("")

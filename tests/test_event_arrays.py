@@ -194,3 +194,35 @@ def test_all_slow_arrays_refuse_g_above_1():
     with pytest.raises(OptccError) as e:
         all_slow.arrays(Cluster.build(8, 2, {r: F(2) for r in range(8)}), 2, lambda red, k: None)
     assert e.value.field == "g"
+
+
+def _capacity_brute(port, start, end, rate, den):
+    """Every port's summed rate at every flow start ≤ den (flows ending at t have left)."""
+    for p in set(port.tolist()):
+        on = [(int(s), int(e), int(r)) for q, s, e, r in zip(port, start, end, rate) if q == p]
+        for s0, _, _ in on:
+            if sum(r for s, e, r in on if s <= s0 < e) > den:
+                return False
+    return True
+
+
+def test_capacity_ok_is_the_brute_force_check_on_mixed_ports():
+    """optcc.event_arrays.capacity_ok (prefix sums over each port's flows; tiny blocks as well)
+    against the definition, on random flows where some ports carry fractional rates and some only
+    full-rate flows."""
+    from optcc.event_arrays import capacity_ok
+    rng = np.random.default_rng(7)
+    seen = set()
+    for _ in range(400):
+        n, den = int(rng.integers(1, 14)), int(rng.choice([1, 2, 6]))
+        port = rng.integers(0, 4, n).astype(np.int16)
+        start = rng.integers(0, 10, n).astype(np.int64)
+        end = start + rng.integers(1, 6, n)
+        rate = np.where(port % 2 == 0, den, rng.integers(1, den + 1, n)).astype(np.int64)
+        order = np.argsort(start, kind="stable")
+        port, start, end, rate = port[order], start[order], end[order], rate[order]
+        want = _capacity_brute(port, start, end, rate, den)
+        for chunk in (1, 3, 1 << 22):
+            assert capacity_ok(port, start, end, rate, den, chunk) == want
+        seen.add(want)
+    assert seen == {True, False}

@@ -163,11 +163,15 @@ def test_dead_forwarder_is_a_clear_error_and_cleaned_up():
 
 
 def test_remove_stale_clears_a_killed_runs_namespaces():
+    import os
+
     from gpu_runner.testbed import remove_stale
-    for ns in ("o14bstaleh", "o14bstaler0"):
+    prefix = f"o14bstale{os.getpid()}x"       # this process's own: a concurrent run of this test has another
+    names = [prefix + "h", prefix + "r0"]
+    for ns in names:
         subprocess.run(["ip", "netns", "add", ns], check=True)
-    assert sorted(remove_stale("o14bstale")) == ["o14bstaleh", "o14bstaler0"]
-    assert not any(n.startswith("o14bstale") for n in _namespaces())
+    assert sorted(remove_stale(prefix)) == names
+    assert not any(n.startswith(prefix) for n in _namespaces())
 
 
 def test_sizes_sweep_with_delay_cli_json(tmp_path):

@@ -41,11 +41,12 @@ def server_event_arrays(cluster, segments: int) -> EventArrays:
     g, q = cluster.g, cluster.servers
     if g == 1 or q == 1:
         return from_schedule(S.optcc_server_allreduce(cluster, k))
-    return plan_event_arrays(cluster, S._plan(cluster, k))
+    return lifted_event_arrays(cluster, S._plan(cluster, k))
 
 
-def plan_event_arrays(cluster, plan: dict) -> EventArrays:
-    """optcc_servers.lifted_schedule(cluster, plan, …)'s flows as EventArrays."""
+def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
+    """optcc_servers.lift_instance(cluster, plan, …) as EventArrays (the same flows); `plan` from
+    optcc_servers._plan, whichever q-node instance it lifts (OptCC's, or the LP schedule's)."""
     g = cluster.g
     P, M, D, to_global, rnd_i = plan["P"], plan["M"], plan["D"], plan["to_global"], plan["rnd_i"]
     b = ArrayBuilder(cluster, [sz for _ in range(g) for sz in plan["sizes"]])

@@ -9,7 +9,7 @@ Construction (derived):
   carries the reduce-scatter (RS) of chunk r and the all-gather (AG) of chunk r − LAG. With
   LAG = 2 every AG starts one whole round after the RS it reads landed, so in the event model
   (optcc.timing) an AG waits on no latency while Li + L ≤ that round's length (the knee).
-- Lift (optcc_servers.lifted_schedule, server_lift): instance l runs on the l-th GPU of every
+- Lift (optcc_servers.lift_instance, server_lift): instance l runs on the l-th GPU of every
   server on 1/g of the data; NVLink RS batches before each piece's first touch, AG batches after
   its last write, as optcc_servers places them.
 - Slot time (`slot_time`): with c = (g−1)/(g·k·s_nv) (one chunk's NVLink RS or AG work at a
@@ -35,7 +35,7 @@ import functools
 from fractions import Fraction
 
 from optcc.algorithms import check_segments, direct
-from optcc.algorithms.optcc_servers import _plan, lifted_schedule
+from optcc.algorithms.optcc_servers import _plan, lift_instance
 from optcc.algorithms.server_lift import instance_cluster, straggler_server
 from optcc.algorithms.stated import states_slot_time
 from optcc.cluster import Cluster
@@ -102,14 +102,14 @@ def build(cluster: Cluster, k: int) -> Schedule:
             "straggler_server": s_star, "lag": LAG, "shards": inst.meta["shards"],
             "construction": "NVLink RS + g lagged direct exchanges between the servers + NVLink AG, "
                             "see few_servers (derived)"}
-    return lifted_schedule(cluster, _plan(cluster, k, inst), meta)
+    return lift_instance(cluster, _plan(cluster, k, inst), meta)
 
 
 def arrays(cluster: Cluster, k: int):
     """build(cluster, k)'s flows as EventArrays (optcc.algorithms.arrays_servers)."""
-    from optcc.algorithms.arrays_servers import plan_event_arrays
+    from optcc.algorithms.arrays_servers import lifted_event_arrays
     k = check_segments(k)
-    return plan_event_arrays(cluster, _plan(cluster, k, _instance(cluster, k)))
+    return lifted_event_arrays(cluster, _plan(cluster, k, _instance(cluster, k)))
 
 
 # ---- latency counts (module docstring) -------------------------------------------------------

@@ -76,12 +76,13 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         raise OptccError("g", "optcc_server_allreduce is for g > 1; use optcc_single for g = 1")
     if q == 1:
         return _one_server(cluster, meta)
-    return lifted_schedule(cluster, _plan(cluster, k), meta)
+    return lift_instance(cluster, _plan(cluster, k), meta)
 
 
-def lifted_schedule(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
-    """The schedule of a `_plan`: g lifted copies of its instance on the NICs and its NVLink
-    batches (used by optcc_server_allreduce and few_servers)."""
+def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
+    """The g lifted copies of plan's q-node instance on the NICs and the NVLink RS/AG batches
+    (the module docstring's lift; `plan` from `_plan`). Also lifts other q-node instances
+    (lp_models.to_schedule.lp_server_schedule): meta says the schedule's capacity model."""
     g = cluster.g
     inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
     D, to_global, rnd_i = plan["D"], plan["to_global"], plan["rnd_i"]
@@ -109,8 +110,8 @@ def lifted_schedule(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
 
 
 def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
-    """Everything of optcc_server_allreduce (q ≥ 2) but the flows (of `inst`, a schedule on the
-    q-node instance cluster, where given: few_servers lifts its own): the instance and its grid,
+    """Everything of optcc_server_allreduce (q ≥ 2) but the flows: the instance (`inst`, a
+    q-node g = 1 schedule, where given; else OptCC's) and its grid,
     the grid M of global times (value = int / M), the lead D and the instance-to-global factor
     (instance time st on its grid runs at (D + st·to_global)/M), the round length of every piece,
     and the NVLink batches (server, start on M, instance piece, "add" | "copy") in the order

@@ -4,7 +4,8 @@ permutation rounds that reduce-scatter before and all-gather after the instances
 
 Local index l of every server forms instance l: the q GPUs {s·g + l} run the instance on 1/g
 of the data over their own NICs; instance piece π becomes global piece l·P + π. Used by
-optcc_servers (OptCC) and baselines_r2ccl (R2CCL for g > 1).
+optcc_servers (OptCC), baselines_r2ccl (R2CCL for g > 1) and lp_models.to_schedule (the LP
+schedules for g > 1, any number of straggler servers: `server_slowdowns`, `node_cluster`).
 """
 from __future__ import annotations
 
@@ -44,6 +45,28 @@ def instance_cluster(cluster: Cluster) -> tuple[Cluster, Fraction]:
     s, ell = straggler_server(cluster)
     q = cluster.servers
     return Cluster.build(q, 1, {s: ell} if ell != 1 else None), ell
+
+
+def server_slowdowns(cluster: Cluster) -> list[Fraction]:
+    """ℓ of every server (its GPUs' common ℓ), any number of straggler servers.
+
+    Raises OptccError ("stragglers") where a server's GPUs mix slowdowns: instance l runs on
+    local index l of every server, so one ℓ per server is what makes the q-node instance exact."""
+    g = cluster.g
+    out = []
+    for s in range(cluster.servers):
+        ells = set(cluster.slowdown[s * g:(s + 1) * g])
+        if len(ells) != 1:
+            raise OptccError("stragglers", f"server {s} mixes slowdowns {sorted(map(str, ells))}; the server "
+                                           f"lift needs all {g} GPUs of a server at one ℓ")
+        out.append(ells.pop())
+    return out
+
+
+def node_cluster(cluster: Cluster) -> Cluster:
+    """The q-node, one-GPU-per-node cluster of the instances: node s at server s's ℓ."""
+    ells = server_slowdowns(cluster)
+    return Cluster.build(cluster.servers, 1, {s: e for s, e in enumerate(ells) if e != 1} or None)
 
 
 def lifted_flow(f: Flow, l: int, g: int, P: int, start: Fraction) -> Flow:
