@@ -130,7 +130,7 @@ def test_unsegmented_record_auto_is_one_and_k_is_refused(tmp_path, capsys):
 
 G1 = ["--p", "5", "--straggler", "0:3/2"]
 G2 = ["--p", "8", "--g", "2", "--straggler", "0:2", "--straggler", "1:2"]
-CASES = {"optcc": G1, "optcc_servers": G2, "optcc_rails": ["--p", "8", "--g", "2", "--straggler", "0:2"],
+CASES = {"optcc": G1, "optcc_servers": G2, "few_servers": [*G2, "--latency-model", "simai"], "optcc_rails": ["--p", "8", "--g", "2", "--straggler", "0:2"],
          "all_slow": ["--p", "4", *(f for r in range(4) for f in ("--straggler", f"{r}:{r + 2}"))],
          "optcc_multi": ["--p", "5", "--straggler", "0:2", "--straggler", "1:3/2"], "optcc_single": G1,
          "ring": G1, "hierarchical_ring": G2, "r2ccl": G1, "direct": G1, "lp_shared": G1, "lp_exclusive": G1}

@@ -16,6 +16,8 @@ SHAPES = [
     (Cluster.build(6, 1, {0: F(2), 3: F(3, 2)}), "optcc_multi"),
     (Cluster.build(8, 2, {0: F(2), 1: F(2)}), "optcc_servers"),
     (Cluster.build(8, 4), "optcc_servers"),
+    (Cluster.build(16, 4, {i: F(2) for i in range(4)}, latency_model="simai"), "few_servers"),   # q ≤ 8, Li + L > 0
+    (Cluster.build(16, 4, {i: F(2) for i in range(4)}, latency_model="alpha"), "optcc_servers"),  # o alone
     (Cluster.build(12, 2, {0: F(2), 1: F(2), 4: F(3, 2), 5: F(3, 2)}), "optcc_rails"),   # two slow servers
     (Cluster.build(8, 2, {0: F(2)}), "optcc_rails"),                                     # mixed ℓ in a server
     (Cluster.build(5, 1, {i: F(3, 2) + i for i in range(5)}), "all_slow"),               # no healthy GPU
@@ -23,7 +25,7 @@ SHAPES = [
 
 
 def test_the_table_order_and_names():
-    assert [c.name for c in constructions()] == ["optcc_servers", "optcc_rails", "all_slow", "optcc_multi",
+    assert [c.name for c in constructions()] == ["few_servers", "optcc_servers", "optcc_rails", "all_slow", "optcc_multi",
                                                "optcc_single"]
 
 
@@ -42,7 +44,8 @@ def test_choose_and_build_agree(cluster, name):
 def test_accepts_gives_a_reason_when_not():
     c = Cluster.build(6, 1, {0: F(2), 3: F(3, 2)})
     answers = {x.name: x.accepts(c) for x in constructions()}
-    assert answers == {"optcc_servers": (False, "covers g > 1 GPUs per server"),
+    assert answers == {"few_servers": (False, "covers g ≥ 2 GPUs per server"),
+                       "optcc_servers": (False, "covers g > 1 GPUs per server"),
                        "optcc_rails": (False, "optcc_rails is for g > 1 GPUs per server"),
                        "all_slow": (False, "some GPU is healthy"), "optcc_multi": (True, ""),
                        "optcc_single": (False, "covers at most one straggler")}

@@ -155,18 +155,29 @@ def _round_loads(ell, x, k: int) -> tuple[Fraction, Fraction, Fraction]:
     return first, middle, first
 
 
-def slot_time(cluster: Cluster, k: int) -> Fraction:
-    """Exact slot time of `build(cluster, k)` (n/B), without building it."""
+def _check_lag(lag) -> int:
+    if isinstance(lag, bool) or not isinstance(lag, int) or lag < 1:
+        raise OptccError("lag", f"expected a positive integer, got {lag!r}")
+    return lag
+
+
+def slot_time(cluster: Cluster, k: int, lag: int = 1) -> Fraction:
+    """Exact slot time of `build(cluster, k, lag)` (n/B), without building it: min(k, lag)
+    rounds of reduce-scatter only and as many of all-gather only, k − lag rounds of both."""
     k = check_segments(k)
+    lag = _check_lag(lag)
     _check(cluster)
     first, middle, last = _round_loads(cluster.slowdown, shards(cluster), k)
-    return first + (k - 1) * middle + last
+    return min(k, lag) * (first + last) + max(0, k - lag) * middle
 
 
 @states_slot_time("slot_time")
-def build(cluster: Cluster, k: int) -> Schedule:
-    """The direct AllReduce of the module docstring with k chunks (exclusive port model)."""
+def build(cluster: Cluster, k: int, lag: int = 1) -> Schedule:
+    """The direct AllReduce of the module docstring with k chunks (exclusive port model); round
+    r carries the all-gather of chunk r − lag (lag > 1 gives every all-gather lag − 1 rounds
+    of slack after its chunk's reduce-scatter landed: few_servers)."""
     k = check_segments(k)
+    lag = _check_lag(lag)
     _check(cluster)
     ell, q = cluster.slowdown, cluster.p
     x = shards(cluster)
@@ -176,22 +187,25 @@ def build(cluster: Cluster, k: int) -> Schedule:
     first, middle, last = _round_loads(ell, x, k)
     flows: list[Flow] = []
     start = Fraction(0)
-    for r in range(k + 1):
-        L = first if r == 0 else (last if r == k else middle)
-        if r < k:                              # reduce-scatter of chunk r: i adds into owner j
+    for r in range(k + lag):
+        rs, ag = r < k, r >= lag
+        if not (rs or ag):                     # k < lag: no round between the two halves
+            continue
+        L = middle if rs and ag else (first if rs else last)
+        if rs:                              # reduce-scatter of chunk r: i adds into owner j
             for j in owners:
                 size = pieces[index[(r, j)]]
                 for i in range(q):
                     if i != j:
                         flows.append(Flow(i, j, index[(r, j)], "add", start, "nic", size * _m(ell, i, j) / L))
-        if r > 0:                              # all-gather of chunk r − 1: owner j copies out
+        if ag:                                 # all-gather of chunk r − lag: owner j copies out
             for j in owners:
-                size = pieces[index[(r - 1, j)]]
+                size = pieces[index[(r - lag, j)]]
                 for i in range(q):
                     if i != j:
-                        flows.append(Flow(j, i, index[(r - 1, j)], "copy", start, "nic", size * _m(ell, i, j) / L))
+                        flows.append(Flow(j, i, index[(r - lag, j)], "copy", start, "nic", size * _m(ell, i, j) / L))
         start += L
-    meta = {"algorithm": NAME, "segments": k, "capacity": "exclusive",
+    meta = {"algorithm": NAME, "segments": k, "capacity": "exclusive", **({"lag": lag} if lag != 1 else {}),
             "shards": [str(v) for v in x],
             "construction": "direct reduce-scatter / all-gather with LP shard sizes, see direct (derived)"}
     return Schedule(cluster, pieces, flows, meta=meta)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from optcc import latency_counts as LC
-from optcc.algorithms import all_slow, direct, optcc_rails
+from optcc.algorithms import all_slow, direct, few_servers, optcc_rails
 from optcc.algorithms import baselines as BL
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
@@ -162,6 +162,12 @@ SINGLE_LATENCY = Latency(LC.single_overheads, LC.single_latencies, lambda c: LC.
                          "derived: optcc.latency_counts (single), docs/latency.md; tested in tests/test_model_time.py")
 
 _CONSTRUCTIONS = [
+    Algorithm(few_servers.NAME, few_servers.build, few_servers.slot_time, few_servers.accepts,
+              Latency(few_servers.overheads, few_servers.latencies, few_servers.knee,
+                      "derived: optcc.algorithms.few_servers (B = 3 below the knee); tested in tests/test_few_servers.py"),
+              "derived: a lagged direct exchange between q ≤ 8 servers with LP shards, NVLink lead and tail "
+              "(optcc.algorithms.few_servers, docs/optcc_servers.md 'Few servers')",
+              construction=True, arrays=_lazy_arrays("optcc.algorithms.few_servers", "arrays")),
     Algorithm("optcc_servers", optcc_server_allreduce, optcc_server_slot_time, _servers,
               Latency(LC.servers_overheads, LC.servers_latencies, lambda c: LC.SERVERS_KNEE,
                       "derived: optcc.latency_counts (servers); tested in tests/test_model_time.py"),
