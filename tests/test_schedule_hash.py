@@ -17,7 +17,8 @@ def _plain(schedule: Schedule) -> bytes:
 
 
 CLUSTERS = [Cluster.build(5, 1, {1: Fraction(3, 2)}), Cluster.build(8, 2, {2: 2, 3: 2}),
-            Cluster.build(6), Cluster.build(8, 1, {0: 2, 5: 3}), Cluster.build(4, 1, {r: 2 for r in range(4)})]
+            Cluster.build(6), Cluster.build(8, 1, {0: 2, 5: 3}), Cluster.build(4, 1, {r: 2 for r in range(4)}),
+            Cluster.build(12, 4, {r: 2 for r in range(4)}, latency_model="simai")]   # few_servers (3 servers, latency)
 
 
 @pytest.mark.parametrize("algo", algorithm_names())

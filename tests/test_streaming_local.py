@@ -19,7 +19,8 @@ from optcc.lowering.streaming import streaming_program
 from verifier.streaming_local import check_rank_program
 
 CLUSTERS = (Cluster.build(5, 1, {1: Fraction(3, 2)}), Cluster.build(8, 2, {2: 2, 3: 2}),
-            Cluster.build(6, 1, {0: 2, 3: 3}))
+            Cluster.build(6, 1, {0: 2, 3: 3}),
+            Cluster.build(12, 4, {r: 2 for r in range(4)}, latency_model="simai"))   # few_servers
 
 
 def _programs():
