@@ -359,7 +359,7 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
                                             "here; it takes no certificate")
         note = accept_generator(schedule)
         if dtype is not None:
-            note += "; " + generated_numerics(dtype, allow_worse_numerics)
+            note += "; " + generated_numerics(schedule, dtype, allow_worse_numerics)
         return schedule, note
     note = require_proof(schedule, certificate)
     if dtype is not None:

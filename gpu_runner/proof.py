@@ -389,8 +389,7 @@ def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = Non
                                          runners=()) -> None:
     """An attestation of a generated schedule accepted by accept_generator, for workers that check
     their own streaming program (verifier.streaming_local) instead of comparing it with an
-    instance proof's digest. Numerics are analysed per instance only: without `allow_worse` a
-    dtype is refused here."""
+    instance proof's digest. Numerics by the summation-tree lemma (generated_numerics)."""
     sha = gen.sha256()
     if sha not in _ACCEPTED:
         raise OptccError("schedule", "this process has not accepted the generated schedule "
@@ -399,13 +398,22 @@ def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = Non
             "accepted": _ACCEPTED[sha], "numerics": None,
             "programs": [{"window": w, "recv_order": bool(ro)} for w, ro in runners]}
     if dtype is not None:
-        body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse), "message": generated_numerics(dtype, allow_worse)}
+        body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse), "message": generated_numerics(gen, dtype, allow_worse)}
     write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
 
 
-def generated_numerics(dtype: str, allow_worse: bool) -> str:
-    """The numerics decision for a generated schedule not built here: not analysed, run only when allowed."""
-    why = "verifier.numerics analyses an instance, and this generated schedule is accepted without building one"
-    if not allow_worse:
-        raise OptccError("schedule", f"numerics not analysed: {why}; allow it explicitly with --allow-worse-numerics")
-    return f"{dtype}: numerics not analysed ({why}); allowed explicitly"
+def generated_numerics(gen, dtype: str, allow_worse: bool = False) -> str:
+    """The numerics decision for a generated schedule accepted by its generator's proof, no
+    instance built: the summation-tree lemma (verifier.numerics.summation_tree_numerics) on
+    prove-all's sum invariant, whose values are partial sums of distinct inputs, for families
+    whose every flow is a coefficient-1 add or copy (checked here) and which have no local ops."""
+    from optcc.algorithms.families.local import local_form
+    from verifier.numerics import summation_tree_numerics
+    odd = [f.name for f in local_form(gen.algo).families if f.op not in ("add", "copy")]
+    if odd:
+        why = f"families {', '.join(odd)} are not plain adds or copies, so the summation-tree lemma does not apply"
+        if not allow_worse:
+            raise OptccError("schedule", f"numerics not analysed: {why}; allow it explicitly with --allow-worse-numerics")
+        return f"{dtype}: numerics not analysed ({why}); allowed explicitly"
+    why = f"prove-all's {gen.algo} sum invariant holds for every p"
+    return summation_tree_numerics(gen.cluster.p, dtype, why).message

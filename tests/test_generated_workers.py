@@ -144,9 +144,10 @@ def per_rank(tmp_path, monkeypatch):
     path = str(tmp_path / "g.json")
     gen.save(path)
     monkeypatch.setenv(proof.LAUNCH_KEY_ENV, proof.launch_key_env()[proof.LAUNCH_KEY_ENV])
-    loaded, note = prepare_schedule(path, 7, dtype="int64", allow_worse_numerics=True, per_rank=True)
-    assert isinstance(loaded, GeneratedSchedule) and "generator re-proved" in note and "not analysed" in note
-    args = attested_worker_args(loaded, path, str(tmp_path), "streaming", "int64", True)
+    loaded, note = prepare_schedule(path, 7, dtype="int64", per_rank=True)
+    assert isinstance(loaded, GeneratedSchedule) and "generator re-proved" in note
+    assert "int64: exact; every intermediate is a partial sum of distinct inputs (Σ|c| ≤ p = 7)" in note
+    args = attested_worker_args(loaded, path, str(tmp_path), "streaming", "int64", False)
     return gen, path, args[-1]
 
 
@@ -169,8 +170,7 @@ def test_a_per_rank_worker_checks_its_own_program_and_nothing_global(per_rank, m
                          (verifier.streaming_check, "check_streaming"), (verifier.numerics, "analyze_numerics"),
                          (GeneratedSchedule, "materialize")):
         monkeypatch.setattr(module, name, forbidden)
-    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64",
-                                      "--allow-worse-numerics"])
+    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64"])
     loaded = _load_schedule(args)
     for r in range(7):
         part = _rank_part(loaded, r, args)
@@ -197,8 +197,7 @@ def test_a_per_rank_worker_refuses_a_program_that_fails_the_check(per_rank, monk
         return rp
     monkeypatch.setattr(proof, "rank_program", no_window)
     proof.forget()
-    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64",
-                                      "--allow-worse-numerics"])
+    args = build_parser().parse_args(["--schedule", path, "--attestation", attestation, "--dtype", "int64"])
     loaded = _load_schedule(args)
     with pytest.raises(Err, match="fails the per-rank check") as e:
         for r in range(7):
@@ -272,10 +271,9 @@ def test_over_the_build_limit_optcc_run_takes_the_per_rank_path(tmp_path):
     gen = GeneratedSchedule.of("optcc", Cluster.build(2048, stragglers={0: 2}), 1)     # p²·k > 4·10⁶
     path = str(tmp_path / "g.json")
     gen.save(path)
-    with pytest.raises(OptccError, match="allow-worse-numerics"):
-        prepare_schedule(path, 2048, dtype="float32")
-    loaded, note = prepare_schedule(path, 2048, dtype="float32", allow_worse_numerics=True)
+    loaded, note = prepare_schedule(path, 2048, dtype="float32")          # no --allow-worse-numerics
     assert isinstance(loaded, GeneratedSchedule) and "re-proved" in note
+    assert "summation trees of depth ≤ p − 1 = 2047" in note and "the ring's bound" in note
     assert "each rank checks its own program" in check_runner(loaded, "streaming")
     with pytest.raises(OptccError) as e:
         check_runner(loaded, "step")
@@ -287,6 +285,6 @@ def test_a_per_rank_gloo_run_is_exact(per_rank):
     pytest.importorskip("torch")
     from gpu_runner.launch import launch_trusted
     gen, path, _ = per_rank
-    res = launch_trusted(path, gen.sha256(), 7, 7 * 8 * 64, "int64", 120.0, allow_worse_numerics=True, schedule=gen)
+    res = launch_trusted(path, gen.sha256(), 7, 7 * 8 * 64, "int64", 120.0, schedule=gen)
     assert res.ok, res.describe_failure()
     assert res.result["correct"] is True and res.result["rows"][0]["wrong"] == 0

@@ -30,6 +30,7 @@ for integer dtypes. `optcc run` refuses a schedule that fails it unless told oth
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from verifier.determinism import ADD, AXPY, LEAF, TreeTable, execute_trees, runner_events
@@ -60,8 +61,8 @@ class NumericsReport:
 
 def ring_bound_eps(p: int, dtype: str) -> float:
     """The ring's worst case in units of eps·Σ|x|: one chain of p − 1 additions (derived above)."""
-    u = UNIT_ROUNDOFF[dtype]
-    return ((1.0 + u) ** (p - 1) - 1.0) / (2 * u) * _UP ** (2 * p)
+    u = UNIT_ROUNDOFF[dtype]       # expm1/log1p: 1 + u rounds to 1 in float64 for float64's own u
+    return math.expm1((p - 1) * math.log1p(u)) / (2 * u) * _UP ** (2 * p)
 
 
 def analyze_numerics(schedule, dtype: str = "float32", grid=None) -> NumericsReport:
@@ -150,6 +151,28 @@ def analyze_numerics(schedule, dtype: str = "float32", grid=None) -> NumericsRep
         msg = (f"{dtype}: {what}; worst-case error ≤ {bound:.4g}·eps·Σ|x|, the ring's is "
                f"{ring:.4g}·eps·Σ|x|" + ("" if ok else " — WORSE than the ring"))
     return NumericsReport(dtype, ok, tree, tree_depth, bound, ring, max_coef, p, msg)
+
+
+def summation_tree_numerics(p: int, dtype: str, why: str) -> NumericsReport:
+    """Property numerics without an instance, for a schedule every value of which is a partial sum
+    of distinct inputs and every result the full sum (`why` names where that is proved: for the
+    ring and OptCC generators, prove-all's sum invariant, whose values are 0/1 arcs,
+    verifier.parametric.values). Summation-tree lemma (derived): a result is then a binary tree of
+    plain additions over the p inputs, each a leaf once, so every input is at depth ≤ p − 1 and,
+    by the recursion in the module docstring (e_i ← (1 + u)·e_i + u along its path), its error is
+    ≤ ((1 + u)^(p−1) − 1)|x_i|: the ring's bound. Integers: every intermediate is a partial sum
+    (Σ|c| ≤ p). The reported bound is that upper bound, not the instance's exact worst case."""
+    from optcc.errors import OptccError
+    if dtype not in DTYPES:
+        raise OptccError("dtype", f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})")
+    if dtype in INT_DTYPES:
+        return NumericsReport(dtype, True, True, None, None, None, p, p,
+                              f"{dtype}: exact; every intermediate is a partial sum of distinct inputs "
+                              f"(Σ|c| ≤ p = {p}), {why}")
+    ring = ring_bound_eps(p, dtype)
+    return NumericsReport(dtype, True, True, None, ring, ring, p, p,
+                          f"{dtype}: summation trees of depth ≤ p − 1 = {p - 1} ({why}); worst-case error ≤ "
+                          f"{ring:.4g}·eps·Σ|x|, the ring's bound (summation-tree lemma, verifier.numerics)")
 
 
 def _short(n: int) -> str:
