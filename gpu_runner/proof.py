@@ -81,6 +81,15 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
             if ok:
                 return _accept(schedule, f"generator certificate {certificate}: {why}")
             raise OptccError("certificate", f"{certificate}: {why}; refusing to run it")
+        from verifier.rails_certificate import check_rails_certificate, is_rails_certificate
+        if is_rails_certificate(certificate):          # per-rail witnesses plus the composition theorem
+            ok, why = check_rails_certificate(schedule, certificate)
+            if ok:
+                return _accept(schedule, f"rails certificate {certificate} re-checked (per-rail witnesses and "
+                                         f"causality, NVLink brackets, runnable; composition theorem re-proved) "
+                                         f"for schedule sha256 {schedule.sha256()[:16]}")
+            raise OptccError("certificate", f"{certificate} does not certify this schedule "
+                                            f"(sha256 {schedule.sha256()[:16]}…): {why}; refusing to run it")
         ok, why = check_certificate(schedule, certificate)
         if ok:
             return _accept(schedule, f"certificate {certificate} re-checked (witness, causality, runnable) for "

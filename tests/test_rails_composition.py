@@ -160,8 +160,9 @@ def test_cli_verify_by_rails(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["proved"] and data["facts"]["method"].startswith("rails composition")
     assert data["facts"]["composition_theorem"]["status"] == "proved (Z3, all q, g)"
-    assert main(["verify", str(path), "--by-rails", "--certificate", str(tmp_path / "c.json")]) == 2
-    assert "--certificate" in capsys.readouterr().err and not (tmp_path / "c.json").exists()
+    assert main(["verify", str(path), "--by-rails", "--certificate", str(tmp_path / "c.json")]) == 0
+    assert f"certificate written to {tmp_path / 'c.json'}" in capsys.readouterr().out
+    assert json.loads((tmp_path / "c.json").read_text())["format"] == "optcc-rails-certificate/1"
     borrow = tmp_path / "b.json"
     optcc_rails.build(Cluster.build(8, 2, {0: F(3)}), 8).save(str(borrow))
     assert main(["verify", str(borrow), "--by-rails"]) == 1
