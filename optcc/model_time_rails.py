@@ -1,7 +1,8 @@
 """Counts A, B and knee of optcc_rails, its registry record's Latency (derived; docs/latency.md "Rails").
 
 optcc_rails = NVLink reduce-scatter lead + g rails (rail l: a g = 1 schedule on q = p/g nodes,
-built at o = Li = L = 0, its times scaled by its data share w_l) + NVLink all-gather tail.
+built on the rail's own cluster with the cluster's latencies, its times scaled by its data share
+w_l) + NVLink all-gather tail.
 Event model (optcc.timing.event_time; NVLink flows pay o, Li, L like NIC flows):
 - A rail's flows are its own schedule's flows with every time scaled by w_l, so its event
   time at λ = Li + L is w_l·T_rail(λ/w_l) ≤ w_l·slot_rail + B_rail·λ whenever λ/w_l is below
@@ -18,13 +19,13 @@ with or without direct rails):
   round's reduce-scatter landings, and a round's flows wait only for earlier rounds on their
   ports, so stretching every round by Li + L keeps every dependency: B = k + 1 for every λ.
 - the ring (tiny rails, ring.py): 2(q−1)k synchronous steps, the same argument: B = 2(q−1)k.
-- OptCC (single, multi, all_slow on the rail's λ = 0 cluster): model_time.latency_count and
-  knee_fraction of that cluster (multi: hop spread 1 with its knee 1/2, since rails are built
-  at λ = 0).
+- OptCC (single, multi, all_slow on the rail's cluster): model_time.latency_count and
+  knee_fraction of that cluster (multi: the hop spread its pattern takes there, 3 under
+  pipelined latency Li + L > 0, else 1).
 Rails without a knee of their own (swap, direct, ring) get KNEE_rail = 1: the NVLink lead and
 tail are tested only up to λ = g·w_l/(k·p). One server (q = 1): 2(g−1) NVLink rounds, the
 ring's argument, A = B = 2(g−1), no knee.
-A (overheads o): the largest OptCC count of the rails' λ = 0 clusters + 4 for the NVLink lead
+A (overheads o): the largest OptCC count of the rails' clusters + 4 for the NVLink lead
 and tail (model_time.overhead_count's rails rule, kept), plus P_max (the most pieces of a rail)
 when the plan uses the proportional NVLink rates: their lead is bisected down to the smallest
 that meets every first touch (optcc_rails._smallest_lead), so a GPU's reduce-scatter stream,
@@ -78,7 +79,9 @@ def counts(cluster: Cluster, k: int) -> RailsCounts:
     """B, knee and slot of optcc_rails on `cluster` with k segments (cached: slot and B share
     one plan, the costly part)."""
     from optcc.algorithms.registry import generation   # a rail's construction comes from the table
-    key = (generation(), cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k)
+    pipelined = cluster.issue_delay + cluster.latency > 0      # the rails' multi pattern depends on it
+    key = (generation(), cluster.p, cluster.g, cluster.slowdown, cluster.bandwidth, cluster.nvlink_bandwidth, k,
+           pipelined)
     value = _CACHE.get(key)
     if value is None:
         if len(_CACHE) > 20_000:
@@ -109,7 +112,7 @@ def _counts(cluster: Cluster, k: int) -> RailsCounts:
 
 
 def _overheads(cluster: Cluster, k: int) -> int:
-    """The largest OptCC count of the distinct rail clusters (built at λ = 0) + 4."""
+    """The largest OptCC count of the distinct rail clusters + 4."""
     from optcc.algorithms.optcc_rails import rail_cluster
     from optcc.model_time import overhead_count
     rails = {c.slowdown: c for c in (rail_cluster(cluster, l) for l in range(cluster.g))}.values()

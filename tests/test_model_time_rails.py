@@ -135,3 +135,29 @@ def test_borrowing_plans_are_modelled_at_zero_latency_only():
     assert m0.valid and m0.time == optcc_rails.slot_time(base, k)
     with_latency = Cluster.build(16, 4, {0: F(4)}, latency=F(1, 10**6))
     assert not model_time("optcc", with_latency, k, 1 << 30).valid
+
+
+PIPELINED = [c for c in CLUSTERS if c[0] in ("uniform-p32-g2", "mixed-p32-g2", "uniform-p16-g2")]
+
+
+@pytest.mark.parametrize("name,slow,p,g", PIPELINED, ids=[c[0] for c in PIPELINED])
+def test_rails_built_under_pipelined_latency_take_the_latency_robust_pattern(name, slow, p, g):
+    """Under Li + L > 0 a rail of several stragglers on q ≥ 3 nodes runs optcc_multi's hop spread 3
+    (its own cluster carries the latencies), and the closed form still bounds the event model
+    below the knee; the λ = 0 schedule (spread 1) is another one."""
+    from optcc.algorithms import optcc_rails
+    for k in (2, 8):
+        c, s, grid = _schedule(slow, p, g, k, latency=F(1, 10**9))
+        multi = [r for r in (optcc_rails.rail_cluster(c, l) for l in range(g)) if len(r.stragglers) >= 2]
+        assert multi and all(r.issue_delay + r.latency > 0 for r in multi)
+        plan = optcc_rails._best_plan(c, k, materialize=False)
+        spreads = {sched.meta.get("hop_spread") for sched, _, _ in plan.rails if "stragglers" in sched.meta}
+        assert spreads == {3} or p // g <= optcc_rails.RING_MAX_Q
+        zero = build_schedule("optcc", Cluster.build(p, g, slow), k)
+        if spreads == {3}:
+            assert zero.sha256() != s.sha256()
+        b, lim = latency_count("optcc", c, k), knee("optcc", c, k)
+        for x in (F(1, 8), F(1, 2), F(1)):
+            lam = x * lim
+            assert event_time(s, F(0), grid, F(0), lam) <= slot("optcc", c, k) + b * lam
+            assert event_time(s, F(0), grid, lam, F(0)) <= slot("optcc", c, k) + b * lam

@@ -72,10 +72,13 @@ def accepts(cluster: Cluster) -> tuple[bool, str]:
 
 
 def rail_cluster(cluster: Cluster, l: int) -> Cluster:
-    """The q-node, g = 1 cluster of rail l (the slowdowns of GPUs s·g + l)."""
+    """The q-node, g = 1 cluster of rail l (the slowdowns of GPUs s·g + l), with the cluster's
+    bandwidth and latencies: under pipelined latency (Li + L > 0) a several-straggler rail takes
+    optcc_multi's latency-robust pattern (hop spread 3), as a g = 1 cluster does."""
     g = cluster.g
     slow = {s: cluster.slowdown[s * g + l] for s in range(cluster.servers) if cluster.slowdown[s * g + l] != 1}
-    return Cluster.build(cluster.servers, 1, slow or None)
+    return Cluster.build(cluster.servers, 1, slow or None, bandwidth=cluster.bandwidth, overhead=cluster.overhead,
+                         issue_delay=cluster.issue_delay, latency=cluster.latency)
 
 
 def rail_schedule(inst: Cluster, k: int, direct: bool = True, base=None) -> Schedule:
