@@ -254,15 +254,14 @@ def write_generated_attestation(gen, full: Schedule, path: str, dtype: str | Non
     write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
 
 
-def accept_generated_here(gen, full: Schedule, certificate: str | None = None, dtype: str | None = None,
-                          allow_worse: bool = False, runners=()) -> str:
-    """A worker with no launcher (torchrun): prove the instance `full` of `gen` here (or re-check
-    `certificate`), as a launcher would, and accept it for generated_rank_schedule. Per worker,
-    this is the whole instance's proof: the all-p streaming argument that would spare it is not
-    built (docs/gpu_runner.md, "Generated schedules")."""
-    require_proof(full, certificate)
-    _GENERATED[gen.sha256()] = _generated_body(gen, full, dtype, allow_worse, runners)
-    return _ACCEPTED[full.sha256()]
+def accept_generator_here(gen, dtype: str | None = None, allow_worse: bool = False, runners=()) -> str:
+    """A worker with no launcher (torchrun): accept `gen` by its generator's proof, re-proved here
+    (accept_generator), for generated_rank_schedule's per-rank path: this rank's part is built
+    from the parameters and its own streaming program checked (verifier.streaming_local, whose
+    order argument prove-all's `streaming_order` covers); no instance is built in any worker."""
+    accept_generator(gen)
+    _GENERATED[gen.sha256()] = _per_rank_body(gen, dtype, allow_worse, runners)
+    return _ACCEPTED[gen.sha256()]
 
 
 def _generated_body(gen, full: Schedule, dtype, allow_worse, runners) -> dict:
@@ -399,6 +398,11 @@ def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = Non
     """An attestation of a generated schedule accepted by accept_generator, for workers that check
     their own streaming program (verifier.streaming_local) instead of comparing it with an
     instance proof's digest. Numerics by the summation-tree lemma (generated_numerics)."""
+    body = _per_rank_body(gen, dtype, allow_worse, runners)
+    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+
+
+def _per_rank_body(gen, dtype, allow_worse, runners) -> dict:
     sha = gen.sha256()
     if sha not in _ACCEPTED:
         raise OptccError("schedule", "this process has not accepted the generated schedule "
@@ -408,7 +412,7 @@ def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = Non
             "programs": [{"window": w, "recv_order": bool(ro)} for w, ro in runners]}
     if dtype is not None:
         body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse), "message": generated_numerics(gen, dtype, allow_worse)}
-    write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
+    return body
 
 
 def generated_numerics(gen, dtype: str, allow_worse: bool = False) -> str:

@@ -74,16 +74,17 @@ def _load_schedule(args):
     if isinstance(schedule, GeneratedSchedule):
         if args.attestation:
             accept_generated_attestation(schedule, args.attestation)
-        else:                                      # torchrun: no launcher proved it, so this worker does
-            from gpu_runner.launch import flows_of
-            from gpu_runner.proof import accept_generated_here
+        else:                                      # torchrun: no launcher; by the generator's proof, per rank
+            from gpu_runner.proof import accept_generator_here
             from gpu_runner.runners import program_key
             key = program_key(args.runner)
             if key is None:
                 raise ValueError("a generated schedule runs with the streaming runners; --runner step needs "
                                  "the flow list (optcc schedule --form flows)")
-            accept_generated_here(schedule, flows_of(args.schedule), args.certificate, args.dtype,
-                                  args.allow_worse_numerics, [key])
+            if args.certificate:
+                raise ValueError("a generated schedule is accepted by its generator's proof, re-proved here; "
+                                 "it takes no --certificate")
+            accept_generator_here(schedule, args.dtype, args.allow_worse_numerics, [key])
         return schedule
     if args.attestation:                           # the launcher proved it: check its signature, not the proof
         accept_attestation(schedule, args.attestation)

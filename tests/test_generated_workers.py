@@ -124,12 +124,18 @@ def test_optcc_run_of_a_generated_schedule_is_exact_and_equal_to_the_flow_list(t
 
 
 @pytest.mark.slow
-def test_torchrun_two_nodes_run_a_generated_schedule(tmp_path):
+def test_torchrun_two_nodes_run_a_generated_schedule(tmp_path, monkeypatch):
     """Two torchrun 'nodes' (static rendezvous on localhost) run a generated schedule: with no
-    launcher, each worker proves the instance itself, then builds and runs its own part."""
+    launcher, each worker re-proves the generator and builds and checks only its own part (the
+    per-rank path); the instance is built nowhere (a materialize that raises is loaded first)."""
     from conftest import torchrun_two_nodes
     path = str(tmp_path / "g.json")
     GeneratedSchedule.of("optcc", Cluster.build(4, stragglers={1: 2}), 3).save(path)
+    (tmp_path / "sitecustomize.py").write_text(
+        "from optcc.generated import GeneratedSchedule\n"
+        "def _no(*a, **k):\n    raise AssertionError('a torchrun worker built the whole instance')\n"
+        "GeneratedSchedule.materialize = _no\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))      # torchrun_two_nodes puts this checkout first
     result = torchrun_two_nodes(path)
     assert result["correct"] is True and result["world_size"] == 4 and result["schedule"] == "optcc"
 
