@@ -5,6 +5,10 @@ Usage, like torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_
     state = OptccHookState(schedule)              # proves it (or checks `certificate`)
     model.register_comm_hook(state, optcc_hook)
 
+`schedule` may be a generated schedule (optcc.generated.load_any of a parameter file): then the
+state re-proves its generator and each rank builds and checks only its own part and program
+(the per-rank path of docs/gpu_runner.md), so a hook at p = 4096 starts in seconds.
+
 The hook divides the bucket by the world size (DDP averages gradients, as the default hook
 does) and hands the bucket to the state's communication thread, which runs the schedule in
 place (streaming runner by default, `runner="step"` for the step runner) and completes the
@@ -30,7 +34,8 @@ import torch.distributed as dist
 
 from gpu_runner import streaming   # imported first: its atexit handler must run after ours
 from gpu_runner.executor import RunnerError
-from gpu_runner.proof import require_proof, require_streaming
+from gpu_runner.proof import (accept_generator_here, built_program, generated_rank_schedule, require_proof,
+                              require_streaming)
 from gpu_runner.runners import make_executor, program_key, runner_named
 from optcc.errors import OptccError
 
@@ -42,16 +47,27 @@ class OptccHookState:
 
     def __init__(self, schedule, process_group=None, certificate: str | None = None, watchdog=None,
                  runner: str = "streaming", asynchronous: bool = True):
+        from optcc.generated import GeneratedSchedule
         runner_named(runner)                  # OptccError("runner") for an unknown one
-        self.proof = require_proof(schedule, certificate)
+        key = program_key(runner)
+        self.generated = isinstance(schedule, GeneratedSchedule)
+        if self.generated:                    # by its generator's proof; this rank's part only (executor)
+            if key is None:
+                raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank "
+                                           "builds only its own program); the step runner needs the flow list")
+            if certificate:
+                raise OptccError("certificate", "a generated schedule is accepted by its generator's proof, "
+                                                "re-proved here; it takes no certificate")
+            self.proof = accept_generator_here(schedule, runners=[key])
+        else:
+            self.proof = require_proof(schedule, certificate)
+            if key is not None:
+                require_streaming(schedule, *key)     # refused before any bucket: OptccError("runner")
         self.schedule = schedule
         self.process_group = process_group
         self.watchdog = watchdog
         self.runner = runner
         self.asynchronous = asynchronous
-        key = program_key(runner)
-        if key is not None:
-            require_streaming(schedule, *key)     # refused before any bucket: OptccError("runner")
         self._executor = None
         self._comm: tuple | None = None      # (job queue, thread) once the first bucket came
         self._stream = None
@@ -68,8 +84,12 @@ class OptccHookState:
             rank, ranks, _ = placement(self.schedule, group)
             if ranks is None and group is not None and group is not dist.group.WORLD:
                 ranks = [dist.get_global_rank(group, r) for r in range(world)]
-            self._executor = make_executor(self.schedule, rank, self.runner, group=group, group_ranks=ranks,
-                                           watchdog=self.watchdog)
+            schedule, program = self.schedule, None
+            if self.generated:                # this rank's part, its own program checked (per rank)
+                schedule = generated_rank_schedule(self.schedule, rank)
+                program = built_program(schedule, *program_key(self.runner))
+            self._executor = make_executor(schedule, rank, self.runner, group=group, group_ranks=ranks,
+                                           watchdog=self.watchdog, program=program)
         return self._executor
 
     def submit(self, tensor: torch.Tensor) -> torch.futures.Future:

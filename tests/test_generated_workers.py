@@ -294,3 +294,17 @@ def test_a_per_rank_gloo_run_is_exact(per_rank):
     res = launch_trusted(path, gen.sha256(), 7, 7 * 8 * 64, "int64", 120.0, schedule=gen)
     assert res.ok, res.describe_failure()
     assert res.result["correct"] is True and res.result["rows"][0]["wrong"] == 0
+
+
+def test_the_ddp_hook_state_refuses_a_generated_schedule_with_the_step_runner_or_a_certificate(tmp_path):
+    pytest.importorskip("torch")
+    from gpu_runner.ddp_hook import OptccHookState
+    gen = GeneratedSchedule.of("optcc", Cluster.build(8, stragglers={0: 2}), 2)
+    with pytest.raises(OptccError) as e:
+        OptccHookState(gen, runner="step")
+    assert e.value.field == "runner" and "streaming runners" in e.value.message
+    with pytest.raises(OptccError) as e:
+        OptccHookState(gen, certificate=str(tmp_path / "c.json"))
+    assert e.value.field == "certificate"
+    state = OptccHookState(gen)                 # no process group needed until the first bucket
+    assert state.generated and state.proof.startswith("the optcc generator re-proved for every size")

@@ -1,4 +1,6 @@
-"""DDP hook: 20 training steps on 4 gloo ranks match the default all-reduce hook.
+"""DDP hook: 20 training steps on 4 gloo ranks match the default all-reduce hook, with a flow
+list (ring, optcc) and with a generated schedule (optcc-generated: its parameters only; each rank
+builds and checks its own part, and a materialize that raises shows no rank built the instance).
 
 Run by pytest; each rank is this file run as a script (`python tests/test_runner_ddp.py ALGO OUT`).
 """
@@ -17,7 +19,7 @@ STEPS = 20
 
 @pytest.mark.slow
 def test_ddp_hook_matches_default_allreduce(tmp_path):
-    algos = "ring,optcc"
+    algos = "ring,optcc,optcc-generated"
     from gpu_runner.launch import free_port
     out = tmp_path / "result.json"
     port = free_port()
@@ -92,8 +94,16 @@ def _rank_main(algos, out_path):
     ref, _ = train(make(), hook=False)
     results = {}
     for algo in algos.split(","):
-        stragglers = {0: 2} if algo == "optcc" else {}
-        schedule = build_schedule(algo, Cluster.build(WORLD, stragglers=stragglers), 2)
+        stragglers = {} if algo == "ring" else {0: 2}
+        if algo == "optcc-generated":
+            from optcc.generated import GeneratedSchedule
+
+            def no_instance(*a, **k):
+                raise AssertionError("the DDP hook built the whole instance")
+            GeneratedSchedule.materialize = no_instance
+            schedule = GeneratedSchedule.of("optcc", Cluster.build(WORLD, stragglers=stragglers), 2)
+        else:
+            schedule = build_schedule(algo, Cluster.build(WORLD, stragglers=stragglers), 2)
         seen_all.clear()
         got, buckets = train(make(), hook=True, schedule=schedule)
         spread = got.clone()
