@@ -257,16 +257,19 @@ def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(
     (g = 1, optcc.algorithms.ring, k = 1) or the flat ring (g > 1,
     baselines.flat_ring_allreduce), generated a synchronous step at a time as index arrays (the
     same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step."""
+    from optcc.algorithms.baselines_rings import flat_ring_step
     from optcc.algorithms.ring import ring_step
     p, g = cluster.p, cluster.g
     assert not cluster.stragglers, "NCCLNoFailure: a fault-free cluster"
     o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
     shard = Fraction(1, g * p)
     servers = p // g
-    nv_rate = Fraction(1) if g == 1 else (Fraction(1, g - 1) if servers > 1 else Fraction(1, g))
+    if g > 1:
+        step, nv_rate = flat_ring_step(cluster)                # synchronous step: its slowest hop
+    else:
+        step, nv_rate = shard, Fraction(1)                    # one NIC hop (ℓ = 1)
     nic_d = cluster.nic_time(0, 0, shard)
     nv_d = cluster.nvlink_time(shard, nv_rate) if g > 1 else nic_d
-    step = shard                                              # synchronous step: one NIC hop (ℓ = 1)
     grid_scale = math.lcm(step.denominator, nic_d.denominator, nv_d.denominator)
     mult, scale, oi, lii, wi = _latency_ints(grid_scale, o, li, lat)
     n_pieces = g * p
@@ -297,9 +300,11 @@ def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(
 
 def ring_flow_tuples(cluster) -> list[tuple]:
     """The flows ring_event_time times, as (src, dst, piece, start, link) tuples (for the test)."""
+    from optcc.algorithms.baselines_rings import flat_ring_step
     from optcc.algorithms.ring import ring_step
     p, g = cluster.p, cluster.g
     servers = p // g
+    step = flat_ring_step(cluster)[0] if g > 1 else Fraction(1, p)
     out = []
     for c in range(g):
         order = [s * g + (c + i) % g for s in range(servers) for i in range(g)]
@@ -308,5 +313,5 @@ def ring_flow_tuples(cluster) -> list[tuple]:
             for i in range(p):
                 src, dst = order[i], order[(i + 1) % p]
                 link = "nic" if g == 1 or src // g != dst // g else "nvlink"
-                out.append((src, dst, c * p + (i + offset) % p, t * Fraction(1, g * p), link))
+                out.append((src, dst, c * p + (i + offset) % p, t * step, link))
     return out

@@ -54,10 +54,15 @@ def test_fast_event_time_with_local_ops_and_all_slow():
     assert fast_event_time(s, F(1, 90), F(1, 77), F(1, 33)) == event_time(s, F(1, 90), None, F(1, 77), F(1, 33))
 
 
-@pytest.mark.parametrize("p,g", [(4, 1), (16, 1), (8, 2), (16, 4), (16, 8), (32, 8), (8, 8)])
-def test_ring_event_time_is_the_baseline_schedules_event_time(p, g):
+@pytest.mark.parametrize("p,g,bandwidth", [(4, 1, S.NIC_BANDWIDTH), (16, 1, S.NIC_BANDWIDTH), (8, 2, S.NIC_BANDWIDTH),
+                                         (16, 4, S.NIC_BANDWIDTH), (16, 8, S.NIC_BANDWIDTH), (32, 8, S.NIC_BANDWIDTH),
+                                         (8, 8, S.NIC_BANDWIDTH), (16, 8, 2 * S.NIC_BANDWIDTH),
+                                         (8, 8, 2 * S.NIC_BANDWIDTH), (16, 4, 4 * S.NIC_BANDWIDTH)])
+def test_ring_event_time_is_the_baseline_schedules_event_time(p, g, bandwidth):
+    """Also where NVLink at its share is slower than a NIC hop (100 GB/s NICs, g = 8: s_nv = 9/2 <
+    g − 1), where the flat ring's step is its NVLink hop."""
     for model in MODELS:
-        c = Cluster.build(p, g, bandwidth=S.NIC_BANDWIDTH, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model)
+        c = Cluster.build(p, g, bandwidth=bandwidth, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model)
         s = flat_ring_allreduce(c)
         assert sorted((f.src, f.dst, f.piece, f.start, f.link) for f in s.flows) == sorted(ring_flow_tuples(c))
         o, li, lat = units(c, N)
@@ -71,5 +76,5 @@ def test_ring_event_time_is_the_baseline_schedules_event_time(p, g):
     c = Cluster.build(16, 8, bandwidth=S.NIC_BANDWIDTH, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model="simai")
     o, li, lat = units(c, N)
     slot = F(2 * 15, 8 * 16)
-    if (p, g) == (16, 8):
+    if (p, g, bandwidth) == (16, 8, S.NIC_BANDWIDTH):
         assert ring_event_time(c, o, li, lat) == slot + li + lat

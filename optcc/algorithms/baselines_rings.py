@@ -17,7 +17,6 @@ from fractions import Fraction
 from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms.ring import ring_allreduce, ring_slot_time, ring_step
 from optcc.cluster import Cluster
-from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
 ONE = Fraction(1)
@@ -41,17 +40,13 @@ def flat_ring_allreduce(cluster: Cluster) -> Schedule:
     NVLink port at rate 1/(g−1). With ONE server there is no NIC hop: the ring closes inside
     the server, every GPU serves g NVLink hops at once, so they share its port at rate 1/g
     (derived; 1/(g−1) overloaded the port to g/(g−1)). Steps are synchronous (NCCL): a step
-    lasts one NIC hop, shard·ℓ_max, shard = 1/(g·p). Total 2(p−1)/(g·p)·ℓ_max (derived).
+    lasts its slowest hop (flat_ring_step). Total 2(p−1)·step (derived).
     """
     p, g = cluster.p, cluster.g
     if g == 1:
         return ring_allreduce(cluster, 1)
-    nv_rate = Fraction(1, g - 1) if cluster.servers > 1 else Fraction(1, g)
-    if cluster.nvlink_speedup * nv_rate < 1:
-        raise OptccError("nvlink_bandwidth", f"the flat ring assumes NVLink hops at rate {nv_rate} "
-                                             "are no slower than a NIC hop")
+    step, nv_rate = flat_ring_step(cluster)
     shard = Fraction(1, g * p)
-    step = shard * max(cluster.slowdown)
     flows = []
     for c in range(g):
         order = [s * g + (c + i) % g for s in range(cluster.servers) for i in range(g)]
@@ -69,17 +64,29 @@ def flat_ring_allreduce(cluster: Cluster) -> Schedule:
 
 
 def flat_ring_slot_time(cluster: Cluster) -> Fraction:
-    """Derived: 2(p−1)/(g·p)·ℓ_max (units n/B), the 2(p−1) steps of one NIC hop each. With one
+    """Derived: 2(p−1)·step (units n/B; 2(p−1)/(g·p)·ℓ_max where NVLink keeps pace), the 2(p−1)
+    steps of flat_ring_step each. With one
     server there is no NIC hop: the last step ends when its NVLink hops land, shard·g/s_nv after
-    it starts, so T = (2(p−1) − 1)·shard·ℓ_max + shard·g/s_nv (derived from flat_ring_allreduce;
-    the generator checks s_nv/g ≥ 1, so the hop fits in its step). g = 1 is the ring's ℓ·T0."""
+    it starts, so T = (2(p−1) − 1)·step + shard·g/s_nv (derived from flat_ring_allreduce;
+    the hop fits in its step, flat_ring_step). g = 1 is the ring's ℓ·T0."""
     p, g = cluster.p, cluster.g
     if g == 1:
         return ring_slot_time(cluster)
-    shard = Fraction(1, g * p)
+    step, nv_rate = flat_ring_step(cluster)
     if cluster.servers > 1:
-        return 2 * (p - 1) * shard * max(cluster.slowdown)
-    return (2 * (p - 1) - 1) * shard * max(cluster.slowdown) + shard * g / cluster.nvlink_speedup
+        return 2 * (p - 1) * step
+    return (2 * (p - 1) - 1) * step + cluster.nvlink_time(Fraction(1, g * p), nv_rate)
+
+
+def flat_ring_step(cluster: Cluster) -> tuple[Fraction, Fraction]:
+    """(step, NVLink rate) of the flat ring (g > 1). A step lasts its slowest hop: the NIC hop
+    shard·ℓ_max, or the NVLink hop shard/(s_nv·rate) where NVLink at that share is the slower
+    (s_nv < g − 1 with several servers, e.g. 450 GB/s NVLink against 100 GB/s NICs at g = 8:
+    the ring is NVLink-bound, 2(p−1)·shard·(g−1)/s_nv). shard = 1/(g·p). Derived."""
+    g = cluster.g
+    nv_rate = Fraction(1, g - 1) if cluster.servers > 1 else Fraction(1, g)
+    shard = Fraction(1, g * cluster.p)
+    return shard * max(max(cluster.slowdown), 1 / (cluster.nvlink_speedup * nv_rate)), nv_rate
 
 
 # ---- hierarchical ring ---------------------------------------------------------------------
