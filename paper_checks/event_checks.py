@@ -33,6 +33,7 @@ from paper_checks import settings as S
 from optcc.event_timer import Prepared, ring_event_time
 
 FLOW_CAP = 70_000           # event-time OptCC only where its schedule has at most this many flows (cost rule)
+DEEP_FLOW_CAP = 3_000_000   # the verdict column's undecided points, searched again up to this (cost rule)
 ROOT2 = math.sqrt(2)
 REFINE_ROUNDS = 1           # ternary rounds in the ×√2 bracket around the best grid k (cost rule)
 PASS, FAIL, UNDECIDED, BOUND_LIMITED = "PASS", "FAIL", "undecided", "bound-limited"
@@ -101,12 +102,12 @@ class _Schedules:
         f1, d = self.flows[base]
         return f1 + d * (k - 1)
 
-    def get(self, c: Cluster, k: int) -> Prepared | None:
+    def get(self, c: Cluster, k: int, cap: int = FLOW_CAP) -> Prepared | None:
         key = self.key(c, k)
         if key in self.cache:
             self.cache.move_to_end(key)
             return self.cache[key]
-        if self.estimate(c, k) > FLOW_CAP:
+        if self.estimate(c, k) > cap:
             return None
         record = choose(c)
         try:
@@ -115,7 +116,8 @@ class _Schedules:
                 sched = record.build(c, k)
         except OptccError:
             return None
-        if len(fa if fa is not None else sched.flows) > FLOW_CAP:
+        flows = len(fa if fa is not None else sched.flows)
+        if flows > cap:
             return None
         # the registry's array form where the construction has one: the same flows, timed equal
         # (tests/test_flow_arrays.py, tests/test_event_arrays.py), without building Flow objects;
@@ -124,6 +126,8 @@ class _Schedules:
             prep = Prepared.from_arrays(c, fa) if fa is not None else Prepared(sched)
         except OverflowError:
             prep = Prepared(record.build(c, k))
+        if flows > FLOW_CAP:               # a deep search's schedule: timed once, not kept
+            return prep
         self.cache[key] = prep
         if len(self.cache) > self.size:
             self.cache.popitem(last=False)
@@ -133,34 +137,62 @@ class _Schedules:
 SCHEDULES = _Schedules()
 
 
-def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX) -> dict:
+def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FLOW_CAP,
+             target: Fraction | None = None) -> dict:
     """Event time of OptCC at the k the search picks (module docstring). `complete` is False when
-    some k it needed was over FLOW_CAP (then `time` is the best event time seen, or None)."""
+    some k it needed was over `cap` flows (then `time` is the best event time seen, or None), and
+    when the best k is a cap k_max below K_MAX (the optimum may lie beyond it).
+    With `target`, the search stops at the first k whose event time is ≤ target (enough for a
+    PASS; `complete` is then False: that k need not be the best)."""
     o, li, lat = latency_units(c, n)
     seen: dict = {}
     complete = True
+
+    class _Reached(Exception):
+        pass
 
     def at(k: int):
         nonlocal complete
         k = max(1, min(k_max, k))
         if k not in seen:
-            prep = SCHEDULES.get(c, k)
+            prep = SCHEDULES.get(c, k, cap)
             if prep is None:
                 complete = False
             try:
                 seen[k] = None if prep is None else prep.event_time(o, li, lat)
             except OverflowError:            # arrays whose grid × this latency is beyond int64
                 seen[k] = Prepared(choose(c).build(c, k)).event_time(o, li, lat)
+            if target is not None and seen[k] is not None and seen[k] <= target:
+                complete = False
+                raise _Reached
         return seen[k]
 
     def score(k):
         v = at(k)
         return (1, 0) if v is None else (0, v)
 
+    try:
+        _walk(score, k_start, k_max)
+    except _Reached:
+        pass
+    known = {k: v for k, v in seen.items() if v is not None}
+    if not known:
+        return {"time": None, "k": None, "complete": False, "evaluated": len(seen)}
+    k_best = min(known, key=lambda k: (known[k], k))
+    if k_best == k_max < K_MAX:     # best at a cost cap below K_MAX: a larger k may be faster
+        complete = False
+    return {"time": known[k_best], "k": k_best, "complete": complete, "evaluated": len(seen)}
+
+
+def _walk(score, k_start: int, k_max: int) -> None:
+    """The search's visiting order (module docstring): ×√2 steps down and up from k_start while the
+    score improves, then REFINE_ROUNDS ternary rounds in the bracket around the best."""
     best = max(1, min(k_max, k_start))
-    for step in (1 / ROOT2, ROOT2):           # ×√2 steps while the event time improves
+    score(best)
+    for step in (1 / ROOT2, ROOT2):           # ×√2 steps (at least ±1) while the event time improves
         while True:
-            nxt = max(1, min(k_max, int(round(best * step))))
+            nxt = int(round(best * step))
+            nxt = max(1, min(k_max, min(nxt, best - 1) if step < 1 else max(nxt, best + 1)))
             if nxt == best or score(nxt) >= score(best):
                 break
             best = nxt
@@ -173,16 +205,14 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX) -> dict:
             hi = m2
         else:
             lo = m1
-    known = {k: v for k, v in seen.items() if v is not None}
-    if not known:
-        return {"time": None, "k": None, "complete": False, "evaluated": len(seen)}
-    k_best = min(known, key=lambda k: (known[k], k))
-    return {"time": known[k_best], "k": k_best, "complete": complete, "evaluated": len(seen)}
 
 
 def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_BANDWIDTH,
-          k_max: int = K_MAX, event: bool = True) -> dict:
-    """One grid point: the intervals, the verdict (PASS / FAIL / undecided / bound-limited)."""
+          k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None) -> dict:
+    """One grid point: the intervals, the verdict (PASS / FAIL / undecided / bound-limited).
+    `deep_cap`: a point left undecided is searched again with schedules of up to that many flows,
+    stopping at the first k within the tolerance (PASS), FAIL only if that search is complete;
+    not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL)."""
     c = cluster(p, g, ells, model, bandwidth)
     ring = nccl_event(p, g, model, n, bandwidth)
     try:
@@ -199,6 +229,7 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
         out.update(verdict=BOUND_LIMITED, overhead=out["bound_overhead"], k=k_cf, decided_by="lower bound",
                    event_k=None, event_complete=False, event_evaluated=0, event_overhead=None)
         return out
+    event = event or mt is None              # no closed form: the event search is the only value there is
     ev = search_k(c, n, k_cf, k_max) if event else {"time": None, "k": None, "complete": False, "evaluated": 0}
     out["event_k"], out["event_complete"], out["event_evaluated"] = ev["k"], ev["complete"], ev["evaluated"]
     out["event_overhead"] = None if ev["time"] is None else float(ev["time"] / ring - 1)
@@ -214,4 +245,22 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
     t, k, how = min(cands, key=lambda x: x[0])
     ov = float(t / ring - 1)
     out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
+    if out["verdict"] == UNDECIDED and event and deep_cap and k_max >= K_MAX:   # a capped k cannot FAIL
+        _deep(out, c, n, k_cf, k_max, deep_cap, ring, tol)
     return out
+
+
+def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float) -> None:
+    """The deep pass of `point` on an undecided point (in place; `deep_*` keys record it)."""
+    ev = search_k(c, n, k_start, k_max, cap=cap, target=ring * (1 + Fraction(tol)))
+    out.update(deep_cap=cap, deep_k=ev["k"], deep_evaluated=ev["evaluated"], deep_complete=ev["complete"],
+               deep_overhead=None if ev["time"] is None else float(ev["time"] / ring - 1))
+    if ev["time"] is None:
+        return
+    ov = float(ev["time"] / ring - 1)
+    if ov <= tol:
+        out.update(verdict=PASS, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
+    elif ev["complete"]:
+        out.update(verdict=FAIL, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
+    elif ov < out["overhead"]:
+        out.update(overhead=ov, k=ev["k"], decided_by="event time (deep search, incomplete)")

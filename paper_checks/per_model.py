@@ -61,7 +61,9 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
         key_ell = ",".join(str(e) for e in ells) if isinstance(ells, tuple) else str(ells)
         for p in ps:
             key = f"{key_ell}@{p}"
-            pt = E.point(p, g, ells, model, n, tol, bandwidth, k_max, event=event and p <= E.P_EVENT_MAX)
+            deep = E.DEEP_FLOW_CAP if model == VERDICT_MODEL and bandwidth == S.NIC_BANDWIDTH else None
+            pt = E.point(p, g, ells, model, n, tol, bandwidth, k_max, event=event and p <= E.P_EVENT_MAX,
+                         deep_cap=deep)
             points[key] = pt
             per[key] = (pt["overhead"], pt["k"])
             bound[key] = pt["bound_overhead"]

@@ -1,0 +1,81 @@
+"""paper_checks.event_checks' deep pass: a point left undecided by the normal search (schedules
+over FLOW_CAP) is searched again with larger schedules; it PASSes at the first k within the
+tolerance, FAILs only when that search is complete, and is never run where k is capped.
+p = 8, (ℓ1, ℓ2) = (4/3, 8/7), simai, 8 GiB: bound 4.90%, closed form 13.67% (k = 316), every
+event time ≥ 12% over NCCLNoFailure; FLOW_CAP is lowered so the normal search stays incomplete."""
+from fractions import Fraction as F
+
+import pytest
+
+from paper_checks import event_checks as E
+from paper_checks import settings as S
+
+ELLS = (F(4, 3), F(8, 7))
+
+
+@pytest.fixture
+def small_cap(monkeypatch):
+    monkeypatch.setattr(E, "FLOW_CAP", 500)
+    E.SCHEDULES.cache.clear()
+    yield
+    E.SCHEDULES.cache.clear()
+
+
+def _point(tol, **kw):
+    return E.point(8, 1, ELLS, "simai", S.MESSAGE_BYTES, tol, S.NIC_BANDWIDTH, **kw)
+
+
+def test_without_the_deep_pass_the_point_is_undecided(small_cap):
+    pt = _point(0.08)
+    assert pt["verdict"] == E.UNDECIDED and pt["event_complete"] is False and "deep_cap" not in pt
+
+
+def test_a_complete_deep_search_over_the_tolerance_fails(small_cap):
+    pt = _point(0.08, deep_cap=200_000)
+    assert pt["verdict"] == E.FAIL and pt["decided_by"] == "event time (deep search)"
+    assert pt["deep_complete"] is True and 0.08 < pt["overhead"] < pt["closed_form_overhead"]
+
+
+def test_the_deep_search_stops_at_the_first_k_within_the_tolerance(small_cap):
+    full = _point(0.08, deep_cap=200_000)
+    assert _point(0.122)["verdict"] == E.UNDECIDED        # the normal search's best is 12.31%
+    pt = _point(0.122, deep_cap=200_000)
+    assert pt["verdict"] == E.PASS and pt["decided_by"] == "event time (deep search)"
+    assert pt["overhead"] <= 0.122 and pt["deep_complete"] is False
+    assert pt["deep_evaluated"] < full["deep_evaluated"]
+
+
+def test_no_deep_pass_and_no_fail_where_k_is_capped(small_cap, monkeypatch):
+    """k ≤ 128 (the rails row's cost rule): the search ends at the cap, so it is not complete and
+    cannot FAIL (it used to: 13.34% at k = 128, 'complete'), and the deep pass is not run."""
+    monkeypatch.setattr(E, "FLOW_CAP", 70_000)
+    pt = _point(0.08, deep_cap=200_000, k_max=128)
+    assert pt["event_k"] == 128 and pt["event_complete"] is False
+    assert pt["verdict"] == E.UNDECIDED and "deep_cap" not in pt
+
+
+def test_search_k_with_a_target_reports_an_incomplete_search():
+    c = E.cluster(8, 1, ELLS, "simai")
+    ring = E.nccl_event(8, 1, "simai", S.MESSAGE_BYTES)
+    full = E.search_k(c, S.MESSAGE_BYTES, 64, cap=200_000)
+    assert full["complete"] is True
+    early = E.search_k(c, S.MESSAGE_BYTES, 64, cap=200_000, target=full["time"] * 2)
+    assert early["complete"] is False and early["evaluated"] == 1
+    assert early["time"] >= full["time"] >= ring
+
+
+def test_the_search_from_k_1_steps_up():
+    """×√2 from k = 1 rounds back to 1: the walk now steps at least ±1, so a point whose closed form
+    is missing (k_start = 1) is still searched (fig22 at 100 GB/s, p = 32, used to evaluate no k)."""
+    c = E.cluster(8, 1, ELLS, "simai")
+    ev = E.search_k(c, S.MESSAGE_BYTES, 1, cap=200_000)
+    assert ev["evaluated"] > 2 and ev["k"] > 1 and ev["complete"] is True
+
+
+def test_a_point_without_a_closed_form_is_event_searched():
+    """g = 8 at 100 GB/s NICs (s_nv = 9/2 < g − 1): optcc_servers has no closed form; the point is
+    decided by event time even where the column does not search (event=False), against the
+    NVLink-bound flat ring (baselines_rings.flat_ring_step)."""
+    pt = E.point(32, 8, 2, "simai", S.MESSAGE_BYTES, 0.065, 2 * S.NIC_BANDWIDTH, event=False)
+    assert pt["closed_form_overhead"] is None and pt["decided_by"] == "event time"
+    assert pt["verdict"] == E.PASS and pt["event_complete"] is True and 0 < pt["overhead"] < 0.065
