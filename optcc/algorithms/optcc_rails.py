@@ -162,14 +162,8 @@ class _Plan:
         for l in reps:
             for d in durf[l] + durh[l]:
                 M = math.lcm(M, d.denominator)
-        rail_dens = {}
         for l in reps:
-            ft_l, lw_l = touches[l]
-            dens = {t.denominator for node in ft_l + lw_l for t in node.values()}
-            rail_dens[l] = dens
-            w_den = self.shares[l].denominator
-            for den in dens:
-                M = math.lcm(M, den * w_den)
+            M = math.lcm(M, touches[l][2] * self.shares[l].denominator)
         M <<= LEAD_STEPS
         self.grid = M
         grid_int = lambda x: x.numerator * (M // x.denominator)    # noqa: E731
@@ -177,16 +171,16 @@ class _Plan:
             durf[l] = [grid_int(d) for d in durf[l]]
             durh[l] = [grid_int(d) for d in durh[l]]
         # first touch / last write per (server, rail, piece), in global time without the lead:
-        # the rail's time t scaled by its share w_l, t·w_l·M = t.numerator · w.numerator · M/(t.den·w.den)
+        # the rail's time t = v/scale scaled by its share w_l: t·w_l·M = v · w.numerator · M/(scale·w.den)
         ft = [dict() for _ in range(q)]
         lw = [dict() for _ in range(q)]
         for l in reps:
-            ft_l, lw_l = touches[l]
+            ft_l, lw_l, scale = touches[l]
             w = self.shares[l]
-            mult = {den: w.numerator * (M // (den * w.denominator)) for den in rail_dens[l]}
+            mult = w.numerator * (M // (scale * w.denominator))
             for s in range(q):
-                ft[s].update(((l, pi), t.numerator * mult[t.denominator]) for pi, t in ft_l[s].items())
-                lw[s].update(((l, pi), t.numerator * mult[t.denominator]) for pi, t in lw_l[s].items())
+                ft[s].update(((l, pi), v * mult) for pi, v in ft_l[s].items())
+                lw[s].update(((l, pi), v * mult) for pi, v in lw_l[s].items())
         # NVLink: every GPU runs its own reduce-scatter stream (the g−1 others send into it at
         # once) and its own all-gather stream (it sends to the g−1 others at once). While both
         # kinds can be active on a server every flow runs at rate 1/(2(g−1)); reduce-scatter
@@ -387,9 +381,9 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
 
 
 def _touches(sched: Schedule, grid: IntegerTimes, q: int):
-    """Per node: piece -> first touch (start of its first flow, either end) and piece -> last
-    write (end of the last flow into it), in the rail's own time (exact Fractions; compared as
-    integers on the schedule's grid)."""
+    """(first touch, last write, scale): per node, piece -> first touch (start of its first flow,
+    either end) and piece -> last write (end of the last flow into it), in the rail's own time as
+    integers on the schedule's grid (time = value / scale)."""
     ft = [dict() for _ in range(q)]
     lw = [dict() for _ in range(q)]
     for f, start, end in zip(sched.flows, grid.starts, grid.ends):
@@ -401,9 +395,7 @@ def _touches(sched: Schedule, grid: IntegerTimes, q: int):
         cur = lw[f.dst].get(piece)
         if cur is None or end > cur:
             lw[f.dst][piece] = end
-    scale = grid.scale
-    as_fraction = [{pi: Fraction(v, scale) for pi, v in node.items()} for node in ft + lw]
-    return as_fraction[:q], as_fraction[q:]
+    return ft, lw, grid.scale
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:
