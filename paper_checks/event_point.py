@@ -2,7 +2,7 @@
 at a k you give (e.g. the closed form's auto k from `optcc paper-checks --json`): a note beside
 the row's `undecided` upper bounds, not a verdict (one k is not a search over k).
 
-    python benchmarks/fig21_g8_event_points.py P MODEL K [P MODEL K ...] [--json]
+    python -m paper_checks.event_point P MODEL K [P MODEL K ...] [--json]
 
 Prints the overhead over NCCLNoFailure's event time, CPU seconds and peak memory per point.
 """
