@@ -14,15 +14,19 @@ import resource
 import time
 from fractions import Fraction
 
+from optcc.errors import OptccError
 from optcc.latency import PRESET_NAMES, units
 from paper_checks import event_checks as E
 from paper_checks import settings as S
 
 
 def point(p: int, model: str, k: int) -> dict:
+    """The row's cluster at p under `model`, timed at k (OptccError naming the field on bad input)."""
     c = E.cluster(p, S.G_FIGURE21, tuple(Fraction(e) for e in S.FIGURE21_ELLS), model)
     t = time.process_time()
     prep = E.SCHEDULES.get(c, k, cap=10**9)
+    if prep is None:
+        raise OptccError("K", f"no schedule at p = {p}, k = {k}")
     ev = prep.event_time(*units(c, S.MESSAGE_BYTES))
     ring = E.nccl_event(p, S.G_FIGURE21, model, S.MESSAGE_BYTES)
     return {"p": p, "model": model, "k": k, "overhead": float(ev / ring - 1),
@@ -39,10 +43,16 @@ def main() -> int:
         ap.error("points: give P MODEL K triples")
     out = []
     for i in range(0, len(a.points), 3):
-        p, model, k = int(a.points[i]), a.points[i + 1], int(a.points[i + 2])
+        p, model, k = a.points[i:i + 3]
+        if not (p.isdigit() and k.isdigit() and int(k) >= 1):
+            ap.error(f"points: P and K must be positive integers, got P = {p!r}, K = {k!r}")
         if model not in PRESET_NAMES:
             ap.error(f"points: unknown latency model {model!r} (one of {', '.join(PRESET_NAMES)})")
-        r = point(p, model, k)
+        p, k = int(p), int(k)
+        try:
+            r = point(p, model, k)
+        except OptccError as e:
+            ap.error(f"points: {e}")
         out.append(r)
         if not a.json:
             print(f"p = {p:5d}  {model:6s} k = {k:4d}  {100 * r['overhead']:6.2f}%  "

@@ -28,6 +28,7 @@ def test_one_point_equals_the_reference_event_time():
 
 
 def test_bad_input_exits_2_naming_the_argument():
-    for args in (["32", "foo", "4"], ["32", "simai"]):
+    for args in (["32", "foo", "4"], ["32", "simai"], ["abc", "simai", "4"], ["32", "simai", "0"],
+                 ["20", "simai", "4"], ["8", "simai", "2"]):
         out = subprocess.run([sys.executable, "-m", "paper_checks.event_point", *args], capture_output=True, text=True)
-        assert out.returncode == 2 and "points:" in out.stderr, out.stderr
+        assert out.returncode == 2 and "points:" in out.stderr and "Traceback" not in out.stderr, out.stderr
