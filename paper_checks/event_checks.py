@@ -137,6 +137,10 @@ class _Schedules:
 SCHEDULES = _Schedules()
 
 
+class _Reached(Exception):
+    """search_k's early stop: a k within the target was found (unwinds _walk)."""
+
+
 def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FLOW_CAP,
              target: Fraction | None = None) -> dict:
     """Event time of OptCC at the k the search picks (module docstring). `complete` is False when
@@ -147,9 +151,6 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
     o, li, lat = latency_units(c, n)
     seen: dict = {}
     complete = True
-
-    class _Reached(Exception):
-        pass
 
     def at(k: int):
         nonlocal complete
