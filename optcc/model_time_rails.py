@@ -67,7 +67,8 @@ def rail_latency(sched, k: int) -> tuple[str, Fraction, Fraction]:
     q = inst.p
     if q == 2:
         return "swap", Fraction(1), Fraction(1)
-    algo = sched.meta.get("algorithm")
+    from optcc.algorithms.optcc_rails import rail_algorithm
+    algo = rail_algorithm(sched)
     if algo == "direct":
         return "direct", Fraction(k + 1), Fraction(1)
     if algo == "ring":

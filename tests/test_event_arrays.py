@@ -39,7 +39,9 @@ RAILS = [(p, g, st, k) for p, g, st in [
     (8, 2, {0: F(2), 1: F(2), 2: F(3, 2), 3: F(3, 2)}), (16, 4, {**_server(4, 0, 2), **_server(4, 1, F(3, 2))}),
     (16, 4, {0: F(2), 1: F(2), 2: F(4, 3), 3: F(4, 3), 4: F(3, 2)}), (32, 4, {0: F(2), 5: F(3)}),
     (8, 4, {**_server(4, 0, 2), **_server(4, 1, 2)}), (24, 4, {0: F(4)}),
-    (64, 8, {**_server(8, 0, F(3, 2)), **_server(8, 1, 2)})] for k in (1, 2, 4)]
+    (64, 8, {**_server(8, 0, F(3, 2)), **_server(8, 1, 2)}),
+    (72, 8, {**_server(8, 0, 2), **_server(8, 1, F(3, 2))}),                # q = 9: rails held as arrays
+    (40, 4, {0: F(2), 4: F(3, 2)})] for k in (1, 2, 4)]                        # q = 10: an array rail beside built ones
 CASES = ([("optcc_multi", p, 1, st, k) for p, st, k in MULTI] + [("optcc_servers", *c) for c in SERVERS]
          + [("optcc_rails", *c) for c in RAILS])
 MAKE = {"optcc_multi": multi_event_arrays, "optcc_servers": server_event_arrays, "optcc_rails": rails_event_arrays}

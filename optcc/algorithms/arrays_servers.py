@@ -32,6 +32,17 @@ def _instance_columns(inst) -> tuple:
         (rate_cls, rates)
 
 
+def _rail_columns(sched) -> tuple:
+    """`_instance_columns` and the local ops (time, rank, piece) of an optcc_rails rail: a built
+    schedule, or a rails_layout.ArrayRail read from its arrays (no schedule built)."""
+    from optcc.algorithms.rails_layout import ArrayRail
+    if not isinstance(sched, ArrayRail):
+        return _instance_columns(sched) + ([(op.time, op.rank, op.piece) for op in sched.local_ops],)
+    a = sched.arrays
+    ops = [(Fraction(t, a.scale), rank, pi) for t, rank, pi in a.ops]
+    return a.src, a.dst, a.piece, a.start, a.scale, Fraction(1), ops
+
+
 def server_event_arrays(cluster, segments: int) -> EventArrays:
     """optcc_server_allreduce(cluster, segments) as EventArrays (the same flows)."""
     from optcc.algorithms import check_segments
@@ -103,12 +114,12 @@ def rails_event_arrays(cluster, segments: int) -> EventArrays:
     for l, (sched, _, _) in enumerate(plan.rails):        # rail l's flows: start D + t·w_l
         w, off = plan.shares[l], plan.offsets[l]
         if id(sched) not in columns:
-            columns[id(sched)] = _instance_columns(sched)
-        src, dst, piece, st, scale, rate = columns[id(sched)]
+            columns[id(sched)] = _rail_columns(sched)
+        src, dst, piece, st, scale, rate, ops = columns[id(sched)]
         if src.size:
             b.add(src * g + l, dst * g + l, off + piece, st, w / scale, D, rate=rate)
-        for op in sched.local_ops:
-            b.add_op(D + op.time * w, op.rank * g + l, off + op.piece)
+        for time, rank, pi in ops:
+            b.add_op(D + time * w, rank * g + l, off + pi)
     # NVLink streams: (server, rail, piece, start on the plan's grid, half rate?, add?), g−1 flows
     # each; listed for one rail per class of equal rails, the same for every rail of the class
     cols = [np.frombuffer(c, dtype=np.int64) for c in plan.records]

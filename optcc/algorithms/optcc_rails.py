@@ -51,8 +51,11 @@ import math
 from array import array
 from fractions import Fraction
 
+import numpy as np
+
+from optcc.algorithms import check_segments, rails_layout
+from optcc.algorithms.rails_layout import ArrayRail
 from optcc.algorithms.stated import states_slot_time
-from optcc.algorithms import check_segments
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
@@ -103,9 +106,9 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
         from optcc.algorithms.optcc_servers import _two_server_instance
         return _two_server_instance(inst, k), None, None
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
+    if q > RING_MAX_Q:                               # held as arrays where the construction has them
+        return rails_layout.array_rail(inst, k) or build_schedule("optcc", inst, k), None, None
     sched = build_schedule("optcc", inst, k)
-    if q > RING_MAX_Q:
-        return sched, None, None
     grid = IntegerTimes(sched)
     best = Fraction(max(grid.ends), grid.scale)      # the latest flow end, exact on the grid
     if len(inst.stragglers) >= 2:
@@ -121,10 +124,11 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
 class _Plan:
     """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
     `materialize=False` computes the times only (slot_time), "records" lists the NVLink streams
-    instead of their flows."""
+    instead of their flows. The times only are laid out by optcc.algorithms.rails_layout's numpy
+    passes (`layout="python"`: by the loop that lays out the flows, the tests' reference)."""
 
     def __init__(self, cluster: Cluster, k: int, materialize: bool = True, rates: str = "equal",
-                 rails=None):
+                 rails=None, layout: str = "arrays"):
         g, q = cluster.g, cluster.servers
         self.cluster, self.k, self.rates = cluster, k, rates
         self.rails, touches = rails or _rails(cluster, k)
@@ -149,12 +153,15 @@ class _Plan:
                for l in range(g)]
         reps = list(range(g)) if materialize is True else sorted(set(rep))
         self.rep, self.half_rates, self.full_rates = rep, half, full
-        # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r)
-        durf, durh = [None] * g, [None] * g
+        # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r),
+        # computed once per distinct piece size
+        size_cls, durf, durh = [None] * g, [None] * g, [None] * g
         for l in reps:
-            w, sched = self.shares[l], self.rails[l][0]
-            durf[l] = [w * x / (s_nv * full[l]) for x in sched.pieces]
-            durh[l] = [w * x / (s_nv * half[l]) for x in sched.pieces]
+            w, pieces = self.shares[l], self.rails[l][0].pieces
+            index: dict = {}
+            size_cls[l] = [index.setdefault(x, len(index)) for x in pieces]
+            durf[l] = [w * x / (s_nv * full[l]) for x in index]
+            durh[l] = [w * x / (s_nv * half[l]) for x in index]
         # Every time below is exact on one integer grid (value = int / M): sums, differences and
         # comparisons of integers instead of Fractions. M holds 2^LEAD_STEPS so that the lead's
         # bisection (_smallest_lead) halves exactly on the grid.
@@ -170,14 +177,37 @@ class _Plan:
         for l in reps:
             durf[l] = [grid_int(d) for d in durf[l]]
             durh[l] = [grid_int(d) for d in durh[l]]
-        # first touch / last write per (server, rail, piece), in global time without the lead:
-        # the rail's time t = v/scale scaled by its share w_l: t·w_l·M = v · w.numerator · M/(scale·w.den)
+        # a touch on rail l's own grid (time v/scale, scaled by its share w_l) on M: v·mult
+        mults = {l: self.shares[l].numerator * (M // (touches[l][2] * self.shares[l].denominator)) for l in reps}
+        nic = grid_int(self.nic_time)
+        self.nvlink: list[Flow] = []
+        self.records = [array("q") for _ in range(6)]
+        # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
+        # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
+        # NICs, sets the time.
+        self.nvlink_work = max(w / (s_nv * h) for w, h in zip(self.shares, half))
+        self.nvlink_limited = self.nvlink_work > self.nic_time
+        if materialize is False and layout != "python":
+            # the times only: rails_layout's numpy passes (the same integers as the loop below)
+            if all(max(durh[l]) < rails_layout.INT64_SAFE for l in reps):
+                mats = [_touch_matrices(touches[l], len(size_cls[l])) for l in reps]
+                cls = [np.asarray(size_cls[l], dtype=np.int64) for l in reps]
+                df = [np.asarray(durf[l], dtype=np.int64)[c] for l, c in zip(reps, cls)]
+                dh = [np.asarray(durh[l], dtype=np.int64)[c] for l, c in zip(reps, cls)]
+                ms = [mults[l] for l in reps]
+                if rails_layout.fits(mats, ms, df, dh, nic):
+                    D, end = rails_layout.layout(mats, ms, df, dh, nic, rates != "equal", LEAD_STEPS)
+                    self.lead, self.end = Fraction(D, M), Fraction(end, M)
+                    return
+        for l in reps:
+            durf[l] = [durf[l][c] for c in size_cls[l]]
+            durh[l] = [durh[l][c] for c in size_cls[l]]
+        # first touch / last write per (server, rail, piece), in global time without the lead
         ft = [dict() for _ in range(q)]
         lw = [dict() for _ in range(q)]
         for l in reps:
-            ft_l, lw_l, scale = touches[l]
-            w = self.shares[l]
-            mult = w.numerator * (M // (scale * w.denominator))
+            ft_l, lw_l = _touch_dicts(touches[l])
+            mult = mults[l]
             for s in range(q):
                 ft[s].update(((l, pi), v * mult) for pi, v in ft_l[s].items())
                 lw[s].update(((l, pi), v * mult) for pi, v in lw_l[s].items())
@@ -188,7 +218,6 @@ class _Plan:
         # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
         # of each kind, so none exceeds capacity whatever the streams' timing (derived).
         order = [sorted(ft[s], key=lambda kk: (ft[s][kk], kk)) for s in range(q)]
-        nic = grid_int(self.nic_time)
         D = 0                                 # lead, from all reduce-scatters at the half rate
         for s in range(q):
             free = [0] * g
@@ -203,11 +232,9 @@ class _Plan:
         self.lead = Fraction(D, M)
         end = D + nic
         at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
-        self.nvlink: list[Flow] = []
         # materialize="records": columns server, rail, piece, start on M, half rate (1) or full (0),
         # "add" (1) or "copy" (0), each the g − 1 flows below, for the representative rails only
         # (every rail of its class has the same records; optcc.algorithms.arrays_servers)
-        self.records = [array("q") for _ in range(6)]
         rec = [col.append for col in self.records]
         for s in range(q):
             first_ag = D + min(lw[s].values())
@@ -240,11 +267,6 @@ class _Plan:
                                     for j in range(g) if j != l]
                 end = max(end, free[l])
         self.end = Fraction(end, M)
-        # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
-        # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
-        # NICs, sets the time.
-        self.nvlink_work = max(w / (s_nv * h) for w, h in zip(self.shares, half))
-        self.nvlink_limited = self.nvlink_work > self.nic_time
 
 
 def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None = None) -> int:
@@ -296,6 +318,9 @@ def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = N
             sched = rail_schedule(inst, k, direct, base[0])
             if sched is base[0][0] and base[1] is not None:
                 cache[inst.slowdown] = base[1]
+            elif isinstance(sched, ArrayRail):
+                cache[inst.slowdown] = (sched, None, sched.slot_time()), sched.touches(cluster.servers)
+                base[1] = cache[inst.slowdown]
             else:
                 grid = base[0][2] if sched is base[0][0] and base[0][2] is not None else IntegerTimes(sched)
                 cache[inst.slowdown] = ((sched, grid, Fraction(max(grid.ends), grid.scale)),
@@ -325,8 +350,13 @@ def _rates(shares, g: int, rates: str):
     return [ch * w for w in shares], [cf * w for w in shares]
 
 
+def rail_algorithm(sched) -> str | None:
+    """The algorithm a rail runs (its meta's), without building an ArrayRail's schedule."""
+    return sched.algorithm if isinstance(sched, ArrayRail) else sched.meta.get("algorithm")
+
+
 def _uses_direct(rails) -> bool:
-    return any(sched.meta.get("algorithm") == "direct" for sched, _, _ in rails[0])
+    return any(rail_algorithm(sched) == "direct" for sched, _, _ in rails[0])
 
 
 def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
@@ -396,6 +426,18 @@ def _touches(sched: Schedule, grid: IntegerTimes, q: int):
         if cur is None or end > cur:
             lw[f.dst][piece] = end
     return ft, lw, grid.scale
+
+
+def _touch_dicts(touches) -> tuple[list, list]:
+    """A rail's touches as per-node dicts (`_touches`), from either form."""
+    ft, lw, _ = touches
+    return (ft, lw) if isinstance(ft, list) else rails_layout.matrix_dicts(ft, lw)
+
+
+def _touch_matrices(touches, P: int) -> tuple:
+    """A rail's touches as q × P matrices (rails_layout.touch_matrices), from either form."""
+    ft, lw, _ = touches
+    return rails_layout.dict_matrices(ft, lw, P) if isinstance(ft, list) else (ft, lw)
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:

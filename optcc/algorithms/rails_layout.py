@@ -1,0 +1,211 @@
+"""optcc_rails' times on numpy arrays (issue 24 item 3: Figure 21's g = 8 row to p = 1024).
+
+Two parts, each giving the same integers as optcc_rails' Python code (tests/test_rails_layout.py):
+- `ArrayRail`: a rail of more than RING_MAX_Q nodes held as its construction's EventArrays (the
+  registry's `arrays`), not as Flow objects; its Schedule is built only when flows are asked for
+  (optcc_rails.build). Its first touches and last writes come from `touch_matrices`.
+- `layout`: the NVLink lead, reduce-scatter and all-gather passes of optcc_rails._Plan with
+  cumulative sums per (server, rail) instead of a Python loop per (server, rail, piece).
+
+Why the passes vectorize (derived). A rail's NVLink stream at a server advances only by its own
+pieces, in its own (first touch, piece) or (last write, piece) order, so its free time is a
+cumulative sum. The rate switches are prefixes, because a half-rate task is never shorter than
+its full-rate one (half ≤ full, optcc_rails._rates) and start times only grow:
+- reduce-scatter: a task runs at the one-kind rate while its full-rate end is ≤ the server's
+  first all-gather; the first task past it ends later still at the half rate, so every later
+  task starts past it too;
+- all-gather: st_i = max(release_i, free_{i−1}), a max-plus scan: with C the cumulative
+  durations, free_i = C_i + max_{j≤i}(release_j − C_{j−1}); a task runs at the half rate while
+  it starts before the server's last reduce-scatter end, so the scan switches to full-rate
+  durations once, at the first start at or past it.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+INT64_SAFE = 2**62
+MISSING = -1                     # a (node, piece) no flow touches (dense for every AllReduce rail)
+
+
+class ArrayRail:
+    """A rail's g = 1 schedule as EventArrays (`arrays`); `schedule` builds the same schedule
+    (build_schedule("optcc", …)) on first use, for its flows, local ops and meta."""
+
+    algorithm = "optcc"          # what build_schedule("optcc", …) states in meta
+
+    def __init__(self, inst, k: int, arrays):
+        self.cluster, self.k, self.arrays = inst, k, arrays
+        self.pieces = arrays.pieces
+        self._schedule = None
+
+    @property
+    def schedule(self):
+        if self._schedule is None:
+            from optcc.algorithms import build_schedule
+            self._schedule = build_schedule("optcc", self.cluster, self.k)
+        return self._schedule
+
+    @property
+    def flows(self):
+        return self.schedule.flows
+
+    @property
+    def local_ops(self):
+        return self.schedule.local_ops
+
+    @property
+    def meta(self):
+        return self.schedule.meta
+
+    def slot_time(self) -> Fraction:
+        """The latest flow end, exact (what optcc_rails reads from IntegerTimes for a Schedule)."""
+        a = self.arrays
+        return Fraction(int((a.start + a.dur).max()), a.scale)
+
+    def touches(self, q: int):
+        """(first touch, last write, scale) as q × P matrices on the arrays' grid."""
+        a = self.arrays
+        return touch_matrices(a.src, a.dst, a.piece, a.start, a.start + a.dur, q, len(a.pieces)) + (a.scale,)
+
+
+def array_rail(inst, k: int):
+    """`inst`'s OptCC schedule as an ArrayRail where its construction has EventArrays, else None."""
+    from optcc.algorithms import check_work
+    from optcc.algorithms.registry import choose
+    from optcc.event_arrays import EventArrays
+    check_work(inst, k)                      # the same refusal as building it
+    record = choose(inst)
+    arrays = record.arrays(inst, k) if record.arrays is not None else None
+    if not isinstance(arrays, EventArrays) or arrays.nv is not None or arrays.rate is not None:
+        return None
+    return ArrayRail(inst, k, arrays)
+
+
+def touch_matrices(src, dst, piece, start, end, q: int, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per (node, piece): the start of its first flow (either end) and the end of the last flow
+    into it, as q × P int64 matrices (MISSING where none)."""
+    src, dst, piece = (np.asarray(x, dtype=np.int64) for x in (src, dst, piece))
+    start, end = np.asarray(start, dtype=np.int64), np.asarray(end, dtype=np.int64)
+    ft = np.full(q * P, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(ft, src * P + piece, start)
+    np.minimum.at(ft, dst * P + piece, start)
+    ft[ft == np.iinfo(np.int64).max] = MISSING
+    lw = np.full(q * P, MISSING, dtype=np.int64)
+    np.maximum.at(lw, dst * P + piece, end)
+    return ft.reshape(q, P), lw.reshape(q, P)
+
+
+def dict_matrices(ft, lw, P: int) -> tuple[np.ndarray, np.ndarray]:
+    """optcc_rails._touches' per-node dicts as touch_matrices' matrices."""
+    out = []
+    for rows in (ft, lw):
+        m = np.full((len(rows), P), MISSING, dtype=np.int64)
+        for s, row in enumerate(rows):
+            if row:
+                m[s, list(row)] = list(row.values())
+        out.append(m)
+    return out[0], out[1]
+
+
+def matrix_dicts(ft: np.ndarray, lw: np.ndarray) -> tuple[list, list]:
+    """touch_matrices' matrices as optcc_rails._touches' per-node dicts."""
+    out = []
+    for m in (ft, lw):
+        out.append([{int(pi): int(m[s, pi]) for pi in np.flatnonzero(m[s] != MISSING)} for s in range(m.shape[0])])
+    return out[0], out[1]
+
+
+class _Rail:
+    """One representative rail on the plan's grid: touches in global units (× mult) and its
+    tasks' durations, sorted by (first touch, piece) and by (last write, piece) per server."""
+
+    def __init__(self, ft: np.ndarray, lw: np.ndarray, mult: int, durf: np.ndarray, durh: np.ndarray):
+        o1 = np.argsort(ft, axis=1, kind="stable")          # ties: by piece, as the loop's (time, key)
+        self.ft = np.take_along_axis(ft, o1, 1) * mult
+        self.rs_full, self.rs_half = durf[o1], durh[o1]
+        self.cf = np.cumsum(self.rs_full, axis=1)         # free after task i, every task at the full rate
+        self.ch = np.cumsum(self.rs_half, axis=1)         # … every task at the half rate
+        o2 = np.argsort(lw, axis=1, kind="stable")
+        self.lw = np.take_along_axis(lw, o2, 1) * mult
+        self.ag_full, self.ag_half = durf[o2], durh[o2]
+        self.lw_min = self.lw[:, 0]
+
+
+def fits(reps_touches, mults, durf, durh, nic: int) -> bool:
+    """Every value the layout forms stays below INT64_SAFE, and every (node, piece) is touched."""
+    worst = nic
+    for (ft, lw), mult, df, dh in zip(reps_touches, mults, durf, durh):
+        if mult >= INT64_SAFE or ft.size == 0 or (ft == MISSING).any() or (lw == MISSING).any():
+            return False
+        top = max(int(ft.max()), int(lw.max())) * mult
+        worst = max(worst, 2 * top + 2 * (int(df.sum()) + int(dh.sum())))
+    return 2 * worst + nic < INT64_SAFE
+
+
+def _rs_free(r: _Rail, first_ag: np.ndarray) -> np.ndarray:
+    """Free times after each reduce-scatter task: full rate while the full-rate end is ≤ the
+    server's first all-gather (a prefix, module docstring), the half rate from there on."""
+    cut = (r.cf <= first_ag[:, None]).sum(axis=1)            # tasks at the full rate, per server
+    idx = np.arange(r.cf.shape[1])[None, :]
+    before = np.where(cut > 0, np.take_along_axis(r.cf, np.maximum(cut - 1, 0)[:, None], 1)[:, 0], 0)
+    ch_before = np.where(cut > 0, np.take_along_axis(r.ch, np.maximum(cut - 1, 0)[:, None], 1)[:, 0], 0)
+    return np.where(idx < cut[:, None], r.cf, before[:, None] + r.ch - ch_before[:, None])
+
+
+def _ag_end(r: _Rail, D: int, last_rs: np.ndarray) -> np.ndarray:
+    """Per server, the stream's free time after its last all-gather task (module docstring)."""
+    rel = D + r.lw
+    q, P = rel.shape
+    ch = np.cumsum(r.ag_half, axis=1)
+    ch_prev = ch - r.ag_half
+    fh = ch + np.maximum.accumulate(rel - ch_prev, axis=1)     # free after i, every task at the half rate
+    st = np.maximum(rel, np.concatenate([np.zeros((q, 1), dtype=np.int64), fh[:, :-1]], axis=1))
+    cut = (st < last_rs[:, None]).sum(axis=1)                  # tasks at the half rate (st only grows)
+    out = fh[:, -1].copy()
+    rest = cut < P
+    if rest.any():
+        cf = np.cumsum(r.ag_full, axis=1)
+        cf_prev = cf - r.ag_full
+        idx = np.arange(P)[None, :]
+        c0 = np.maximum(cut - 1, 0)[:, None]
+        f0 = np.where(cut > 0, np.take_along_axis(fh, c0, 1)[:, 0], 0)         # free before the switch
+        cf_cut = np.take_along_axis(cf_prev, np.minimum(cut, P - 1)[:, None], 1)[:, 0]  # C_full before it
+        x = np.where(idx >= cut[:, None], rel - cf_prev, np.iinfo(np.int64).min // 4)
+        tail = cf[:, -1] + np.maximum(f0 - cf_cut, x.max(axis=1))
+        out = np.where(rest, tail, out)
+    return out
+
+
+def layout(reps_touches, mults, durf, durh, nic: int, proportional: bool, lead_steps: int):
+    """(lead D, end) on the plan's grid: optcc_rails._Plan's three passes (and _smallest_lead
+    where `proportional`), one representative rail per entry."""
+    rails = [_Rail(ft, lw, m, df, dh) for (ft, lw), m, df, dh in zip(reps_touches, mults, durf, durh)]
+    D = 0
+    for r in rails:                               # lead: every reduce-scatter at the half rate
+        D = max(D, int((r.ch - r.ft).max()))
+    lw_min = np.min([r.lw_min for r in rails], axis=0)
+    if proportional and 50 * D > nic:
+        D = _smallest_lead(D, rails, lw_min, lead_steps)
+    first_ag = D + lw_min
+    last_rs = np.max([_rs_free(r, first_ag)[:, -1] for r in rails], axis=0)
+    end = D + nic
+    for r in rails:
+        end = max(end, int(_ag_end(r, D, last_rs).max()))
+    return D, end
+
+
+def _smallest_lead(hi: int, rails, lw_min: np.ndarray, steps: int) -> int:
+    """optcc_rails._smallest_lead's bisection with need(D) from `_rs_free`."""
+    def need(D: int) -> int:
+        return max(0, max(int((_rs_free(r, D + lw_min) - r.ft).max()) for r in rails))
+    lo = 0
+    for _ in range(steps):
+        assert (lo + hi) % 2 == 0, "the grid holds 2^LEAD_STEPS"
+        mid = (lo + hi) // 2
+        if need(mid) <= mid:
+            hi = mid
+        else:
+            lo = mid
+    return hi
