@@ -91,8 +91,7 @@ def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, 
 
 
 # 100 GB/s (issue 24): closed-form upper bounds against NCCLNoFailure's exact event time, so a point
-# there PASSes or is undecided, never FAILs (event searches at both bandwidths cost twice the CPU);
-# optcc_rails (the g = 8 Figure 21 row) is not evaluated there (its auto k builds a plan per k).
+# there PASSes or is undecided, never FAILs (event searches at both bandwidths cost twice the CPU).
 EVENT_AT_100 = False
 
 
@@ -175,8 +174,6 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
 def attach_grid(row, g: int, ps, ells, rounding_pp: float, k_max: int = K_MAX):
     """`attach` for a "within 6% of NCCLNoFailure" row over its grid (auto k ≤ k_max), at 50 and 100 GB/s."""
     models = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max)
-    models_100 = None
-    if k_max == K_MAX:                     # not the optcc_rails row (module note at EVENT_AT_100)
-        models_100 = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max, bandwidth=2 * S.NIC_BANDWIDTH,
-                                event=EVENT_AT_100)
+    models_100 = all_models(g, ps, ells, 6.0, rounding_pp, k_max=k_max, bandwidth=2 * S.NIC_BANDWIDTH,
+                            event=EVENT_AT_100)
     return attach(row, models, lambda r: None if r["worst"] is None else 100 * r["worst"], models_100)

@@ -323,6 +323,28 @@ def test_fig21_g8_row_has_per_model_verdicts(rows):
     assert "no exclusive-port schedule is within 6% at p = 32, 64" in r["ours"]
 
 
+def test_fig21_g8_row_covers_the_axis_at_both_bandwidths(rows):
+    """Issue 24 item 3: Figure 21's g = 8 row runs to p = 1024 (its axis ends near 1000) at 50 and
+    100 GB/s; the p = 1024 simai points are the closed form at its auto k over NCCLNoFailure's
+    event time, recomputed here by the documented calls."""
+    from optcc.segments import auto_segments
+    from paper_checks import event_checks as E
+    r = rows["fig21-within-6pct-a-g8"]
+    assert S.P_FIGURE21_G8[-1] == 1024 and set(r["verdicts_by_bandwidth"]) == {"50", "100"}
+    for key, bw in (("latency_models", S.NIC_BANDWIDTH), ("latency_models_100GBps", 2 * S.NIC_BANDWIDTH)):
+        models = r["details"][key]
+        for m, mr in models.items():
+            assert set(mr["points"]) == {f"2,3/2@{p}" for p in S.P_FIGURE21_G8}
+            assert all(pt["overhead"] is not None for pt in mr["points"].values())
+            assert all(pt["verdict"] != C.FAIL for pt in mr["points"].values())   # k capped: never FAIL
+        pt = models["simai"]["points"]["2,3/2@1024"]
+        c = E.cluster(1024, 8, S.FIGURE21_ELLS, "simai", bw)
+        k, mt = auto_segments("optcc", c, S.MESSAGE_BYTES, O.RAILS_K_MAX)
+        ring = E.nccl_event(1024, 8, "simai", S.MESSAGE_BYTES, bw)
+        assert (pt["k"], pt["decided_by"]) == (k, "upper bound") and mt.valid
+        assert pt["overhead"] == pytest.approx(float(mt.time / ring - 1), abs=1e-12)
+
+
 @pytest.mark.parametrize("p,g", [(24, 8), (32, 8), (16, 4)])
 def test_optcc_rails_alpha_count_bounds_the_event_model(p, g):
     from optcc.algorithms.optcc_rails import build

@@ -99,7 +99,7 @@ def test_json_and_markdown_carry_the_column(rows, paper_report, tmp_path, capsys
     assert by_id["fig21-within-6pct-a-g8"].endswith(
         f"| **{sp['verdict']}** {100 * sp['worst']:.2f}% at {sp['worst_key']} (k = {worst['k']}); per point: "
         + ", ".join(f"2,3/2@{p} {100 * sp['points'][f'2,3/2@{p}']['overhead']:.2f}%" for p in (32, 64, 128))
-        + "; not computed: 2,3/2@256 |")
+        + "; not computed: 2,3/2@256, 2,3/2@512, 2,3/2@1024 |")
     assert by_id["sota-57-r2ccl"].endswith("| – |")
 
 
