@@ -48,13 +48,11 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from fractions import Fraction
 
-import numpy as np
-
-from optcc.algorithms import check_segments, rails_layout
-from optcc.algorithms.rails_layout import ArrayRail
+from optcc.algorithms import check_segments
 from optcc.algorithms.stated import states_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -107,7 +105,8 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
         return _two_server_instance(inst, k), None, None
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
     if q > RING_MAX_Q:                               # held as arrays where the construction has them
-        return rails_layout.array_rail(inst, k) or build_schedule("optcc", inst, k), None, None
+        from optcc.algorithms.rails_layout import array_rail
+        return array_rail(inst, k) or build_schedule("optcc", inst, k), None, None
     sched = build_schedule("optcc", inst, k)
     grid = IntegerTimes(sched)
     best = Fraction(max(grid.ends), grid.scale)      # the latest flow end, exact on the grid
@@ -188,7 +187,11 @@ class _Plan:
         self.nvlink_work = max(w / (s_nv * h) for w, h in zip(self.shares, half))
         self.nvlink_limited = self.nvlink_work > self.nic_time
         if materialize is False and layout != "python":
-            # the times only: rails_layout's numpy passes (the same integers as the loop below)
+            # the times only: rails_layout's numpy passes (the same integers as the loop below);
+            # imported here so that `optcc schedule` of other algorithms loads no numpy
+            import numpy as np
+
+            from optcc.algorithms import rails_layout
             if all(max(durh[l]) < rails_layout.INT64_SAFE for l in reps):
                 mats = [_touch_matrices(touches[l], len(size_cls[l])) for l in reps]
                 cls = [np.asarray(size_cls[l], dtype=np.int64) for l in reps]
@@ -318,7 +321,7 @@ def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = N
             sched = rail_schedule(inst, k, direct, base[0])
             if sched is base[0][0] and base[1] is not None:
                 cache[inst.slowdown] = base[1]
-            elif isinstance(sched, ArrayRail):
+            elif _is_array_rail(sched):
                 cache[inst.slowdown] = (sched, None, sched.slot_time()), sched.touches(cluster.servers)
                 base[1] = cache[inst.slowdown]
             else:
@@ -350,9 +353,15 @@ def _rates(shares, g: int, rates: str):
     return [ch * w for w in shares], [cf * w for w in shares]
 
 
+def _is_array_rail(sched) -> bool:
+    """A rails_layout.ArrayRail (only made where rails_layout, and so numpy, is already loaded)."""
+    layout = sys.modules.get("optcc.algorithms.rails_layout")
+    return layout is not None and isinstance(sched, layout.ArrayRail)
+
+
 def rail_algorithm(sched) -> str | None:
     """The algorithm a rail runs (its meta's), without building an ArrayRail's schedule."""
-    return sched.algorithm if isinstance(sched, ArrayRail) else sched.meta.get("algorithm")
+    return sched.algorithm if _is_array_rail(sched) else sched.meta.get("algorithm")
 
 
 def _uses_direct(rails) -> bool:
@@ -431,13 +440,19 @@ def _touches(sched: Schedule, grid: IntegerTimes, q: int):
 def _touch_dicts(touches) -> tuple[list, list]:
     """A rail's touches as per-node dicts (`_touches`), from either form."""
     ft, lw, _ = touches
-    return (ft, lw) if isinstance(ft, list) else rails_layout.matrix_dicts(ft, lw)
+    if isinstance(ft, list):
+        return ft, lw
+    from optcc.algorithms.rails_layout import matrix_dicts
+    return matrix_dicts(ft, lw)
 
 
 def _touch_matrices(touches, P: int) -> tuple:
     """A rail's touches as q × P matrices (rails_layout.touch_matrices), from either form."""
     ft, lw, _ = touches
-    return rails_layout.dict_matrices(ft, lw, P) if isinstance(ft, list) else (ft, lw)
+    if not isinstance(ft, list):
+        return ft, lw
+    from optcc.algorithms.rails_layout import dict_matrices
+    return dict_matrices(ft, lw, P)
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:
