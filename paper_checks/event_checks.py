@@ -34,6 +34,7 @@ from optcc.event_timer import Prepared, ring_event_time
 
 FLOW_CAP = 70_000           # event-time OptCC only where its schedule has at most this many flows (cost rule)
 DEEP_FLOW_CAP = 3_000_000   # the verdict column's undecided points, searched again up to this (cost rule)
+NO_CLOSED_FORM_CAP = DEEP_FLOW_CAP   # points whose construction has no closed form (e.g. slow NVLink, q ≥ 3)
 ROOT2 = math.sqrt(2)
 REFINE_ROUNDS = 1           # ternary rounds in the ×√2 bracket around the best grid k (cost rule)
 PASS, FAIL, UNDECIDED, BOUND_LIMITED = "PASS", "FAIL", "undecided", "bound-limited"
@@ -213,7 +214,8 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
     """One grid point: the intervals, the verdict (PASS / FAIL / undecided / bound-limited).
     `deep_cap`: a point left undecided is searched again with schedules of up to that many flows,
     stopping at the first k within the tolerance (PASS), FAIL only if that search is complete;
-    not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL)."""
+    not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL). A
+    point without a closed form gets that pass with NO_CLOSED_FORM_CAP whatever `deep_cap`."""
     c = cluster(p, g, ells, model, bandwidth)
     ring = nccl_event(p, g, model, n, bandwidth)
     try:
@@ -242,12 +244,13 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
              if t is not None]
     if not cands:
         out.update(verdict=UNDECIDED, overhead=None, k=k_cf, decided_by="none")
-        return out
-    t, k, how = min(cands, key=lambda x: x[0])
-    ov = float(t / ring - 1)
-    out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
-    if out["verdict"] == UNDECIDED and event and deep_cap and k_max >= K_MAX:   # a capped k cannot FAIL
-        _deep(out, c, n, k_cf, k_max, deep_cap, ring, tol)
+    else:
+        t, k, how = min(cands, key=lambda x: x[0])
+        ov = float(t / ring - 1)
+        out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
+    deep = deep_cap or (NO_CLOSED_FORM_CAP if mt is None else None)
+    if out["verdict"] == UNDECIDED and event and deep and k_max >= K_MAX:   # a capped k cannot FAIL
+        _deep(out, c, n, k_cf, k_max, deep, ring, tol)
     return out
 
 
@@ -263,5 +266,5 @@ def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, rin
         out.update(verdict=PASS, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
     elif ev["complete"]:
         out.update(verdict=FAIL, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
-    elif ov < out["overhead"]:
+    elif out["overhead"] is None or ov < out["overhead"]:
         out.update(overhead=ov, k=ev["k"], decided_by="event time (deep search, incomplete)")

@@ -79,3 +79,26 @@ def test_a_point_without_a_closed_form_is_event_searched():
     pt = E.point(32, 8, 2, "simai", S.MESSAGE_BYTES, 0.065, 2 * S.NIC_BANDWIDTH, event=False)
     assert pt["closed_form_overhead"] is None and pt["decided_by"] == "event time"
     assert pt["verdict"] == E.PASS and pt["event_complete"] is True and 0 < pt["overhead"] < 0.065
+
+
+@pytest.mark.parametrize("model,verdict", [("simai", E.PASS), ("alpha", E.FAIL)])
+def test_points_without_a_closed_form_are_searched_beyond_the_flow_cap(model, verdict):
+    """fig22 at 100 GB/s, p = 256: every schedule is over FLOW_CAP (126,480 flows at k = 1), so the
+    point had no value; it now gets the deep pass with schedules up to NO_CLOSED_FORM_CAP flows
+    (not only in the verdict column). simai passes at the first k within the tolerance; alpha (o
+    per message) FAILs only because its deep search is complete (no k over the cap, the event time
+    worse on both sides of the best k)."""
+    from optcc.algorithms.registry import choose
+    from optcc.event_timer import Prepared
+    from optcc.latency import units
+    bw = 2 * S.NIC_BANDWIDTH
+    pt = E.point(256, 8, 2, model, S.MESSAGE_BYTES, 0.065, bw, event=False)
+    c = E.cluster(256, 8, 2, model, bw)
+    assert pt["closed_form_overhead"] is None and len(choose(c).arrays(c, 1)) > E.FLOW_CAP
+    assert (pt["verdict"], pt["decided_by"], pt["deep_complete"]) == \
+           (verdict, "event time (deep search)", verdict == E.FAIL)
+    assert pt["event_evaluated"] >= 1 and pt["event_overhead"] is None and pt["deep_cap"] == E.NO_CLOSED_FORM_CAP
+    k = pt["k"]
+    t = Prepared.from_arrays(c, choose(c).arrays(c, k)).event_time(*units(c, S.MESSAGE_BYTES))
+    assert pt["overhead"] == pytest.approx(float(t / E.nccl_event(256, 8, model, S.MESSAGE_BYTES, bw) - 1), abs=1e-12)
+    assert (pt["overhead"] <= 0.065) == (verdict == E.PASS)
