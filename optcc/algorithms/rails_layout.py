@@ -71,13 +71,19 @@ class ArrayRail:
 
 
 def array_rail(inst, k: int):
-    """`inst`'s OptCC schedule as an ArrayRail where its construction has EventArrays, else None."""
+    """`inst`'s OptCC schedule as an ArrayRail where its construction has an array form (EventArrays,
+    or FlowArrays, whose NIC durations ArrayBuilder computes as optcc.timing does), else None."""
     from optcc.algorithms import check_work
+    from optcc.algorithms.families.arrays import FlowArrays
     from optcc.algorithms.registry import choose
-    from optcc.event_arrays import EventArrays
+    from optcc.event_arrays import ArrayBuilder, EventArrays
     check_work(inst, k)                      # the same refusal as building it
     record = choose(inst)
     arrays = record.arrays(inst, k) if record.arrays is not None else None
+    if isinstance(arrays, FlowArrays):       # NIC flows at rate 1, no local ops
+        b = ArrayBuilder(inst, arrays.pieces)
+        b.add(arrays.src, arrays.dst, arrays.piece, arrays.start, Fraction(1, arrays.scale))
+        arrays = b.finish()
     if not isinstance(arrays, EventArrays) or arrays.nv is not None or arrays.rate is not None:
         return None
     return ArrayRail(inst, k, arrays)
