@@ -48,7 +48,6 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 from __future__ import annotations
 
 import math
-import sys
 from array import array
 from fractions import Fraction
 
@@ -293,6 +292,12 @@ def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None
                 free[l] += d if free[l] + d <= first_ag else durh[l][pi]
                 worst = max(worst, free[l] - ft[s][key])
         return worst
+    return bisect_lead(hi, need, steps)
+
+
+def bisect_lead(hi: int, need, steps: int) -> int:
+    """`steps` halvings of [0, hi] keeping need(hi) ≤ hi (`_smallest_lead`'s rule; need does not
+    grow with the lead). Every midpoint is exact: the grid holds 2^steps."""
     lo = 0
     for _ in range(steps):
         assert (lo + hi) % 2 == 0, "the grid holds 2^LEAD_STEPS"
@@ -322,7 +327,8 @@ def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = N
             if sched is base[0][0] and base[1] is not None:
                 cache[inst.slowdown] = base[1]
             elif _is_array_rail(sched):
-                cache[inst.slowdown] = (sched, None, sched.slot_time()), sched.touches(cluster.servers)
+                slot, rail_touches = sched.slot_and_touches(cluster.servers)
+                cache[inst.slowdown] = (sched, None, slot), rail_touches
                 base[1] = cache[inst.slowdown]
             else:
                 grid = base[0][2] if sched is base[0][0] and base[0][2] is not None else IntegerTimes(sched)
@@ -354,9 +360,8 @@ def _rates(shares, g: int, rates: str):
 
 
 def _is_array_rail(sched) -> bool:
-    """A rails_layout.ArrayRail (only made where rails_layout, and so numpy, is already loaded)."""
-    layout = sys.modules.get("optcc.algorithms.rails_layout")
-    return layout is not None and isinstance(sched, layout.ArrayRail)
+    """A rails_layout.ArrayRail: a rail is that or a built Schedule (no numpy import to tell)."""
+    return not isinstance(sched, Schedule)
 
 
 def rail_algorithm(sched) -> str | None:

@@ -25,7 +25,8 @@ from fractions import Fraction
 
 import numpy as np
 
-INT64_SAFE = 2**62
+from optcc.event_arrays import INT64_SAFE
+
 MISSING = -1                     # a (node, piece) no flow touches (dense for every AllReduce rail)
 
 
@@ -59,15 +60,13 @@ class ArrayRail:
     def meta(self):
         return self.schedule.meta
 
-    def slot_time(self) -> Fraction:
-        """The latest flow end, exact (what optcc_rails reads from IntegerTimes for a Schedule)."""
+    def slot_and_touches(self, q: int):
+        """(the latest flow end, exact: what optcc_rails reads from IntegerTimes for a Schedule;
+        (first touch, last write, scale) as q × P matrices on the arrays' grid)."""
         a = self.arrays
-        return Fraction(int((a.start + a.dur).max()), a.scale)
-
-    def touches(self, q: int):
-        """(first touch, last write, scale) as q × P matrices on the arrays' grid."""
-        a = self.arrays
-        return touch_matrices(a.src, a.dst, a.piece, a.start, a.start + a.dur, q, len(a.pieces)) + (a.scale,)
+        ends = a.start + a.dur
+        touches = touch_matrices(a.src, a.dst, a.piece, a.start, ends, q, len(a.pieces)) + (a.scale,)
+        return Fraction(int(ends.max()), a.scale), touches
 
 
 def array_rail(inst, k: int):
@@ -204,14 +203,8 @@ def layout(reps_touches, mults, durf, durh, nic: int, proportional: bool, lead_s
 
 def _smallest_lead(hi: int, rails, lw_min: np.ndarray, steps: int) -> int:
     """optcc_rails._smallest_lead's bisection with need(D) from `_rs_free`."""
+    from optcc.algorithms.optcc_rails import bisect_lead
+
     def need(D: int) -> int:
         return max(0, max(int((_rs_free(r, D + lw_min) - r.ft).max()) for r in rails))
-    lo = 0
-    for _ in range(steps):
-        assert (lo + hi) % 2 == 0, "the grid holds 2^LEAD_STEPS"
-        mid = (lo + hi) // 2
-        if need(mid) <= mid:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return bisect_lead(hi, need, steps)
