@@ -13,7 +13,8 @@ from fractions import Fraction
 
 import pytest
 
-from glue_mutants import GENERATOR_MUTANTS, TIMING_MUTANTS, VERIFIER_MUTANTS, generator_mutant
+from glue_mutants import (GENERATOR_MUTANTS, GLUE_MUTANTS, TIMING_MUTANTS, VERIFIER_MUTANTS, apply_glue_mutant,
+                          generator_mutant)
 from optcc import proof_sources
 from optcc.algorithms.families import optcc as FO
 from optcc.algorithms.families import ring as FR
@@ -195,8 +196,38 @@ def test_verifier_glue_mutant_refuted_by_prove_all(name, monkeypatch):
     assert res["proved"] is False and any(r["status"] == "refuted" for r in res["failures"]), res["failures"]
 
 
+@pytest.mark.parametrize("name", sorted(GLUE_MUTANTS))
+def test_glue_mutant_refuted_by_prove_all(name, monkeypatch):
+    """The builder, the rank-local enumeration, the certificate and the obligations read one
+    definition of the glue, so a change to it is a change to what prove-all proves."""
+    algo = apply_glue_mutant(monkeypatch, name)
+    res = prove_all(algo, fail_fast=True)
+    assert res["proved"] is False and any(r["status"] == "refuted" for r in res["failures"]), res["failures"]
+
+
+@pytest.mark.parametrize("name", sorted(GLUE_MUTANTS))
+def test_glue_mutant_changes_what_runs(name, monkeypatch):
+    """The glue mutants are not cosmetic: the rank-local enumeration the ranks run from changes
+    (so the proof, not a pinned digest, is what stops each one)."""
+    from optcc.algorithms.families.local import rank_flow_arrays
+    algo, which, _ = GLUE_MUTANTS[name]
+    cases = [(7, 1, 2, Fraction(3, 2)), (7, 3, 2, Fraction(3, 2)), (6, 2, 4, Fraction(3)), (5, 2, 1, Fraction(1))]
+
+    def every_rank():
+        return [(rf.pieces, rf.src.tolist(), rf.dst.tolist(), rf.piece.tolist(), rf.op.tolist(),
+                 [Fraction(t, rf.scale) for t in rf.start.tolist()])
+                for p, k, s, ell in cases for rf in (rank_flow_arrays(algo, p, k, s, ell, r) for r in range(p))]
+    before = every_rank()
+    apply_glue_mutant(monkeypatch, name)
+    try:
+        after = every_rank()
+    except (ValueError, OptccError):
+        return                                  # refused to build at all: changed too
+    assert after != before
+
+
 def test_at_least_twenty_glue_and_timing_mutants():
-    assert len(GENERATOR_MUTANTS) + len(TIMING_MUTANTS) + len(VERIFIER_MUTANTS) >= 20
+    assert len(GENERATOR_MUTANTS) + len(GLUE_MUTANTS) + len(TIMING_MUTANTS) + len(VERIFIER_MUTANTS) >= 20
 
 
 def test_a_stated_time_other_than_the_proved_flows_end_is_refused(certs):

@@ -141,10 +141,10 @@ def test_optcc_family_durations_and_closed_form_are_the_projects():
             continue
         (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
         H = p - 1
-        d = FO.shard_size(H, k, ell)
+        P = Params(p, k, Fraction(ell), s)
+        d = FO.shard_size(INT, P)
         lam = d if ell < 2 else ell * d / 2
         unit = (d, lam, d)
-        P = Params(p, k, ell, s)
         gen = optcc_allreduce(c, k)
         durs = durations(gen)
         seen = 0
@@ -154,7 +154,7 @@ def test_optcc_family_durations_and_closed_form_are_the_projects():
                 if all(fam.domain(INT, P, *idx)):
                     T = fam.terms(INT, P, *idx)
                     rank = [s if n == H else n + (n >= s) for n in (T.src, T.dst)]
-                    by_key[(*rank, FO.piece_index(P, T.piece), fam.op)] = T.dur * unit[T.phase]
+                    by_key[(*rank, FO.piece_index(INT, P, T.piece), fam.op)] = T.dur * unit[T.phase]
                     seen += 1
         assert seen == len(gen.flows)
         for f, dd in zip(gen.flows, durs):

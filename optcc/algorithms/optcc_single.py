@@ -64,6 +64,7 @@ from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
+from optcc.algorithms.families import INT, Params
 from optcc.algorithms.families import optcc as _F
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -86,7 +87,7 @@ def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
 
 def _shard_size(H: int, k: int, ell: Fraction) -> Fraction:
     """δ: the shard size (fraction of n); the families' shard_size (H = 1: one exchange)."""
-    return Fraction(1, k * H) if H == 1 else _F.shard_size(H, k, ell)
+    return Fraction(1, k * H) if H == 1 else _F.shard_size(INT, Params(H + 1, k, Fraction(ell), 0))
 
 
 def optcc_slot_time(cluster: Cluster, segments: int) -> Fraction:

@@ -13,7 +13,8 @@ from fractions import Fraction
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
-from optcc.algorithms.families.ring import ring_flows
+from optcc.algorithms.families import INT, Params
+from optcc.algorithms.families.ring import piece_sizes, ring_flows, slot
 from optcc.algorithms.stated import states_slot_time
 from optcc.schedule import Schedule
 
@@ -38,12 +39,12 @@ def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
         raise OptccError("g", "the ring generator covers one GPU per server (g = 1); "
                                 "for g > 1 use baselines.flat_ring_allreduce (build_schedule picks it)")
     p, k = cluster.p, segments
-    shard = Fraction(1, k * p)
-    step = shard * max(cluster.slowdown)
-    # The flows are the enumeration of the ring's flow families (optcc.algorithms.families.ring),
-    # the formulas verifier.parametric proves for every p, k, ℓ and straggler rank.
-    flows = ring_flows(p, k, step)
-    return Schedule(cluster, [shard] * (k * p), flows, meta=ring_meta(cluster, k))
+    # The flows, slot and pieces are the ring families' (optcc.algorithms.families.ring), the
+    # formulas verifier.parametric proves for every p, k, ℓ and straggler rank; ℓ is the slowest
+    # rank's, which sets the synchronous step.
+    P = Params(p, k, Fraction(max(cluster.slowdown)), -1)
+    flows = ring_flows(p, k, slot(INT, P))
+    return Schedule(cluster, piece_sizes(P), flows, meta=ring_meta(cluster, k))
 
 
 def ring_meta(cluster: Cluster, segments: int) -> dict:

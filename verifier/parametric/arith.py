@@ -67,8 +67,19 @@ class Z3Arith:
         return v
 
     @staticmethod
+    def real(x):
+        if isinstance(x, int):
+            return z3.RealVal(x)
+        return z3.ToReal(x) if x.is_int() else x
+
+    @staticmethod
     def div(a, b):
         return z3.ToReal(a) / b if isinstance(a, z3.ArithRef) and a.is_int() else a / b
+
+    def product_definitions(self) -> list:
+        """v = a·b for every product built: exact, nonlinear; for obligations that are nonlinear
+        already (closed forms), where the linear lemmas do not determine a product."""
+        return list(self.defs) + [v == a * b for a, b, v in self.products]
 
     def product_lemmas(self) -> list:
         """Instances of the product lemmas for every product and pair of products on one factor,

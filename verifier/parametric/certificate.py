@@ -14,7 +14,8 @@ Checking one (`generator_certificate_check`), cheapest first:
      one re-proved by Z3 (seconds, once per process): a hand-written "proved" is never taken;
   5. the instance: the verifier enumerates the families itself, over spans the obligations
      prove cover every domain, mapping nodes, pieces and slots to ranks, indices and times
-     with the very terms the obligations are stated over (rank_of, piece_of, phases, sizes);
+     with the families' glue (node_rank, piece_index, phase_clock, piece_sizes), the very
+     functions the obligations state as Z3 terms;
      the schedule must be that enumeration byte for byte (sha256), and the timing model's
      duration of every flow (optcc.timing.durations, Cluster.nic_time) must equal the proved
      duration (family dur × slot), and a stated slot time must be the proved flows' last
@@ -36,7 +37,7 @@ from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-
 FORMAT = "optcc-generator-certificate/2"
 def check_certifiable(algo: str) -> None:
     """Refuse (OptccError "certificate") a construction that has no generator certificate."""
-    if algo not in _SOURCES:
+    if not isinstance(algo, str) or algo not in _SOURCES:
         raise OptccError("certificate", f"no generator certificate for {algo!r} (only {', '.join(_SOURCES)}): "
                                         "its schedules are proved per instance by the runner's gate")
 
@@ -85,15 +86,6 @@ def reprove(algo: str) -> tuple[str, str | None]:
     return _REPROVED[key]
 
 
-def _evaluate(term, P, values) -> Fraction:
-    """A Z3 term of the parameters P at concrete values, as an exact Fraction."""
-    sub = [(v, z3.IntVal(x) if v.is_int() else z3.RealVal(str(x))) for v, x in zip(P, values)]
-    r = z3.simplify(z3.substitute(z3.ToReal(term) if z3.is_int(term) else term, *sub))
-    if not z3.is_rational_value(r):
-        raise OptccError("certificate", f"cannot evaluate {term} on the instance")
-    return Fraction(r.numerator_as_long(), r.denominator_as_long())
-
-
 def _params(algo: str, c) -> tuple[int, Fraction]:
     (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
     return s, Fraction(ell)
@@ -118,26 +110,25 @@ def reference(algo: str, c, k: int):
     if algo == "ring":
         from optcc.algorithms.families import ring as F
         from verifier.parametric import ring as PV
-        Pz, _ = PV.params()
-        units = [_evaluate(PV.unit(Pz), Pz, P)] * 1
-        origins = [Fraction(0)]
-        pieces = [_evaluate(PV.shard_size(Pz), Pz, P)] * (k * p)
+        origins, units = [Fraction(0)], [F.slot(INT, P)]
+        pieces = F.piece_sizes(P)
 
         def rank(n):
             return n
+
+        def piece_of(key):
+            return F.piece_index(INT, P, key)
     else:
         from optcc.algorithms.families import optcc as F
         from verifier.parametric import optcc as PV
-        Pz, _ = PV.params()
-        o, u = PV.phases(Pz)
-        origins = [_evaluate(t, Pz, P) for t in o]
-        units = [_evaluate(t, Pz, P) for t in u]
-        d, x = (_evaluate(t, Pz, P) for t in PV.sizes(Pz))
-        pieces = [d] * (k * (p - 1)) + ([x] * (k - 1) if ell < 2 else [])
-        H = p - 1
+        origins, units = F.phase_clock(INT, P)
+        pieces = F.piece_sizes(P)
 
         def rank(n):
-            return PV.rank_of(INT, n, H, s)
+            return F.node_rank(INT, P, n)
+
+        def piece_of(key):
+            return F.piece_index(INT, P, key)
     fams = {f.name: f for f in F.FAMILIES}
     sp = {name: [range(lo, hi + 1) for lo, hi in r] for name, r in PV.spans(P).items()}
     flows, durs, starts = [], [], {}
@@ -148,7 +139,7 @@ def reference(algo: str, c, k: int):
         T = fam.terms(INT, P, *idx)
         t = origins[T.phase] + (T.box + T.offset) * units[T.phase]
         t = starts.setdefault(t, t)
-        flows.append(Flow(rank(T.src), rank(T.dst), PV.piece_of(P, T.piece), fam.op, t))
+        flows.append(Flow(rank(T.src), rank(T.dst), piece_of(T.piece), fam.op, t))
         durs.append(T.dur * units[T.phase])
 
     def every(name, *outer):
@@ -208,7 +199,7 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
         got = data.get("format") if isinstance(data, dict) else None
         return False, f"{path} is not a proved {FORMAT} certificate (format {got!r}; run prove-all again)"
     algo = data.get("algo")
-    if algo not in _SOURCES or schedule.meta.get("algorithm") != algo:
+    if not isinstance(algo, str) or algo not in _SOURCES or schedule.meta.get("algorithm") != algo:
         return False, f"certificate is for {algo!r}, schedule says {schedule.meta.get('algorithm')!r}"
     props = data.get("properties")
     if not isinstance(props, dict) or any(v != "proved" for v in props.values()) or "sum" not in props:

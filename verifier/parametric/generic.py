@@ -121,6 +121,26 @@ def causality(C: GeneratorModel) -> list[Obligation]:
             + _pair_obligations(C, "causality", write_write, "two writes at once", True))
 
 
+def durations(C: GeneratorModel, units: Callable, size_of: Callable, rate: Callable) -> list[Obligation]:
+    """Every family's duration in slots, times its phase's slot length (n/B), is its transfer time
+    on the cluster: its piece's size times rate(src, dst). This ties the slot-unit statements of
+    ports, causality and finish to the real clock the ranks run on (`units`, `size_of`, `rate`
+    are the construction's own glue, the functions the enumeration evaluates)."""
+    out = []
+    for fam in C.families:
+        A = Z3Arith()
+        idx = fresh_index(fam, "1")
+        T = fam.terms(A, C.P, *idx)
+        unit = units(A, C.P)
+        slot = unit[T.phase] if isinstance(T.phase, int) else z3.Sum(
+            *[z3.If(T.phase == i, u, 0) for i, u in enumerate(unit)])
+        goal = T.dur * slot == size_of(A, C.P, T.piece) * rate(A, C.P, T.src, T.dst)
+        out.append(Obligation("duration", f"{fam.name}: its slots are its piece's transfer time",
+                              C.assume + fam.domain(A, C.P, *idx) + A.product_definitions(), goal,
+                              list(A.side), C.P, [(fam, idx)]))
+    return out
+
+
 @dataclass
 class Segment:
     """Chain positions lo(P, key)..hi(P, key) (possibly empty) are flows of `fam` with indices

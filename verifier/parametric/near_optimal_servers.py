@@ -79,9 +79,9 @@ def two_server_time(P):
 
 
 def shard(P):
-    """δ of the q-node instance (families.optcc.shard_size, derived)."""
-    H, k, ell = P.q - 1, _r(P.k), P.ell
-    return z3.If(ell >= 2, 1 / (k * H), 1 / (k * H + (k - 1) * (2 / ell - 1)))
+    """δ of the q-node instance: families.optcc.shard_size over real q."""
+    from optcc.algorithms.families import optcc as F
+    return F.shard_size(Z3Arith(), _single(P))
 
 
 def fill(P):

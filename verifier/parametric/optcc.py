@@ -20,6 +20,7 @@ from optcc.algorithms.families import Params
 from optcc.algorithms.families import optcc as F
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
+from verifier.parametric import generic as G
 from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
@@ -121,12 +122,7 @@ def p2p_chain(families=F.FAMILIES) -> Chain:
 
 def _real(P):
     H, k, ell = z3.ToReal(P.p - 1), z3.ToReal(P.k), P.ell
-    small = ell < 2
-    d = z3.If(small, 1 / (k * H + (k - 1) * (2 / ell - 1)), 1 / (k * H))
-    lam = z3.If(small, d, ell * d / 2)
-    L = z3.If(z3.And(small, P.k == 1), 2 * H + ell, 2 * H * k + 2)
-    x = z3.If(small, (2 / ell - 1) * d, 0)
-    return H, k, ell, d, lam, L, x
+    return H, k, ell
 
 
 def closed_form(H, k, ell):
@@ -156,8 +152,8 @@ def _ends_by(C, fams, limit, name, witnesses):
 
 
 def _pipeline_len(A, P):
-    H = P.p - 1
-    return z3.If(z3.And(P.ell < 2, P.k == 1), z3.ToReal(2 * H) + P.ell, z3.ToReal(A.mul(P.k, 2 * H) + 2))
+    """L in pipeline slots: the families' pipeline_slots, in A (products shared with the boxes')."""
+    return F.pipeline_slots(A, P)
 
 
 def finish(C: GeneratorModel) -> list[Obligation]:
@@ -179,44 +175,36 @@ def finish(C: GeneratorModel) -> list[Obligation]:
                     [(lambda P: [z3.Or(P.ell >= 2, P.k == 1)], down, last_down),
                      (lambda P: [P.ell < 2, P.k >= 2], p2p_down, last_p2p)])
     out += _ends_by(C, [epi], lambda A, P: P.p - 2, "epilogue slot H−1", [(lambda P: [], epi, last_step)])
-    H, k, ell, *_ = _real(C.P)
+    H, k, ell = _real(C.P)
     d, x = sizes(C.P)
     out.append(phase_lemma(C))
     out.append(Obligation("well_formed", "piece sizes are positive and add up to 1", C.assume,
                           z3.And(d > 0, z3.Implies(ell < 2, x > 0), k * H * d + (k - 1) * x == 1), [], C.P))
+    out += G.durations(C, lambda A, P: F.phase_clock(A, P)[1], F.piece_size, F.rate)
     return out
 
 
 def bound(C: GeneratorModel) -> list[Obligation]:
-    H, k, ell, *_ = _real(C.P)
+    H, k, ell = _real(C.P)
     T = closed_form(H, k, ell)
     return [Obligation("bound", "closed form ≥ max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1)) (Theorem 1)", C.assume,
                        z3.And(T >= ell, T >= 2 * ell * H / (ell * H + 1)), [], C.P)]
 
 
 def rank_of(A, n, H, s):
-    """Node ↦ rank (node H is the straggler S): the map the lemma proves and the instance check uses."""
-    return A.ite(n == H, s, A.ite(n >= s, n + 1, n))
+    """Node ↦ rank (node H is the straggler S): the families' node_rank."""
+    return F.node_rank(A, Params(H + 1, None, None, s), n)
 
 
 def piece_of(P, key):
-    """Piece key ↦ schedule index: (σ, o) ↦ σH + o, (σ,) ↦ kH + σ (lemma and instance check)."""
-    H = P.p - 1
-    return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
-
-
-def phases(P):
-    """(origins, units) of the three phases in time (n/B), as Z3 terms of the parameters: prologue
-    at 0 in slots δ, pipeline at (H−1)δ in slots λ, epilogue at (H−1)δ + L·λ in slots δ."""
-    H, k, ell, d, lam, L, x = _real(P)
-    o1 = (H - 1) * d
-    return (z3.RealVal(0), o1, o1 + L * lam), (d, lam, d)
+    """Piece key ↦ schedule index: the families' piece_index, as Z3 terms."""
+    return F.piece_index(Z3Arith(), P, key)
 
 
 def sizes(P):
-    """(shard size δ, P2P piece size x) as Z3 terms."""
-    _, _, _, d, _, _, x = _real(P)
-    return d, x
+    """(shard size δ, P2P piece size x): the families' terms, as Z3 terms."""
+    A = Z3Arith()
+    return F.shard_size(A, P), F.p2p_size(A, P)
 
 
 def spans(P):
@@ -249,23 +237,30 @@ def phase_lemma(C: GeneratorModel) -> Obligation:
     """Phases follow one another in time (each starts when the previous one's last slot ends, the
     limits `finish` proves), their slots are positive, and the last ends at the closed form."""
     P = C.P
-    H, k, ell, *_ = _real(P)
-    (o0, o1, o2), (u0, u1, u2) = phases(P)
-    L = z3.If(z3.And(ell < 2, P.k == 1), 2 * H + ell, 2 * H * k + 2)
+    H, k, ell = _real(P)
+    A = Z3Arith()
+    (o0, o1, o2), (u0, u1, u2) = F.phase_clock(A, P)
+    L = F.pipeline_slots(A, P)
     return Obligation("finish", "phase origins: prologue, pipeline, epilogue back to back; end = closed form",
-                      C.assume, z3.And(u0 > 0, u1 > 0, u2 > 0, o0 == 0, o1 == o0 + (H - 1) * u0,
-                                       o2 == o1 + L * u1, o2 + (H - 1) * u2 == closed_form(H, k, ell)), [], P)
+                      C.assume + A.product_definitions(),
+                      z3.And(u0 > 0, u1 > 0, u2 > 0, o0 == 0, o1 == o0 + (H - 1) * u0,
+                             o2 == o1 + L * u1, o2 + (H - 1) * u2 == closed_form(H, k, ell)), [], P)
 
 
 def rank_lemma() -> Obligation:
-    """Node ↦ rank is injective, so exclusivity per node is exclusivity per rank."""
-    p, s, a, b = z3.Ints("p s a b")
+    """Node ↦ rank is injective, so exclusivity per node is exclusivity per rank; rank ↦ node
+    (what a rank enumerates from) is its inverse."""
+    p, s, a, b, r = z3.Ints("p s a b r")
     H = p - 1
     A = Z3Arith()
-    return Obligation("lemmas", "node ↦ rank is injective and onto 0..p−1",
+    P = Params(p, None, None, s)
+    back = F.rank_node(A, P, r)
+    return Obligation("lemmas", "node ↦ rank is injective and onto 0..p−1; rank ↦ node is its inverse",
                       [p >= 3, s >= 0, s < p, a >= 0, a <= H, b >= 0, b <= H],
                       z3.And(z3.Implies(rank_of(A, a, H, s) == rank_of(A, b, H, s), a == b),
-                             rank_of(A, a, H, s) >= 0, rank_of(A, a, H, s) < p))
+                             rank_of(A, a, H, s) >= 0, rank_of(A, a, H, s) < p,
+                             z3.ForAll([r], z3.Implies(z3.And(r >= 0, r < p),
+                                                        z3.And(back >= 0, back <= H, F.node_rank(A, P, back) == r)))))
 
 
 def piece_lemma() -> Obligation:

@@ -13,7 +13,8 @@ from verifier.parametric import local as L
 from verifier.parametric import streaming_order as SO
 from verifier.parametric.obligations import TIMEOUT_MS, discharge
 
-PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "bound", "local", "streaming_order")
+PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "duration", "bound", "local",
+              "streaming_order")
 # servers also proves its instance (the q ≥ 3 OptCC families or the q = 2 swap) as property "instance",
 # and its finish time in closed form for q ≤ 2 as "finish_q_le_2"
 REPORTED = PROPERTIES + ("instance", "finish_q_le_2")

@@ -17,6 +17,7 @@ from optcc.algorithms.families import Params
 from optcc.algorithms.families import ring as R
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
+from verifier.parametric import generic as G
 from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
@@ -97,6 +98,7 @@ def finish(C: GeneratorModel) -> list[Obligation]:
     out.append(Obligation("finish", "slot k·2(p−1) is time 2(p−1)ℓ/p; slots and pieces positive, pieces add to 1",
                           C.assume, z3.And(k * (2 * p - 2) * step == closed_form(p, P.ell), step > 0,
                                            shard_size(P) > 0, k * p * shard_size(P) == 1), [], P))
+    out += G.durations(C, lambda A, P: (R.slot(A, P),), lambda A, P, key: R.shard_size(A, P), R.rate)
     return out
 
 
@@ -110,17 +112,18 @@ def bound(C: GeneratorModel) -> list[Obligation]:
 
 
 def unit(P):
-    """One slot in time (n/B): a shard 1/(kp) at the slowest rate ℓ."""
-    return P.ell / (z3.ToReal(P.k) * z3.ToReal(P.p))
+    """One slot in time (n/B): the families' slot (a shard at the slowest rate ℓ), as Z3 terms."""
+    return R.slot(Z3Arith(), P)
 
 
 def shard_size(P):
-    return 1 / (z3.ToReal(P.k) * z3.ToReal(P.p))
+    """The families' shard size, as a Z3 term."""
+    return R.shard_size(Z3Arith(), P)
 
 
 def piece_of(P, key):
-    """Piece key (σ, c) ↦ schedule index σ·p + c (the lemma and the instance check)."""
-    return key[0] * P.p + key[1]
+    """The families' piece map (σ, c) ↦ index, as Z3 terms (the lemma states it is a bijection)."""
+    return R.piece_index(Z3Arith(), P, key)
 
 
 def spans(P):

@@ -431,8 +431,8 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     ph1, ph2 = z3.Ints("ph1 ph2")
     s1, s2 = z3.Reals("slot1 slot2")
     A = Z3Arith()
-    (o0, o1, o2), units = O.phases(P)
-    L_ = O._real(P)[5]                                      # the real pipeline length the origins use
+    (o0, o1, o2), units = O.F.phase_clock(A, P)
+    L_ = O.F.pipeline_slots(A, P)                           # the pipeline length the origins use
 
     def t(ph, sl):
         return z3.If(ph == 0, o0 + sl * units[0], z3.If(ph == 1, o1 + sl * units[1], o2 + sl * units[2]))

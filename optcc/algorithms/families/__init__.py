@@ -55,6 +55,10 @@ class _IntArith:
     def div(a, b):
         return a if b == 1 else Fraction(a) / b
 
+    @staticmethod
+    def real(x):
+        return Fraction(x)
+
 
 INT = _IntArith()
 

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from optcc.algorithms.families import Family, Params, _IntArith
+from optcc.algorithms.families import INT, Family, Params, _IntArith
 
 INT64_SAFE = 2**62
 
@@ -110,7 +110,7 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
     ell = Fraction(ell)
     P = Params(p, k, ell, s)
     H = p - 1
-    origin, unit = F.phase_clock(H, k, ell)
+    origin, unit = F.phase_clock(INT, P)
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
     plan = [(pro, (range(H - 1), range(H))), (rs, (range(k), range(H), range(1, H))),
             (up, (range(k), range(H))), (down, (range(k), range(H))),
@@ -122,9 +122,8 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
             a = family_arrays(fam, P, chunk)
             if a is None:
                 continue
-            key = a["piece"]
-            piece = key[0] * H + key[1] if len(key) == 2 else k * H + key[0]
-            ranks = [np.where(node == H, s, node + (node >= s)).astype(np.int32) for node in (a["src"], a["dst"])]
+            piece = np.asarray(F.piece_index(NP, P, a["piece"]))
+            ranks = [np.asarray(F.node_rank(NP, P, node)).astype(np.int32) for node in (a["src"], a["dst"])]
             parts.append((a["phase"], a["offset"], a["box"].astype(np.int32), *ranks, piece.astype(np.int32)))
     clock = PhaseGrid([(ph, offset) for ph, offset, *_ in parts], origin, unit)
     n = sum(part[2].size for part in parts)
@@ -140,7 +139,7 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
         start[at:at + m] += base
         src[at:at + m], dst[at:at + m], piece[at:at + m] = s_, d_, pc
         at += m
-    return FlowArrays(F.piece_sizes(H, k, ell), src, dst, piece, start, clock.scale)
+    return FlowArrays(F.piece_sizes(P), src, dst, piece, start, clock.scale)
 
 
 class PhaseGrid:

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from optcc.algorithms.families import Family, Params
+from optcc.algorithms.families import INT, Family, Params
 from optcc.errors import OptccError
 
 
@@ -72,6 +72,7 @@ def _always(A, P, r):
 
 def _ring_form() -> LocalForm:
     from optcc.algorithms.families import ring as R
+    from optcc.algorithms.families.arrays import NP
 
     def src_i(A, P, r, sigma, t):
         return (sigma, t, r)
@@ -87,18 +88,18 @@ def _ring_form() -> LocalForm:
         return {fam.name: span for fam in R.FAMILIES}
 
     def clock(P):
-        step = Fraction(1, P.k * P.p) * max(Fraction(P.ell), Fraction(1))
-        return (Fraction(0),), (step,)
+        return (Fraction(0),), (R.slot(INT, P),)
 
     return LocalForm("ring", R.FAMILIES, branches, ranges, lambda P: P.p, lambda P, r: r,
-                     lambda P, n: n, lambda P, key: R.piece_index(P, key), clock,
-                     lambda P: [Fraction(1, P.k * P.p)] * (P.k * P.p), lambda P: Params(P.p, P.k, 1, -1))
+                     lambda P, n: n, lambda P, key: R.piece_index(NP, P, key), clock,
+                     R.piece_sizes, lambda P: Params(P.p, P.k, 1, -1))
 
 
 # ---- single-straggler OptCC: healthy positions 0..H−1, the straggler is node H ----------------
 
 def _optcc_form() -> LocalForm:
     from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.families.arrays import NP
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
 
     def healthy(A, P, r):
@@ -141,20 +142,9 @@ def _optcc_form() -> LocalForm:
         return {pro.name: ring, epi.name: ring, rs.name: job + ((1, H - 1),), ag.name: job + ((0, H - 2),),
                 up.name: job, down.name: job, p2p_up.name: job, p2p_down.name: job}
 
-    def node_of(P, r):
-        return P.p - 1 if r == P.s else r - (r > P.s)
-
-    def rank_of(P, n):
-        H = P.p - 1
-        return np.where(n == H, P.s, n + (n >= P.s))
-
-    def piece_of(P, key):
-        H = P.p - 1
-        return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
-
-    return LocalForm("optcc", F.FAMILIES, branches, ranges, lambda P: P.p, node_of, rank_of, piece_of,
-                     lambda P: F.phase_clock(P.p - 1, P.k, Fraction(P.ell)),
-                     lambda P: F.piece_sizes(P.p - 1, P.k, Fraction(P.ell)))
+    return LocalForm("optcc", F.FAMILIES, branches, ranges, lambda P: P.p,
+                     lambda P, r: F.rank_node(INT, P, r), lambda P, n: F.node_rank(NP, P, n),
+                     lambda P, key: F.piece_index(NP, P, key), lambda P: F.phase_clock(INT, P), F.piece_sizes)
 
 
 _FORMS: dict[str, Callable[[], LocalForm]] = {"ring": _ring_form, "optcc": _optcc_form}
@@ -251,3 +241,88 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
     src, dst, piece, op = (np.concatenate(c).astype(np.int64) for c in cols)
     order = np.lexsort((piece, dst, src, start))     # posting order: start, src, dst, piece
     return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
+
+
+def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> tuple[list, list]:
+    """(pieces, flows) of `rank` enumerated one flow at a time in exact arithmetic (INT): each
+    branch's indices solved per point, the domain and terms evaluated as the proof states them,
+    start = origin + (box + offset)·unit as a Fraction, ranks and piece indices from the
+    construction's own maps; flows as (start, src, dst, piece, op) in posting order. An
+    independent route to what rank_flow_arrays computes with numpy (grids, masks, the integer
+    start grid, the sort), so a rank can check its part before it runs (check_rank_part)."""
+    from itertools import product
+    form = local_form(algo)
+    P = Params(p, k, Fraction(ell), s)
+    node = form.node_of(P, rank)
+    ranges = form.ranges(P)
+    origin, unit = form.clock(P)
+    PT = form.terms_params(P)
+    rank_of, piece_of = _scalar_maps(algo, P)
+    out = []
+    for br in form.branches:
+        if not br.applies(INT, PT, node):
+            continue
+        fam = br.family
+        free = [range(lo, hi + 1) for lo, hi in (ranges[fam.name][i] for i in free_positions(br))]
+        op = fam.op
+        for vals in product(*free):
+            idx = br.solve(INT, PT, node, *vals)
+            if not all(fam.domain(INT, PT, *idx)):
+                continue
+            T = fam.terms(INT, PT, *idx)
+            start = origin[T.phase] + (T.box + T.offset) * unit[T.phase]
+            out.append((start, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
+    out.sort(key=lambda f: f[:4])
+    return form.pieces(PT), out
+
+
+def _scalar_maps(algo: str, P: Params):
+    if algo == "ring":
+        from optcc.algorithms.families import ring as R
+        return (lambda n: n), (lambda key: R.piece_index(INT, P, key))
+    from optcc.algorithms.families import optcc as F
+    return (lambda n: F.node_rank(INT, P, n)), (lambda key: F.piece_index(INT, P, key))
+
+
+def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> None:
+    """Refuse (OptccError "schedule") a rank's part (a Schedule of its flows in posting order)
+    that is not rank_flows_reference's enumeration: every flow, op, start and piece size."""
+    pieces, want = rank_flows_reference(algo, p, k, s, ell, rank)
+    if list(part.pieces) != pieces:
+        raise OptccError("schedule", f"rank {rank}'s piece sizes are not the proved construction's")
+    flows = part.flows
+    if len(flows) != len(want):
+        raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
+                                     f"give it {len(want)}")
+    for i, (f, (start, src, dst, piece, op)) in enumerate(zip(flows, want)):
+        if (f.start, f.src, f.dst, f.piece, f.op) != (start, src, dst, piece, op) or f.link != "nic" or f.rate != 1 or f.coef != 1:
+            raise OptccError("schedule", f"rank {rank}'s flow {i} ({f.src} -> {f.dst}, piece {f.piece}, {f.op} at "
+                                         f"{f.start}) is not the proved families' ({src} -> {dst}, piece {piece}, "
+                                         f"{op} at {start}); refusing to run it")
+
+
+def check_start_grid(algo: str, p: int, k: int, s: int, ell, field: str = "cluster") -> None:
+    """OptccError(field) where a rank's starts on these parameters would not fit rank_flow_arrays'
+    integer grid (int64): every start lies before the construction's finish, so the grid's scale
+    times the finish bounds them. Cheap: the clock and one term evaluation per family."""
+    from optcc.algorithms.families.arrays import INT64_SAFE, PhaseGrid
+    form = local_form(algo)
+    P = Params(p, k, Fraction(ell), s)
+    origin, unit = form.clock(P)
+    PT = form.terms_params(P)
+    ranges = form.ranges(P)
+    pairs = set()
+    for fam in form.families:
+        T = fam.terms(INT, PT, *(lo for lo, _ in ranges[fam.name]))
+        pairs.add((int(T.phase), Fraction(T.offset)))
+    grid = PhaseGrid(sorted(pairs), origin, unit)
+    if algo == "ring":
+        from optcc.algorithms.families.ring import slot
+        finish = 2 * (p - 1) * k * slot(INT, P)
+    else:
+        finish = origin[-1] + (p - 1) * unit[-1]
+    bound = (finish + 4 * max(unit)) * grid.scale     # the last box, its length and offset: margin
+    if bound >= INT64_SAFE:
+        raise OptccError(field, f"ℓ = {ell} puts this schedule's flow starts on a grid of {grid.scale} steps per "
+                                f"n/B, beyond int64 (about 2^{int(bound).bit_length()}); give ℓ with a smaller "
+                                "denominator")

@@ -124,39 +124,82 @@ EPI = Family("optcc.epilogue_ag", ("t", "i"), "copy", _ring_step, _epi)
 FAMILIES = (PRO, RS, UP, DOWN, P2P_UP, P2P_DOWN, AG, EPI)
 
 
-def piece_index(P, key):
+# ---- the glue from family terms to a running schedule: written once over the arithmetic namespace,
+# ---- evaluated as INT to build and run, as Z3 terms by verifier.parametric.optcc to prove.
+
+def piece_index(A, P, key):
+    """Piece key ↦ schedule index: shard (σ, o) ↦ σH + o, P2P (σ,) ↦ kH + σ."""
     H = _H(P)
     return key[0] * H + key[1] if len(key) == 2 else P.k * H + key[0]
 
 
-def shard_size(H: int, k: int, ell: Fraction) -> Fraction:
-    """δ (derived, optcc_single): 1/(kH) for ℓ ≥ 2, else 1/(kH + (k−1)(2/ℓ − 1))."""
-    return Fraction(1, k * H) if ell >= 2 else 1 / (k * H + (k - 1) * (2 / ell - 1))
-
-
-def pipeline_slots(H, k, ell):
-    """L: pipeline length in pipeline slots (derived: the last download, or P2P download)."""
-    return 2 * H + ell if (ell < 2 and k == 1) else 2 * H * k + 2
-
-
-def phase_clock(H, k, ell):
-    """(origins, units): each phase's start time and slot length (n/B), derived: prologue at 0 in
-    slots δ, pipeline at (H−1)δ in slots λ, epilogue after the pipeline's L slots, in slots δ."""
-    d = shard_size(H, k, ell)
-    lam = d if ell < 2 else ell * d / 2
-    O = (H - 1) * d
-    return (Fraction(0), O, O + pipeline_slots(H, k, ell) * lam), (d, lam, d)
-
-
-def node_rank(node, H, s):
+def node_rank(A, P, node):
     """Healthy ring position h is rank h + [h ≥ s]; node H is the straggler s."""
-    return s if node == H else node + (node >= s)
+    H = _H(P)
+    return A.ite(node == H, P.s, A.ite(node >= P.s, node + 1, node))
 
 
-def piece_sizes(H, k, ell):
-    """kH shards of δ, then for ℓ < 2 the k − 1 point-to-point pieces of (2/ℓ − 1)δ."""
-    d = shard_size(H, k, ell)
-    return [d] * (k * H) + ([(2 / ell - 1) * d] * (k - 1) if ell < 2 else [])
+def rank_node(A, P, rank):
+    """The inverse of node_rank (verifier.parametric.optcc proves it is)."""
+    return A.ite(rank == P.s, _H(P), A.ite(rank > P.s, rank - 1, rank))
+
+
+def shard_size(A, P):
+    """δ (derived, optcc_single): 1/(kH) for ℓ ≥ 2, else 1/(kH + (k−1)(2/ℓ − 1))."""
+    H, k = A.real(_H(P)), A.real(P.k)
+    return A.ite(_small(P), 1 / (k * H + (k - 1) * (2 / P.ell - 1)), 1 / (k * H))
+
+
+def p2p_size(A, P):
+    """A point-to-point piece (ℓ < 2 only): (2/ℓ − 1)δ, derived (optcc_single)."""
+    return A.ite(_small(P), (2 / P.ell - 1) * shard_size(A, P), A.real(0))
+
+
+def piece_size(A, P, key):
+    """The size (n) of the piece a key names: δ for a shard, the P2P size for (σ,)."""
+    return shard_size(A, P) if len(key) == 2 else p2p_size(A, P)
+
+
+def pipeline_slots(A, P):
+    """L: pipeline length in pipeline slots (derived: the last download, or P2P download)."""
+    H = _H(P)
+    return A.ite(A.And(_small(P), P.k == 1), A.real(2 * H) + P.ell, A.real(A.mul(P.k, 2 * H) + 2))
+
+
+def phase_clock(A, P):
+    """(origins, units): each phase's start time and slot length (n/B), derived: prologue at 0 in
+    slots δ, pipeline at (H−1)δ in slots λ (λ = δ for ℓ < 2, ℓδ/2 for ℓ ≥ 2), epilogue after
+    the pipeline's L slots, in slots δ."""
+    d = shard_size(A, P)
+    lam = A.ite(_small(P), d, P.ell * d / 2)
+    o1 = A.real(_H(P) - 1) * d
+    return (A.real(0), o1, o1 + pipeline_slots(A, P) * lam), (d, lam, d)
+
+
+def rate(A, P, src, dst):
+    """A flow's time per unit of size (n/B) between two nodes: ℓ when S is an end, else 1
+    (optcc.cluster's NIC rule: the slower end's bandwidth, paper Section 2)."""
+    H = _H(P)
+    return A.ite(A.Or(src == H, dst == H), P.ell, A.real(1))
+
+
+def piece_keys(P):
+    """Every piece key of concrete parameters, shards first."""
+    H = _H(P)
+    return [(sg, o) for sg in range(P.k) for o in range(H)] + ([(sg,) for sg in range(P.k - 1)] if _small(P) else [])
+
+
+def piece_sizes(P):
+    """The schedule's piece list on concrete parameters: piece_size of every key, placed at its
+    piece_index (an index no key lands on, or two keys on one, is an error)."""
+    keys = piece_keys(P)
+    out: list = [None] * len(keys)
+    for key in keys:
+        i = piece_index(INT, P, key)
+        if not 0 <= i < len(out) or out[i] is not None:
+            raise ValueError(f"families.optcc: piece key {key} maps to index {i}")
+        out[i] = piece_size(INT, P, key)
+    return out
 
 
 def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
@@ -166,7 +209,7 @@ def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = families
     P = Params(p, k, Fraction(ell), s)
     H = p - 1
-    origin, unit = phase_clock(H, k, P.ell)
+    origin, unit = phase_clock(INT, P)
     starts: dict = {}
     flows = []
     append = flows.append
@@ -179,7 +222,7 @@ def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
         start = starts.get(key)
         if start is None:
             start = starts[key] = origin[T.phase] + key[1] * unit[T.phase]
-        append(Flow(node_rank(T.src, H, s), node_rank(T.dst, H, s), piece_index(P, T.piece), fam.op, start))
+        append(Flow(node_rank(INT, P, T.src), node_rank(INT, P, T.dst), piece_index(INT, P, T.piece), fam.op, start))
     for t in range(H - 1):
         for i in range(H):
             emit(pro, t, i)
@@ -196,4 +239,4 @@ def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):
     for t in range(H - 1):
         for i in range(H):
             emit(epi, t, i)
-    return piece_sizes(H, k, P.ell), flows
+    return piece_sizes(P), flows

@@ -11,8 +11,14 @@ from __future__ import annotations
 from optcc.algorithms.families import INT, Family, Params, Terms
 
 
+def rate(A, P, src, dst):
+    """A flow's time per unit of size (n/B): ℓ when the straggler is an end, else 1 (optcc.cluster's
+    NIC rule: the slower end's bandwidth, paper Section 2)."""
+    return A.ite(A.Or(src == P.s, dst == P.s), P.ell, 1)
+
+
 def _dur(A, P, src, dst):
-    return A.div(A.ite(A.Or(src == P.s, dst == P.s), P.ell, 1), P.ell)
+    return A.div(rate(A, P, src, dst), P.ell)
 
 
 def _rs_domain(A, P, sigma, t, i):
@@ -40,9 +46,35 @@ AG = Family("ring.all_gather", ("sigma", "u", "i"), "copy", _ag_domain, _ag_term
 FAMILIES = (RS, AG)
 
 
-def piece_index(P, key):
+# ---- the glue from family terms to a running schedule, written once over the arithmetic namespace
+# ---- (INT builds and runs it, verifier.parametric.ring proves it)
+
+def piece_index(A, P, key):
+    """Piece key (σ, shard) ↦ schedule index σ·p + shard."""
     sigma, shard = key
     return sigma * P.p + shard
+
+
+def shard_size(A, P):
+    """Every piece is a shard 1/(kp) of n."""
+    return 1 / (A.real(P.k) * A.real(P.p))
+
+
+def slot(A, P):
+    """One step in time (n/B): a shard at the slowest rate, ℓ (ℓ ≥ 1; NCCL's synchronous steps)."""
+    return shard_size(A, P) * P.ell
+
+
+def piece_sizes(P):
+    """The piece list on concrete parameters: shard_size at the piece_index of every key."""
+    out: list = [None] * (P.k * P.p)
+    for sigma in range(P.k):
+        for shard in range(P.p):
+            i = piece_index(INT, P, (sigma, shard))
+            if not 0 <= i < len(out) or out[i] is not None:
+                raise ValueError(f"families.ring: piece key {(sigma, shard)} maps to index {i}")
+            out[i] = shard_size(INT, P)
+    return out
 
 
 def ring_flows(p: int, k: int, step, families=FAMILIES):
@@ -63,5 +95,5 @@ def ring_flows(p: int, k: int, step, families=FAMILIES):
                 start = starts.get(T.box)
                 if start is None:
                     start = starts[T.box] = T.box * step
-                flows.append(Flow(T.src, T.dst, piece_index(P, T.piece), fam.op, start))
+                flows.append(Flow(T.src, T.dst, piece_index(INT, P, T.piece), fam.op, start))
     return flows

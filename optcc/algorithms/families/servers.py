@@ -217,20 +217,20 @@ def optcc_last_landing(A, P, v, key):
 def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction, placement: Placement = PLACEMENT):
     """(ft, lw) per instance node of the q ≥ 3 instance, instance time, from the closed forms
     (nodes are ranks: healthy ring position h is rank h + [h ≥ s*], S is s*)."""
-    from optcc.algorithms.families.optcc import node_rank, phase_clock, piece_index
+    from optcc.algorithms.families.optcc import node_rank, phase_clock, piece_index, piece_keys
     H = q - 1
     P = Params(q, k, Fraction(ell), s_star)
-    origin, unit = phase_clock(H, k, P.ell)
-    keys = [(sg, o) for sg in range(k) for o in range(H)] + ([(sg,) for sg in range(k - 1)] if P.ell < 2 else [])
+    origin, unit = phase_clock(INT, P)
+    keys = piece_keys(P)
     ft, lw = [dict() for _ in range(q)], [dict() for _ in range(q)]
 
     def at(ph_slot):
         ph, slot = ph_slot
         return origin[ph] + slot * unit[ph]
     for key in keys:
-        c = piece_index(P, key)
+        c = piece_index(INT, P, key)
         for v in range(H + 1):
-            r = node_rank(v, H, s_star)
+            r = node_rank(INT, P, v)
             ft[r][c] = at(placement.optcc_first(INT, P, v, key))
             lw[r][c] = at(placement.optcc_last(INT, P, v, key))
     return ft, lw
