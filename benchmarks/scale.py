@@ -51,7 +51,6 @@ def point(p: int, k: int, rank: int, form: str) -> dict:
     cluster = Cluster.build(p, 1, {0: Fraction(2)})
     gen = GeneratedSchedule.of("optcc", cluster, k)
     tmp = tempfile.mkdtemp(prefix="optcc-scale-")
-    os.environ[proof.LAUNCH_KEY_ENV] = proof.launch_key_env()[proof.LAUNCH_KEY_ENV]
     path, att = os.path.join(tmp, "s.json"), os.path.join(tmp, "attestation.json")
     t0 = time.perf_counter()
     if form == "generated":                    # the launcher's side, real: generator re-proved, attested

@@ -51,7 +51,6 @@ def main() -> int:
         path, cert = os.path.join(tmp, "s.json"), os.path.join(tmp, "s.cert.json")
         schedule.save(path)
         write_certificate(prove_allreduce(schedule, reported=()), schedule, cert)
-        os.environ.update(proof.launch_key_env())
         proof.require_proof(schedule, cert)       # the launcher: once
         check_runner(schedule, a.runner)
         args = attested_worker_args(schedule, path, tmp, a.runner, "float32")

@@ -9,6 +9,13 @@ Usage, like torch.distributed.algorithms.ddp_comm_hooks.default_hooks.allreduce_
 state re-proves its generator and each rank builds and checks only its own part and program
 (the per-rank path of docs/gpu_runner.md), so a hook at p = 4096 starts in seconds.
 
+At the first bucket, before any message, the state decides what `optcc run` decides
+(gpu_runner.gate): every rank of the group holds the same schedule (sha256 all-gathered, the
+ranks that differ named) and the schedule's numerics for the bucket's dtype are no worse than
+the ring's (`allow_worse_numerics=True` to run it anyway). A watchdog times every collective
+(`timeout` seconds without progress, default 60): a dead or stuck peer ends the process with an
+error naming what it waited for instead of hanging training; `timeout=None` turns it off.
+
 The hook divides the bucket by the world size (DDP averages gradients, as the default hook
 does) and hands the bucket to the state's communication thread, which runs the schedule in
 place (streaming runner by default, `runner="step"` for the step runner) and completes the
@@ -34,19 +41,22 @@ import torch.distributed as dist
 
 from gpu_runner import streaming   # imported first: its atexit handler must run after ours
 from gpu_runner.executor import RunnerError
+from gpu_runner.gate import admit_numerics, agree_on_schedule, dtype_name
 from gpu_runner.proof import (accept_generator_here, built_program, generated_rank_schedule, require_proof,
                               require_streaming)
 from gpu_runner.runners import make_executor, program_key, runner_named
 from optcc.errors import OptccError
 
 EXIT_JOIN_S = streaming.EXIT_JOIN_S
+DEFAULT_TIMEOUT_S = 60.0      # the workers' default --timeout (gpu_runner.worker)
 
 
 class OptccHookState:
     """The schedule, the process group, the cached executor and the communication thread."""
 
     def __init__(self, schedule, process_group=None, certificate: str | None = None, watchdog=None,
-                 runner: str = "streaming", asynchronous: bool = True):
+                 runner: str = "streaming", asynchronous: bool = True,
+                 timeout: float | None = DEFAULT_TIMEOUT_S, allow_worse_numerics: bool = False):
         from optcc.generated import GeneratedSchedule
         runner_named(runner)                  # OptccError("runner") for an unknown one
         key = program_key(runner)
@@ -63,9 +73,15 @@ class OptccHookState:
             self.proof = require_proof(schedule, certificate)
             if key is not None:
                 require_streaming(schedule, *key)     # refused before any bucket: OptccError("runner")
+        if timeout is not None and not timeout > 0:
+            raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         self.schedule = schedule
         self.process_group = process_group
         self.watchdog = watchdog
+        self.timeout = timeout
+        self.allow_worse_numerics = bool(allow_worse_numerics)
+        self._own_watchdog = None             # made with the executor when `watchdog` is None
+        self._admitted: dict = {}             # dtype name -> the numerics report accepted
         self.runner = runner
         self.asynchronous = asynchronous
         self._executor = None
@@ -80,6 +96,13 @@ class OptccHookState:
             if world != self.schedule.cluster.p:
                 raise OptccError("schedule", f"the schedule is for p = {self.schedule.cluster.p} ranks, "
                                              f"the process group has {world}")
+            watchdog = self.watchdog
+            if watchdog is None and self.timeout is not None:
+                from gpu_runner.watchdog import Watchdog
+                watchdog = self._own_watchdog = Watchdog(dist.get_rank(), self.timeout, "optcc-ddp-hook")
+            if self._own_watchdog is not None:
+                self._own_watchdog.arm("every rank's schedule digest (the first bucket's start-up)")
+            agree_on_schedule(self.schedule.sha256(), group)   # before any rank builds a part
             from gpu_runner.hosts import placement   # stragglers named by host
             rank, ranks, _ = placement(self.schedule, group)
             if ranks is None and group is not None and group is not dist.group.WORLD:
@@ -89,17 +112,28 @@ class OptccHookState:
                 schedule = generated_rank_schedule(self.schedule, rank)
                 program = built_program(schedule, *program_key(self.runner))
             self._executor = make_executor(schedule, rank, self.runner, group=group, group_ranks=ranks,
-                                           watchdog=self.watchdog, program=program)
+                                           watchdog=watchdog, program=program)
+            if self._own_watchdog is not None:
+                self._own_watchdog.rest()     # armed again only while a bucket runs
         return self._executor
+
+    def admit(self, tensor: torch.Tensor) -> str:
+        """The numerics decision for the bucket's dtype (once per dtype), as `optcc run` makes it."""
+        name = dtype_name(tensor.dtype)
+        if name not in self._admitted:
+            self._admitted[name] = admit_numerics(self.schedule, name, self.allow_worse_numerics)
+        return self._admitted[name]
 
     def submit(self, tensor: torch.Tensor) -> torch.futures.Future:
         """All-reduce `tensor` in place off this thread; the Future completes with it."""
         if self._closed:
             raise RunnerError("the optcc hook state is closed")
+        self.admit(tensor)
         executor = self.executor()
+        run = _timed(executor, self._own_watchdog)
         fut: torch.futures.Future = torch.futures.Future()
         if not self.asynchronous:
-            executor.run(tensor)
+            run(tensor)
             fut.set_result(tensor)
             return fut
         ready = None
@@ -111,7 +145,7 @@ class OptccHookState:
         if self._comm is None:
             jobs = queue.Queue()
             # the thread holds the queue and executor, not the state: a dropped state is collected
-            thread = threading.Thread(target=_comm_loop, args=(jobs, executor), name="optcc-ddp-comm",
+            thread = threading.Thread(target=_comm_loop, args=(jobs, executor, run), name="optcc-ddp-comm",
                                       daemon=True)
             self._comm = (jobs, thread)
             _open[thread] = (jobs, executor)
@@ -132,6 +166,8 @@ class OptccHookState:
             done = _stop(jobs, thread, self._executor, timeout)
         elif isinstance(self._executor, streaming.StreamingExecutor):
             done = self._executor.close(timeout) or self._executor._failed
+        if self._own_watchdog is not None:
+            done = self._own_watchdog.stop(timeout) and done
         if not done:
             raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
 
@@ -142,7 +178,21 @@ class OptccHookState:
         self.close()
 
 
-def _comm_loop(jobs: queue.Queue, executor) -> None:
+def _timed(executor, watchdog):
+    """executor.run with `watchdog` armed for its duration (None: as it is)."""
+    if watchdog is None:
+        return executor.run
+
+    def run(tensor):
+        watchdog.arm("a gradient bucket's AllReduce to start")
+        try:
+            executor.run(tensor)
+        finally:
+            watchdog.rest()
+    return run
+
+
+def _comm_loop(jobs: queue.Queue, executor, run) -> None:
     """Run each bucket's schedule in submission order and complete its Future; None ends it."""
     try:
         while True:
@@ -155,10 +205,10 @@ def _comm_loop(jobs: queue.Queue, executor) -> None:
                 if ready is not None:
                     with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
                         stream.wait_event(ready)
-                        executor.run(tensor)
+                        run(tensor)
                     stream.synchronize()
                 else:
-                    executor.run(tensor)
+                    run(tensor)
             except Exception as e:  # noqa: BLE001 - DDP re-raises it from fut.wait()
                 fut.set_exception(e)
             else:

@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from gpu_runner.proof import launch_key_env
+from gpu_runner.proof import LAUNCH_KEY_ENV, LAUNCH_KEY_FD_ENV, key_pipe, launch_key_hex
 from gpu_runner.runners import DEFAULT_RUNNER
 from gpu_runner.watchdog import EXIT_TIMEOUT, EXIT_WRONG, LAUNCHER_PID_ENV
 from optcc.errors import OptccError
@@ -139,8 +139,7 @@ def rank_envs(nproc: int, master_addr: str, port, env_extra=None) -> list[dict]:
     """The environment of each local rank (env:// variables, then `env_extra`, per rank if callable)."""
     envs = []
     for r in range(nproc):
-        env = dict(os.environ)
-        env.update(launch_key_env())          # the workers check this process's attestations with it
+        env = {k: v for k, v in os.environ.items() if k not in (LAUNCH_KEY_ENV, LAUNCH_KEY_FD_ENV)}
         env.update({"RANK": str(r), "WORLD_SIZE": str(nproc), "LOCAL_RANK": str(r),
                     "LOCAL_WORLD_SIZE": str(nproc), "MASTER_ADDR": master_addr,
                     "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1", LAUNCHER_PID_ENV: str(os.getpid())})
@@ -197,11 +196,16 @@ def launch(nproc: int, worker_args: list, timeout_s: float, master_addr: str = "
                 out_path, err_path = os.path.join(tmp, f"rank{r}.out"), os.path.join(tmp, f"rank{r}.err")
                 zygote = _zygote(env) if prefix is None else None
                 if zygote is not None:      # forked from a process that imported torch once
-                    proc = zygote.spawn(cmd[3:], env, out_path, err_path)
-                else:
+                    proc = zygote.spawn(cmd[3:], env, out_path, err_path, launch_key=launch_key_hex())
+                else:                       # the attestation key on an inherited pipe, not in env
                     out, err = open(out_path, "w"), open(err_path, "w")
                     logs.append((out, err))
-                    proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
+                    fd = key_pipe(launch_key_hex())
+                    try:
+                        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env={**env, LAUNCH_KEY_FD_ENV: str(fd)},
+                                                start_new_session=True, pass_fds=(fd,))
+                    finally:
+                        os.close(fd)
                 procs.append(proc)
                 _REAPER.tell("group", proc.pid)
             codes, exit_s, killed = _wait_all(procs, timeout_s, wall_limit_s, start, events.poll)

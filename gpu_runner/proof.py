@@ -24,10 +24,12 @@ digest, never an unproved one.
 A launcher proves once; its workers do not prove again. `write_attestation` writes what this
 process accepted (the schedule's sha256, the proof's description, the numerics decision, the
 proved programs' digests) signed with HMAC-SHA256 under a random key that only this process
-and the workers it starts hold (LAUNCH_KEY_ENV, set by gpu_runner.launch.rank_envs);
+and the workers it starts hold: gpu_runner.launch hands it to each worker on an inherited pipe
+(the fd named by LAUNCH_KEY_FD_ENV, read once and closed), never in the environment.
 `accept_attestation` in a worker checks the signature and the schedule's sha256 and records
 the same acceptance, so each worker builds and compares only its own program. A worker started
-any other way (torchrun) re-checks a certificate and proves the programs itself.
+any other way (torchrun) holds no launcher's key, so it refuses an attestation, whoever signed
+it: it re-checks a certificate or re-proves the generator itself.
 """
 from __future__ import annotations
 
@@ -54,7 +56,9 @@ _PARTS: dict = {}      # id(part) -> (part, description, {(dtype, allow_worse): 
 #                        a worker's own part of a generated schedule, accepted as that very object
 #                        (hashing its 10⁵-10⁶ flows again at each door would cost a second each)
 PER_RANK = "per-rank"  # attestation "streaming": each worker checks its own program (verifier.streaming_local)
-LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"
+LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"       # never read: named only to say it is not trusted
+LAUNCH_KEY_FD_ENV = "OPTCC_LAUNCH_KEY_FD"  # the inherited pipe a launcher's worker reads its key from
+_HELD: list = []      # the launcher's key this worker read from its pipe (at most one)
 ATTESTATION_FORMAT = "optcc-launch-attestation/1"
 _KEY: list = []       # this process's signing key, made on first use
 UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for tests only)"
@@ -192,9 +196,36 @@ def _key() -> bytes:
     return _KEY[0]
 
 
-def launch_key_env() -> dict:
-    """The environment entry a launcher gives its workers so that they can check its attestations."""
-    return {LAUNCH_KEY_ENV: _key().hex()}
+def launch_key_hex() -> str:
+    """This process's signing key, for gpu_runner.launch to hand to the workers it starts on a pipe."""
+    return _key().hex()
+
+
+def key_pipe(key_hex: str) -> int:
+    """A pipe holding `key_hex`, its read end returned (inheritable; the caller names it in
+    LAUNCH_KEY_FD_ENV for the child and closes it after the child started)."""
+    r, w = os.pipe()
+    try:
+        os.write(w, key_hex.encode())
+    finally:
+        os.close(w)
+    os.set_inheritable(r, True)
+    return r
+
+
+def _launcher_keys() -> list[bytes]:
+    """The keys an attestation may be signed with here: this process's own (it is the launcher)
+    and the key its launcher handed it on the inherited pipe (read once, the fd then closed)."""
+    fd = os.environ.pop(LAUNCH_KEY_FD_ENV, None)
+    if fd is not None and not _HELD:
+        try:
+            n = int(fd)
+            data = os.read(n, 256)
+            os.close(n)
+            _HELD.append(bytes.fromhex(data.decode()))
+        except (ValueError, OSError):
+            pass
+    return list(_KEY) + list(_HELD)
 
 
 def _mac(key: bytes, body: dict) -> str:
@@ -285,18 +316,19 @@ def _generated_body(gen, full: Schedule, dtype, allow_worse, runners) -> dict:
 
 
 def _verified_body(path: str) -> dict:
-    key = os.environ.get(LAUNCH_KEY_ENV)
-    if not key:
-        raise OptccError("attestation", f"{path}: a launcher's attestation needs its key in {LAUNCH_KEY_ENV} "
-                                        "(only workers started by optcc have it); use --certificate")
+    keys = _launcher_keys()
+    if not keys:
+        also = (f" ({LAUNCH_KEY_ENV} in the environment is not a launcher's key and is ignored)"
+                if os.environ.get(LAUNCH_KEY_ENV) else "")
+        raise OptccError("attestation", f"{path}: an attestation is trusted only from the launcher that started "
+                                        f"this process (optcc run, bench and testbed hand their key on an inherited "
+                                        f"pipe){also}; under torchrun leave --attestation out (a generated schedule "
+                                        f"is re-proved here) or give --certificate")
     data = read_json(path, "attestation")
     if not isinstance(data, dict) or data.get("format") != ATTESTATION_FORMAT:
         raise OptccError("attestation", f"{path}: not an {ATTESTATION_FORMAT} file")
     body = {k: v for k, v in data.items() if k != "hmac_sha256"}
-    try:
-        good = hmac.compare_digest(_mac(bytes.fromhex(key), body), str(data.get("hmac_sha256")))
-    except ValueError:
-        good = False
+    good = any(hmac.compare_digest(_mac(key, body), str(data.get("hmac_sha256"))) for key in keys)
     if not good:
         raise OptccError("attestation", f"{path}: its signature does not verify under this launch's key; refusing")
     return body
@@ -326,7 +358,9 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
 
 
 def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
+    from optcc.algorithms.families.local import check_rank_part
     part = gen.rank_schedule(rank)
+    check_rank_part(gen.algo, *gen.params(), rank, part)     # the numpy build against the proved terms, flow by flow
     num = body.get("numerics")
     numerics = {(num["dtype"], bool(num["allow_worse"])): num["message"]} if num else {}
     if body.get("streaming") == PER_RANK:           # no instance proof: this rank's program, checked here

@@ -53,6 +53,7 @@ class Watchdog:
         self._last = time.monotonic()
         self._what = lambda: "start-up"
         self._enabled = True
+        self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="optcc-watchdog", daemon=True)
         self._thread.start()
 
@@ -70,10 +71,25 @@ class Watchdog:
     def disable(self) -> None:
         self._enabled = False
 
+    def arm(self, describe) -> None:
+        """Start timing from now (a disabled watchdog too): for callers that are idle between runs."""
+        self._what = describe
+        self._last = time.monotonic()
+        self._enabled = True
+
+    rest = disable
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """End the watchdog's thread (for callers that outlive their runs, e.g. the DDP hook's close)."""
+        self._enabled = False
+        self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
     def _loop(self) -> None:
         period = min(1.0, max(0.05, self.timeout_s / 20))
-        while True:
-            time.sleep(period)
+        while not self._stopped.wait(period):
             if not self._enabled:
                 continue
             idle = time.monotonic() - self._last

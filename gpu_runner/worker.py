@@ -142,6 +142,10 @@ def _main(args, rank: int) -> int:
     dtype = SUPPORTED_DTYPES[args.dtype]
     executor, placed = None, {}
     if schedule is not None:
+        from gpu_runner.gate import agree_on_schedule
+        watchdog.phase("every rank's schedule digest")
+        agree_on_schedule(schedule.sha256())      # every rank runs the same schedule, or none runs
+        watchdog.beat()
         from gpu_runner.hosts import placement   # stragglers named by host: map schedule ranks
         watchdog.phase("every rank's host name (stragglers named by host)")
         sched_rank, group_ranks, placed = placement(schedule)

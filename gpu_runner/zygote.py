@@ -67,6 +67,9 @@ def _child(request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        if request.get("launch_key"):      # the launcher's key on a pipe of this rank's own, never in env
+            from gpu_runner.proof import LAUNCH_KEY_FD_ENV, key_pipe
+            os.environ[LAUNCH_KEY_FD_ENV] = str(key_pipe(request["launch_key"]))
         _name(f"optcc-rank{request['env'].get('RANK', '')}")
         extra = [p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
         sys.path[:1] = [request["cwd"], *[p for p in extra if p not in sys.path]]
@@ -159,8 +162,10 @@ class Zygote:
     def alive(self) -> bool:
         return self._alive and self.proc.poll() is None
 
-    def spawn(self, argv: list, env: dict, stdout: str, stderr: str) -> ForkedRank:
-        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "stdout": stdout, "stderr": stderr}
+    def spawn(self, argv: list, env: dict, stdout: str, stderr: str, launch_key: str | None = None) -> ForkedRank:
+        """Fork a rank; `launch_key` (the launcher's attestation key) reaches it on a pipe."""
+        request = {"argv": argv, "env": env, "cwd": os.getcwd(), "stdout": stdout, "stderr": stderr,
+                   "launch_key": launch_key}
         with self._lock, self._got:
             self.proc.stdin.write((json.dumps(request) + "\n").encode())
             self.proc.stdin.flush()

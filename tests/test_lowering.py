@@ -7,6 +7,7 @@
 """
 import copy
 import json
+import os
 import pathlib
 import random
 
@@ -101,7 +102,6 @@ def attested(tmp_path, monkeypatch):
     schedule = build_schedule("optcc", Cluster.build(5, stragglers={0: 2}), 3)
     path = str(tmp_path / "s.json")
     schedule.save(path)
-    monkeypatch.setenv(proof.LAUNCH_KEY_ENV, proof.launch_key_env()[proof.LAUNCH_KEY_ENV])
     proof.require_proof(schedule)
     attestation = str(tmp_path / "attestation.json")
     proof.write_attestation(schedule, attestation, "float32", False, [(4, False), (4, True)])
@@ -128,12 +128,19 @@ def test_an_attestation_is_accepted_only_as_the_launcher_wrote_it(attested, tmp_
     other = build_schedule("optcc", Cluster.build(5, stragglers={1: 2}), 3)
     with pytest.raises(OptccError, match="attests another schedule"):
         proof.accept_attestation(other, attestation)
-    monkeypatch.setenv(proof.LAUNCH_KEY_ENV, "ab" * 32)
+    launcher_key = proof.launch_key_hex()
+    monkeypatch.setattr(proof, "_KEY", [])             # a worker process: not the launcher itself
+    monkeypatch.setattr(proof, "_HELD", [])
+    monkeypatch.setenv(proof.LAUNCH_KEY_FD_ENV, str(proof.key_pipe("ab" * 32)))   # another launcher's key
     with pytest.raises(OptccError, match="signature does not verify"):
         proof.accept_attestation(schedule, attestation)
-    monkeypatch.delenv(proof.LAUNCH_KEY_ENV)
-    with pytest.raises(OptccError, match="needs its key"):
+    monkeypatch.setattr(proof, "_HELD", [])
+    monkeypatch.setenv(proof.LAUNCH_KEY_ENV, launcher_key)     # the right key, but from the environment
+    with pytest.raises(OptccError, match="trusted only from the launcher .* is not a launcher's key and is ignored"):
         proof.accept_attestation(schedule, attestation)
+    monkeypatch.setenv(proof.LAUNCH_KEY_FD_ENV, str(proof.key_pipe(launcher_key)))  # as optcc run hands it
+    assert proof.accept_attestation(schedule, attestation).startswith("attested by the launcher")
+    assert proof.LAUNCH_KEY_FD_ENV not in os.environ                 # read once, the pipe closed
 
 
 @pytest.mark.parametrize("runner", ["streaming", "streaming-ordered", "step"])
