@@ -83,11 +83,13 @@ class GeneratedSchedule:
     @classmethod
     def of(cls, algo: str, cluster: Cluster, segments: int) -> GeneratedSchedule:
         """The generated form of `algo` on (cluster, segments), naming the sources as they are now."""
-        if algo not in SOURCES:
+        if not isinstance(algo, str) or algo not in SOURCES:
             raise OptccError("algo", f"{algo!r} has no generated form (known: {', '.join(SOURCES)}); "
                                      f"write its flow list instead")
         check_generator_range(algo, cluster)
-        return cls(algo, cluster, _segments(segments, "segments"), sources_digest(algo))
+        k = _segments(segments, "segments")
+        _check_grid(algo, cluster, k, "cluster")
+        return cls(algo, cluster, k, sources_digest(algo))
 
     # ---- the file ----------------------------------------------------------------------------
     def to_json(self) -> dict:
@@ -119,12 +121,13 @@ class GeneratedSchedule:
         if data["format"] != FORMAT:
             raise OptccError("schedule.format", f"expected {FORMAT!r}, got {data['format']!r}")
         algo = data["algo"]
-        if algo not in SOURCES:
+        if not isinstance(algo, str) or algo not in SOURCES:
             raise OptccError("schedule.algo", f"unknown construction {algo!r} for a generated schedule "
                                      f"(known: {', '.join(SOURCES)})")
         cluster = Cluster.from_json(data["cluster"], "schedule.cluster.")
         check_generator_range(algo, cluster, "schedule.cluster")
         k = _segments(data["segments"], "schedule.segments")
+        _check_grid(algo, cluster, k, "schedule.cluster")
         digest = data["sources_sha256"]
         if not isinstance(digest, str) or len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
             raise OptccError("schedule.sources_sha256", f"expected 64 lowercase hex digits, got {digest!r}")
@@ -181,6 +184,14 @@ class GeneratedSchedule:
                 x = starts[t] = Fraction(t, rf.scale)
             flows.append(make(Flow, (a, b, c, ops[o], x, "nic", ONE, 1)))
         return Schedule(self.cluster, rf.pieces, flows, meta=self.meta)
+
+
+def _check_grid(algo: str, cluster: Cluster, k: int, field: str) -> None:
+    """Refuse parameters whose flow starts do not fit the ranks' int64 start grid (an ℓ with a
+    huge denominator), when the file is read rather than in every rank."""
+    from optcc.algorithms.families.local import check_start_grid
+    (s, ell), = cluster.stragglers.items() if cluster.stragglers else [(0, Fraction(1))]
+    check_start_grid(algo, cluster.p, k, s, Fraction(ell), field)
 
 
 def _segments(value, field: str) -> int:

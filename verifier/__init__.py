@@ -1,7 +1,26 @@
-"""verifier: Z3 proof that a Schedule computes the AllReduce, with counterexamples and certificates."""
-from verifier.certificate import VERIFIER_VERSION, certificate_matches, check_certificate, write_certificate
-from verifier.determinism import check_determinism
-from verifier.proof import PROPERTIES, REPORTED, Proof, prove_allreduce, required_properties
+"""verifier: Z3 proof that a Schedule computes the AllReduce, with counterexamples and certificates.
 
-__all__ = ["PROPERTIES", "REPORTED", "check_determinism", "Proof", "prove_allreduce", "write_certificate", "certificate_matches",
-           "check_certificate", "VERIFIER_VERSION", "required_properties"]
+The names below load on first use (PEP 562), so that a module a runner needs (verifier.step_check,
+verifier.streaming_local, verifier.numerics) imports no solver: a worker that runs an attested
+schedule proves nothing and never loads z3."""
+from importlib import import_module
+
+_LAZY = {"VERIFIER_VERSION": "verifier.certificate", "certificate_matches": "verifier.certificate",
+         "check_certificate": "verifier.certificate", "write_certificate": "verifier.certificate",
+         "check_determinism": "verifier.determinism", "PROPERTIES": "verifier.proof", "REPORTED": "verifier.proof",
+         "Proof": "verifier.proof", "prove_allreduce": "verifier.proof", "required_properties": "verifier.proof"}
+
+__all__ = ["PROPERTIES", "REPORTED", "VERIFIER_VERSION", "Proof", "certificate_matches", "check_certificate",
+           "check_determinism", "prove_allreduce", "required_properties", "write_certificate"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'verifier' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
