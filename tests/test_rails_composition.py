@@ -119,6 +119,11 @@ MUTANTS = {   # name: (change, message of the refusal, the whole schedule is wro
                                              "not an AllReduce", True),
     "an NVLink flow at twice its rate": (_set(_rs, rate=lambda f: min(1, 2 * f.rate)), "capacity", True),
     "an all-gather copy sent twice at once": (_dup(_ag), "two all-gather copies", True),
+    "a reduce-scatter add sent twice": (_dup(_rs), "two reduce-scatter adds from one GPU", True),
+    "a piece carried on two rails": (_set(lambda f: f.link == "nic", src=lambda f: f.src // g * g + (f.src + 1) % g,
+                                          dst=lambda f: f.dst // g * g + (f.dst + 1) % g), "carried by two rails", True),
+    "a piece carried by no rail": (lambda flows: flows.__setitem__(slice(None), [
+        f for f in flows if not (f.link == "nic" and f.piece == 0)]), "carried by no rail", True),
 }
 
 
@@ -167,3 +172,37 @@ def test_cli_verify_by_rails(tmp_path, capsys):
     optcc_rails.build(Cluster.build(8, 2, {0: F(3)}), 8).save(str(borrow))
     assert main(["verify", str(borrow), "--by-rails"]) == 1
     assert "COUNTEREXAMPLE (composition): a NIC flow joins two rails" in capsys.readouterr().out
+
+
+def _straddling_add():
+    """GPU 1's NVLink reduce-scatter add of piece 5 into GPU 0 at an eighth of its rate: it starts
+    before the rail's first touch of (0, 5), where the rail reads the piece, and lands after it."""
+    from optcc.timing import durations
+    from verifier import rails_composition as RC
+    i = _index(lambda f: _rs(f) and (f.src, f.dst, f.piece) == (1, 0, 5))
+    flows = list(BASE.flows)
+    flows[i] = flows[i]._replace(rate=flows[i].rate / 8)
+    s = Schedule(BASE.cluster, BASE.pieces, flows, BASE.local_ops, BASE.meta, BASE.stated_slot_time)
+    durs = durations(s)
+    _, nic, ops, _ = RC._split(s)
+    first = RC._touches(s, durs, nic, ops)[0][(0, 5)]
+    assert flows[i].start < first < flows[i].start + durs[i]
+    return s
+
+
+def test_an_add_that_starts_before_the_first_touch_but_lands_after_it_is_refused(monkeypatch):
+    """(R3) is about the landing: a check that compared the add's start with the first touch
+    would prove this schedule, which leaves a partial sum on the rail (the whole-schedule proof
+    refutes it). The weakened check is run here too, to show the case tells them apart."""
+    s = _straddling_add()
+    pr = prove_rails_composition(s)
+    assert not pr.proved and "lands after the rail's first touch" in pr.counterexample["message"]
+    assert not prove_allreduce(s, reported=()).proved
+    import inspect
+    import types
+    from verifier import rails_composition as RC
+    src = inspect.getsource(RC)
+    assert src.count("f.start + durs[i] > first") == 1
+    weak = types.ModuleType("weak_rails_composition")
+    exec(compile(src.replace("f.start + durs[i] > first", "f.start > first"), RC.__file__, "exec"), weak.__dict__)
+    assert weak.prove_rails_composition(s).proved        # the weakened check would have passed it

@@ -91,3 +91,17 @@ def test_a_deadlocked_program_has_an_edge_that_does_not_increase_the_key():
     assert not ok and cx["kind"] == "deadlock"
     bad = [kind for kind, later, earlier in _edges(schedule, program) if not earlier < later]
     assert bad == ["dependency"]
+
+
+@pytest.mark.parametrize("name,change", [("post", {"waits": "S", "on": "C"}),
+                                         ("dependency", {"relation": "itself"}),
+                                         ("send after recv posted", {"waits": "S"})])
+def test_a_changed_checker_edge_changes_the_proof(name, change, monkeypatch):
+    """The obligations are stated from the checker's own EdgeKind table: an edge kind changed in
+    the checker is an edge kind whose obligation is refuted (and, where it is wrong, an edge of a
+    real program that no longer increases the key)."""
+    from verifier import streaming_check as SC
+    from verifier.parametric.obligations import discharge as run
+    monkeypatch.setitem(SC.EDGE_KIND, name, SC.EDGE_KIND[name]._replace(**change))
+    got = [run(ob) for ob in obligations() if ob.name.startswith(name + ":")]
+    assert len(got) == 1 and got[0]["status"] == "refuted", got

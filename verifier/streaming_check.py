@@ -7,6 +7,8 @@ progress graph's topological order to prune the search; deadlock is a cycle in t
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from collections import defaultdict, deque
 
 from optcc.schedule import posting_order
@@ -113,27 +115,46 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
     return True, None
 
 
-EDGE_KINDS = ("dependency", "post", "peer order", "recv after send posted", "send after recv posted")
+class EdgeKind(NamedTuple):
+    """One kind of progress edge: the waiting op's event `waits` ("S" start, "C" completion) waits
+    for event `on` of an op related to it by `relation` (None: the event a dependency names).
+    progress_edges builds every edge from these fields, and verifier.parametric.streaming_order
+    states its obligations from the same fields, so a change here changes what is proved."""
+    name: str
+    waits: str
+    on: str | None
+    relation: str       # "earlier op" | "itself" | "previous post with the peer" | "the flow's other end"
+
+
+_KINDS = (EdgeKind("dependency", "S", None, "earlier op"),
+          EdgeKind("post", "C", "S", "itself"),
+          EdgeKind("peer order", "C", "C", "previous post with the peer"),
+          EdgeKind("recv after send posted", "C", "S", "the flow's other end"),
+          EdgeKind("send after recv posted", "C", "S", "the flow's other end"))
+EDGE_KIND = {k.name: k for k in _KINDS}
+EDGE_KINDS = tuple(EDGE_KIND)
 
 
 def progress_edges(schedule, program, where):
     """The progress graph's edges as (kind, event, an event it waits for), events (rank, op index,
-    "S" start | "C" completion); `where` maps (rank, "send" | "recv", flow) to the op index
-    (_structure's). Every kind but the last also holds in every execution (happens-before);
-    verifier.parametric.streaming_order proves each kind increases the order key."""
+    "S" start | "C" completion), each formed from its EdgeKind's fields; `where` maps (rank,
+    "send" | "recv", flow) to the op index (_structure's). Every kind but the last also holds in
+    every execution (happens-before); verifier.parametric.streaming_order proves each kind
+    increases the order key."""
+    dep, post, peer, recv_k, send_k = (EDGE_KIND[k.name] for k in _KINDS)
     for r, rp in enumerate(program.ranks):
         for n, op in enumerate(rp.ops):
             for m, ev in op.deps:
-                yield "dependency", (r, n, "S"), (r, m, ev)
+                yield dep.name, (r, n, dep.waits), (r, m, dep.on or ev)
             if op.kind in ("send", "recv"):
-                yield "post", (r, n, "C"), (r, n, "S")
+                yield post.name, (r, n, post.waits), (r, n, post.on)
         for seq in rp.peer_seq.values():
             for a, b in zip(seq, seq[1:]):
-                yield "peer order", (r, b, "C"), (r, a, "C")
+                yield peer.name, (r, b, peer.waits), (r, a, peer.on)
     for i, f in enumerate(schedule.flows):
         send, recv = (f.src, where[(f.src, "send", i)]), (f.dst, where[(f.dst, "recv", i)])
-        yield "recv after send posted", (*recv, "C"), (*send, "S")
-        yield "send after recv posted", (*send, "C"), (*recv, "S")
+        yield recv_k.name, (*recv, recv_k.waits), (*send, recv_k.on)
+        yield send_k.name, (*send, send_k.waits), (*recv, send_k.on)
 
 
 def _hazard(r, buf, kind, first, second):

@@ -14,6 +14,8 @@ def register(sub) -> None:
     parser.add_argument("--certificate", metavar="OUT",
                         help="on success write a generator certificate (JSON) here; `optcc run --certificate` accepts it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--verbose", action="store_true",
+                        help="list the obligations proved vacuously (their premise never holds) by name")
     parser.set_defaults(handler=run)
 
 
@@ -69,17 +71,27 @@ def run(args) -> int:
     if args.certificate:
         check_certifiable(args.algo)
         check_writable(args.certificate, "--certificate")     # before the proof, not after it
+    from optcc_app.compose.statements import statements_sha256
     res = _with_bounds(prove_all(args.algo), args.algo)
+    res["statements_sha256"] = statements_sha256(args.algo)
     if res["proved"] and args.certificate:
         write_generator_certificate(res, args.certificate)
     if args.json:
         print_json({k: res[k] for k in ("algo", "proved", "for_all", "properties", "obligations",
-                                        "seconds", "failures", "z3_version", "near_optimal",
-                                        "lower_bound_lp") if k in res})
+                                        "premise_never_holds", "seconds", "failures", "z3_version", "near_optimal",
+                                        "lower_bound_lp", "statements_sha256") if k in res})
     else:
         print(f"# {args.algo}: for {res['for_all']}")
         print_table(["property", "result"], [[k, v] for k, v in res["properties"].items()])
         _print_bounds(res)
+        vac = res["premise_never_holds"]
+        if vac:
+            print(f"{len(vac)} obligations hold because their premise never holds (the relation — same port, "
+                  f"same value, a later chain flow — never arises; docs/parametric.md, \"Vacuous premises\")"
+                  + ("" if args.verbose else "; --verbose lists them"))
+            if args.verbose:
+                for v in vac:
+                    print(f"  {v['property']}: {v['obligation']}")
         for r in res["failures"]:
             print(f"{r['status'].upper()} ({r['property']}): {r['obligation']}: {r.get('why', '')}")
             cx = r.get("counterexample")

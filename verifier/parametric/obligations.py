@@ -2,7 +2,9 @@
 
 `discharge` asks Z3 three things: are the assumptions satisfiable (non-vacuity: a proof from
 contradictory assumptions proves nothing, so that counts as refuted), do they imply the side
-conditions, do they imply the goal. A `sat` answer is a counterexample: the parameters
+conditions, do they imply the goal. An obligation with a premise (a relation such as "same
+port" that may never hold) whose premise is unsatisfiable under its assumptions is proved
+vacuously; its result says so (`"premise": "never holds"`) and prove-all counts them apart. A `sat` answer is a counterexample: the parameters
 (p, k, ℓ, s) and the concrete flows of the families the obligation instantiated.
 """
 from __future__ import annotations
@@ -103,6 +105,10 @@ def _discharge(ob: Obligation, timeout_ms: int) -> dict:
     if r == z3.unknown:
         return done("unknown", "non-vacuity check: " + solver.reason_unknown())
     solver.add(*ob.premise)
+    vacuous = False
+    if ob.premise:                     # the relation may never hold: then the goal holds vacuously
+        r = solver.check()
+        vacuous = r == z3.unsat
     for what, claim in (("side condition (mod range)", z3.And(*ob.side)), ("goal", ob.goal)):
         if what.startswith("side") and not ob.side:
             continue
@@ -121,4 +127,7 @@ def _discharge(ob: Obligation, timeout_ms: int) -> dict:
         if r == z3.unknown:
             return done("unknown", what + ": " + solver.reason_unknown())
         solver.pop()
-    return done("proved")
+    out = done("proved")
+    if vacuous:
+        out["premise"] = "never holds"
+    return out

@@ -79,5 +79,7 @@ def prove_all(algo: str, families=None, timeout_ms: int = TIMEOUT_MS, fail_fast:
             "properties": props, "obligations": len(results),
             "seconds": round(time.perf_counter() - t0, 3),
             "failures": [r for r in results if r["status"] != "proved"],
+            "premise_never_holds": [{"property": r["property"], "obligation": r["obligation"]}
+                                    for r in results if r.get("premise") == "never holds"],
             "obligations_sha256": obligations_digest(obs),
             "z3_version": z3.get_version_string()}

@@ -16,16 +16,20 @@ integers, one obligation per step:
     enumerate the flow with the same terms, property `local`), a completion after the other's start.
 Controls (each must be refuted, with a counterexample): the dependency step without the sort,
 the peer step with a post away from its flow's start, the cross step with ends that disagree on K.
-Argued, not machine-checked: a strictly sorted list has every earlier element below every later
-one (transitivity, proved, applied along the list); a relation that strictly increases a strict
-order on a finite set has no cycle; the kinds of progress_edges are the edges check_streaming
-uses (it builds its graph from them) and the κ of tests/test_streaming_order.py is L1-L5's.
+The edge obligations are built from verifier.streaming_check's EdgeKind table, the one
+progress_edges forms every edge from (which event waits for which, and how the two ops relate),
+so a change to the checker's edges changes these statements. Argued, not machine-checked: a
+strictly sorted list has every earlier element below every later one (transitivity, proved,
+applied along the list); a relation that strictly increases a strict order on a finite set has
+no cycle; check_streaming builds its graph from progress_edges, and the κ of
+tests/test_streaming_order.py is L1-L5's.
 """
 from __future__ import annotations
 
 import z3
 
 from verifier.parametric.obligations import Obligation
+from verifier.streaming_check import EDGE_KIND
 
 PROPERTY = "streaming_order"
 SEND_CLASS = 3                 # κ's class of a post (verifier.streaming_local)
@@ -75,13 +79,31 @@ def obligations(controls: bool = False) -> list[Obligation]:
     return [
         _ob("lex order on event keys is irreflexive", [], z3.Not(lex_less(A, A))),
         _ob("lex order on event keys is transitive", [lex_less(A, B), lex_less(B, C)], lex_less(A, C)),
-        _ob("dependency: an event of an earlier op (L2: ops strictly sorted by κ) before the op's start",
-            [_bit(ea), lex_less(a, b)], lex_less(A, _event(b, 0))),
-        _ob("post: a post's start before its completion", [], lex_less(_event(a, 0), _event(a, 1))),
-        _ob("peer order: one peer's posts in strict K order (L3), each at its flow's start (L1)",
-            [*post_a, *post_b, lex_less(a[2:], b[2:])], lex_less(_event(a, 1), _event(b, 1))),
-        _ob("recv after send posted: both ends' κ of one flow are equal (L1, property local)",
-            [*post_a, *[x == y for x, y in zip(a, b)]], lex_less(_event(a, 0), _event(b, 1))),
-        _ob("send after recv posted: both ends' κ of one flow are equal (L1, property local)",
-            [*post_b, *[x == y for x, y in zip(a, b)]], lex_less(_event(b, 0), _event(a, 1))),
-    ]
+    ] + [edge_obligation(kind) for kind in EDGE_KIND.values()]
+
+
+_E = {"S": 0, "C": 1}
+
+
+def edge_obligation(kind) -> Obligation:
+    """The waited-for event's key is below the waiting event's, for one EdgeKind of the checker
+    (verifier.streaming_check), stated from its fields: op b waits (event `kind.waits`) for op a
+    (event `kind.on`, or any event for a dependency), related by `kind.relation` under L1-L3."""
+    a, b = _kappa("a"), _kappa("b")
+    ea = z3.Int("e_a")
+    post_a = [a[1] == SEND_CLASS, a[0] == a[2]]           # a post at its flow's start (L1)
+    post_b = [b[1] == SEND_CLASS, b[0] == b[2]]
+    relation = {
+        "earlier op": [lex_less(a, b)],                                   # L2: ops strictly sorted by κ
+        "itself": [*post_a, *[x == y for x, y in zip(a, b)]],
+        "previous post with the peer": [*post_a, *post_b, lex_less(a[2:], b[2:])],    # L3
+        "the flow's other end": [*post_a, *post_b, *[x == y for x, y in zip(a, b)]],  # L1, property local
+    }.get(kind.relation)
+    if relation is None:
+        return _ob(f"{kind.name}: relation {kind.relation!r} has no statement", [], z3.BoolVal(False))
+    if kind.on is None:
+        assume, waited = [_bit(ea)], _event(a, ea)
+    else:
+        assume, waited = [], _event(a, _E[kind.on])
+    return _ob(f"{kind.name}: event {kind.on or 'any'} of {kind.relation} before this op's {kind.waits}",
+               assume + relation, lex_less(waited, _event(b, _E[kind.waits])))
