@@ -74,7 +74,7 @@ UNKNOWNS = (
     "How many pipeline segments k OptCC used: we take the best k of a fixed candidate set "
     "(same rule at every point).",
     "How the paper modelled NCCLNoFailure with g > 1: we use the flat ring over all p GPUs, one "
-    "channel per NIC (PAPER.md's derived reading); the hierarchical ring is shown beside it.",
+    "channel per NIC (our derived reading of the paper); the hierarchical ring is shown beside it.",
     "Figures 9, 21 and 22 state no overhead number in their captions; we check the abstract's "
     "'within 2–6%' (up to 50% bandwidth loss) in their settings. Their p grids are our reading.",
     "R2CCL's pipelining in the paper's runs: its code pipelines the last step in K = 4 chunks "

@@ -123,21 +123,10 @@ def runnable(path: Path):
         yield command, run, shown
 
 
-SHARED = ROOT.parent / "shared"
-
-
-def shared_reachable(argv: list[str], workdir: Path) -> bool:
-    """Arguments under ../shared/ name files beside the clone (as in CI): link workdir/../shared to
-    them so the example runs as written; False when such a file is absent (the example is skipped)."""
-    wanted = [arg[len("../shared/"):] for arg in argv if arg.startswith("../shared/")]
-    if not wanted:
-        return True
-    if not all((SHARED / rel).exists() for rel in wanted):
-        return False
-    link = workdir.parent / "shared"
-    if not link.exists():
-        link.symlink_to(SHARED, target_is_directory=True)
-    return True
+def outside_the_repo(argv: list[str]) -> list[str]:
+    """Arguments naming files outside the clone (../…): an example must make its own inputs or
+    use files the repository holds, so these fail the test rather than skip the example."""
+    return [arg for arg in argv if arg.startswith("../") or arg.startswith("/")]
 
 
 def mismatches(path: Path, workdir: Path) -> list[str]:
@@ -149,7 +138,9 @@ def mismatches(path: Path, workdir: Path) -> list[str]:
         if argv[0] == "cat" and len(argv) == 2 and not (workdir / argv[1]).exists():
             (workdir / argv[1]).write_text("\n".join(shown) + "\n", encoding="utf-8")
     for command, argv, shown in runnable(path):
-        if not shared_reachable(argv, workdir):
+        outside = outside_the_repo(argv)
+        if outside:
+            wrong.append(f"{command}: reads {', '.join(outside)}, outside the repository")
             continue
         for name, make in SETUP.items():
             if name in argv and not (workdir / name).exists():

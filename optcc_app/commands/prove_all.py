@@ -14,6 +14,11 @@ def register(sub) -> None:
     parser.add_argument("--certificate", metavar="OUT",
                         help="on success write a generator certificate (JSON) here; `optcc run --certificate` accepts it")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--recheck", choices=("cvc5",),
+                        help="re-check every obligation with a second solver (SMT-LIB2 exported as discharged; "
+                             "pip install cvc5); a disagreement fails the run")
+    parser.add_argument("--recheck-timeout", type=float, default=20.0, metavar="SECONDS",
+                        help="per query, for --recheck (default 20)")
     parser.add_argument("--verbose", action="store_true",
                         help="list the obligations proved vacuously (their premise never holds) by name")
     parser.set_defaults(handler=run)
@@ -64,6 +69,28 @@ def _print_bounds(res: dict) -> None:
               f"{'proved' if c['proved'] else 'NOT PROVED'} ({c['claims']} claims)")
 
 
+def _recheck(res: dict, args) -> dict:
+    """prove-all's obligations and the near-optimality statements re-checked by cvc5."""
+    import sys
+
+    from verifier.parametric.prove import obligations
+    from verifier.parametric.recheck import recheck
+    from verifier.parametric import near_optimal, near_optimal_servers
+    if not args.recheck_timeout > 0:
+        from optcc.errors import OptccError
+        raise OptccError("--recheck-timeout", f"expected a positive number of seconds, got {args.recheck_timeout}")
+    obs = obligations(args.algo)[1]
+    extra = {"optcc": near_optimal, "servers": near_optimal_servers}.get(args.algo)
+    if extra is not None:
+        obs = obs + extra.obligations()
+
+    def progress(n, total):
+        if n % 50 == 0 or n == total:
+            print(f"optcc prove-all: re-checked {n}/{total} obligations with cvc5", file=sys.stderr, flush=True)
+    rc = recheck(obs, int(args.recheck_timeout * 1000), progress)
+    return {**res, "recheck": rc, "proved": res["proved"] and not rc["disagree"]}
+
+
 def run(args) -> int:
     from verifier.parametric import prove_all
     from verifier.parametric.certificate import check_certifiable, write_generator_certificate
@@ -74,12 +101,14 @@ def run(args) -> int:
     from optcc_app.compose.statements import statements_sha256
     res = _with_bounds(prove_all(args.algo), args.algo)
     res["statements_sha256"] = statements_sha256(args.algo)
+    if args.recheck:
+        res = _recheck(res, args)
     if res["proved"] and args.certificate:
         write_generator_certificate(res, args.certificate)
     if args.json:
         print_json({k: res[k] for k in ("algo", "proved", "for_all", "properties", "obligations",
                                         "premise_never_holds", "seconds", "failures", "z3_version", "near_optimal",
-                                        "lower_bound_lp", "statements_sha256") if k in res})
+                                        "lower_bound_lp", "statements_sha256", "recheck") if k in res})
     else:
         print(f"# {args.algo}: for {res['for_all']}")
         print_table(["property", "result"], [[k, v] for k, v in res["properties"].items()])
@@ -92,6 +121,14 @@ def run(args) -> int:
             if args.verbose:
                 for v in vac:
                     print(f"  {v['property']}: {v['obligation']}")
+        rc = res.get("recheck")
+        if rc:
+            print(f"re-checked by {rc['solver']}: {rc['agree']} of {rc['queries']} queries agree with Z3, "
+                  f"{len(rc['disagree'])} disagree, {len(rc['unknown'])} undecided within {args.recheck_timeout:g} s "
+                  f"({rc['seconds']:.1f} s)")
+            for x in rc["disagree"] + rc["unknown"]:
+                print(f"  {'DISAGREE' if x in rc['disagree'] else 'undecided'}: {x['property']}: {x['obligation']} "
+                      f"({x['query']}: cvc5 {x['cvc5']})")
         for r in res["failures"]:
             print(f"{r['status'].upper()} ({r['property']}): {r['obligation']}: {r.get('why', '')}")
             cx = r.get("counterexample")
