@@ -98,6 +98,12 @@ def check_writable(path: str, field: str):
 
 def write_text_atomic(path: str, text: str, field: str) -> None:
     """Write `text` to `path` atomically (see the module docstring for what is refused)."""
+    write_bytes_atomic(path, text.encode("utf-8"), field)
+
+
+def write_bytes_atomic(path: str, data: bytes, field: str) -> None:
+    """Write `data` to `path` atomically, refusing what write_text_atomic refuses (a symlink, a
+    non-regular file, a missing folder): a figure, say."""
     mode = None
     st = check_writable(path, field)
     if st is not None:
@@ -112,8 +118,8 @@ def write_text_atomic(path: str, text: str, field: str) -> None:
     except OSError as e:
         raise OptccError(field, f"cannot write {path!r}: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as e:

@@ -92,7 +92,7 @@ def _draw(path: str, title: str, rows, series, ps) -> str:
     fig.suptitle(f"Redraw of the paper's {title} — α-β model, 400 Gb/s per GPU, α = "
                  f"{float(S.ALPHA_SECONDS) * 1e6:g} µs (not SimAI)", fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -114,8 +114,25 @@ def draw_figure9(path: str) -> str:
                  rows, _series_multi, S.P_FIGURE9)
 
 
+def save_figure(fig, path: str, dpi: int) -> None:
+    """PNG bytes of `fig` written atomically (optcc.files: never through a symlink, never half-written)."""
+    import io
+
+    from optcc.files import write_bytes_atomic
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    write_bytes_atomic(path, buf.getvalue(), "--figures")
+
+
+FIGURE_NAMES = ("figure8.png", "figure9.png", "figure10.png", "figure8_latency.png", "figure9_latency.png",
+                "figure10_latency.png", "figure22_latency.png")
+
+
 def draw_figures(directory: str) -> list[str]:
+    from optcc.files import check_writable
     os.makedirs(directory, exist_ok=True)
+    for name in FIGURE_NAMES:                      # before any drawing: a symlink or a folder is refused
+        check_writable(os.path.join(directory, name), "--figures")
     from paper_checks.figures_latency import draw_all
     return [draw_figure(1, os.path.join(directory, "figure8.png")),
             draw_figure9(os.path.join(directory, "figure9.png")),

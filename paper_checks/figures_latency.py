@@ -67,7 +67,8 @@ def draw(path: str, title: str, g: int, settings_rows, ps) -> str:
     fig.suptitle(f"Redraw of the paper's {title} under three latency models (docs/latency.md), N = 8 GiB, "
                  f"400 Gb/s per GPU (not SimAI)", fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
-    fig.savefig(path, dpi=100)
+    from paper_checks.figures import save_figure
+    save_figure(fig, path, dpi=100)
     plt.close(fig)
     return path
 

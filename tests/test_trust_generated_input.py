@@ -71,3 +71,21 @@ def test_a_generator_certificate_with_a_bad_algo_is_refused_not_a_traceback(tmp_
         from optcc.schedule import Schedule
         ok, why = generator_certificate_check(Schedule.load(str(sched)), str(bad))
         assert not ok and f"certificate is for {algo!r}" in why
+
+
+def test_a_certificate_whose_range_text_was_edited_is_refused(tmp_path):
+    """The note printed on acceptance is what the check established (the obligations' own range),
+    never the file's text; a file that claims another range is refused."""
+    from optcc.algorithms import build_schedule
+    from verifier.parametric.certificate import generator_certificate_check
+    sched = build_schedule("optcc", Cluster.build(5, stragglers={0: 3}), 2)
+    cert = tmp_path / "c.json"
+    assert main(["prove-all", "--algo", "optcc", "--certificate", str(cert)]) == 0
+    ok, note = generator_certificate_check(sched, str(cert))
+    from verifier.parametric.optcc import FOR_ALL
+    assert ok and f"re-proved for {FOR_ALL};" in note
+    data = json.loads(cert.read_text())
+    data["for_all"] = "all p ≥ 1 and every number of stragglers"
+    cert.write_text(json.dumps(data))
+    ok, why = generator_certificate_check(sched, str(cert))
+    assert not ok and "the certificate says it covers 'all p ≥ 1 and every number of stragglers'" in why

@@ -26,6 +26,11 @@ def run(args) -> int:
             os.makedirs(args.figures, exist_ok=True)
         except OSError as e:
             raise OptccError("--figures", f"cannot create {args.figures!r}: {e.strerror or e}") from None
+        from optcc.files import check_writable
+        from paper_checks.figures import FIGURE_NAMES
+        for name in FIGURE_NAMES:          # a symlink or a folder in the way: refused before the checks run
+            check_writable(os.path.join(args.figures, name), "--figures")
+
     def progress(i, n, row_id, seconds, verdict):
         print(f"paper-checks: [{i}/{n}] {row_id}: {verdict} ({seconds:.1f} s CPU)", file=sys.stderr, flush=True)
     report = run_paper_checks(None, progress)

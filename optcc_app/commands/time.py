@@ -3,6 +3,8 @@ from FILE, or built in memory from the registry without writing its JSON), again
 lower bound; the same JSON keys either way."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 from optcc.errors import OptccError
 from optcc_app.commands._common import (add_cluster_args, add_latency_args, add_segments_arg, add_size_and_json_args,
                                         apply_latency_args, message_size, print_json, print_table, segments_given)
@@ -59,16 +61,30 @@ def _timed(args):
     cluster = cluster_from_args(args)
     arrays = array_record(args.algo, cluster) is not None      # timed as arrays: not capped by the build limit
     k = segments_from_args(args, args.algo, cluster, args.n, build=not arrays)
+    args.model = None
     if arrays and args.segments == "auto":
         from optcc.algorithms import MAX_ARRAY_WORK
         cap = max(1, MAX_ARRAY_WORK // cluster.p**2)
         if k > cap:
             import sys
-            print(f"optcc: note: auto k = {k} is over the array limit p²·k ≤ {MAX_ARRAY_WORK}: timing k = {cap}",
-                  file=sys.stderr)
+            print(f"optcc: note: auto k = {k} is over the array limit p²·k ≤ {MAX_ARRAY_WORK}: event-timing k = {cap}; "
+                  f"the model time at k = {k} is reported beside it, labelled", file=sys.stderr)
+            args.model = _model_at(args.algo, cluster, k, args.n)
             k = cap
     rep, name, n_flows, schedule = time_algorithm(args.algo, cluster, k, args.n)
+    args.timed_k = k
     return rep, cluster, name, n_flows, schedule
+
+
+def _model_at(algo, cluster, k: int, n_bytes: int) -> dict | None:
+    """The closed-form model time (optcc.model_time) at the auto k the event timer cannot reach."""
+    from optcc.model_time import model_time
+    try:
+        m = model_time(algo, cluster, k, n_bytes)
+    except OptccError:
+        return None
+    return {"segments": k, "time": float(m.time), "slot_time": float(m.slot), "valid": m.valid,
+            "source": "model: closed-form slot time plus the latency counts (optcc.model_time), not event-timed"}
 
 
 def run(args) -> int:
@@ -88,6 +104,8 @@ def run(args) -> int:
         "capacity_model": rep.capacity,
         "capacity_ok": rep.violation is None,
         "capacity_violation": None if rep.violation is None or schedule is None else rep.violation.describe(schedule),
+        "segments": getattr(args, "timed_k", None),
+        "model_at_auto_k": getattr(args, "model", None),
     }
     if args.json:
         print_json(out)
@@ -100,6 +118,11 @@ def run(args) -> int:
             ["lower bound", out["lower_bound"],
              None if rep.lower_bound is None else units_to_seconds(c, rep.lower_bound, args.n)],
         ]
+        model = out["model_at_auto_k"]
+        if model is not None:
+            rows.append([f"model time at auto k = {model['segments']} (closed form, not event-timed"
+                         + ("" if model["valid"] else "; beyond the model's knee") + ")", model["time"],
+                         units_to_seconds(c, Fraction(model["time"]), args.n)])
         print_table(["", "n/B", "seconds"], rows)
         lb = out["ratio_to_lower_bound"]
         r0 = out["ratio_to_t0"]

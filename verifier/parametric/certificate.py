@@ -65,6 +65,7 @@ def is_generator_certificate(path: str) -> bool:
 
 
 _REPROVED: dict = {}      # (algo, sources digest) -> (obligations digest, None or the failure)
+_RANGE: dict = {}         # (algo, sources digest) -> the range the obligations are stated for
 
 
 def reprove(algo: str) -> tuple[str, str | None]:
@@ -75,7 +76,7 @@ def reprove(algo: str) -> tuple[str, str | None]:
     from verifier.parametric.prove import obligations, obligations_digest
     key = (algo, sources_digest(algo))
     if key not in _REPROVED:
-        _, obs = obligations(algo)
+        _RANGE[key], obs = obligations(algo)
         why = None
         for ob in obs:
             r = discharge(ob)
@@ -231,6 +232,10 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
         return False, "the witness names other obligations than the sources state (obligations_sha256 differs)"
     if failure is not None:
         return False, f"re-proving the generator: {failure}: the certificate is forged or stale"
+    proved_for = _RANGE[(algo, sources_digest(algo))]
+    if data.get("for_all") != proved_for:
+        return False, (f"the certificate says it covers {data.get('for_all')!r}; the re-proved obligations are "
+                       f"stated for {proved_for!r}")
     try:
         pieces, flows, durs = reference(algo, c, k)
     except OptccError as e:
@@ -249,6 +254,6 @@ def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
         finish = slot_time(schedule)
         if finish != stated:
             return False, f"the schedule states slot time {stated} n/B but its proved flows end at {finish} n/B"
-    return True, (f"{algo} generator re-proved for {data['for_all']}; schedule is its enumeration, "
+    return True, (f"{algo} generator re-proved for {proved_for}; schedule is its enumeration, "
                   f"sha256 {schedule.sha256()[:16]}…, durations as proved"
                   + ("" if stated is None else f", ends at the stated slot time {stated} n/B"))
