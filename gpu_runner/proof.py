@@ -142,6 +142,7 @@ def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) 
     key = (schedule.sha256(), dtype, bool(allow_worse))
     if key in _NUMERICS:
         return _NUMERICS[key]
+    _check_coefficients(schedule, dtype)
     from verifier.numerics import analyze_numerics
     report = analyze_numerics(schedule, dtype)
     if not report.ok and not allow_worse:
@@ -149,6 +150,27 @@ def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) 
                                      f"(allow it explicitly with --allow-worse-numerics)")
     _NUMERICS[key] = report.message
     return report.message
+
+
+_COEF_LIMIT = {"int32": 2**31 - 1, "int64": 2**63 - 1, "float16": 65504, "bfloat16": 3.38e38, "float32": 3.40e38,
+               "float64": 1.79e308}   # the largest magnitude each dtype holds (a runner scales by the coefficient in it)
+
+
+def _check_coefficients(schedule: Schedule, dtype: str) -> None:
+    """A coefficient the dtype cannot hold cannot be applied at all: refused whatever
+    --allow-worse-numerics says (it allows imprecise sums, not impossible ones)."""
+    limit = _COEF_LIMIT.get(dtype)
+    if limit is None:
+        return
+    shown = str(limit) if isinstance(limit, int) else f"{limit:g}"
+    for i, f in enumerate(schedule.flows):
+        if abs(f.coef) > limit:
+            raise OptccError("schedule", f"flows[{i}] has coefficient {f.coef}, beyond what {dtype} holds "
+                                         f"(|c| ≤ {shown}); no runner can apply it in {dtype}")
+    for i, op in enumerate(schedule.local_ops):
+        if abs(op.coef) > limit:
+            raise OptccError("schedule", f"local_ops[{i}] has coefficient {op.coef}, beyond what {dtype} holds "
+                                         f"(|c| ≤ {shown}); no runner can apply it in {dtype}")
 
 
 def require_streaming(schedule: Schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):

@@ -109,3 +109,17 @@ def test_verify_prints_numerics_for_the_dtype(tmp_path, capsys):
     assert main(["verify", path, "--dtype", "bfloat16"]) == 0
     out = capsys.readouterr().out
     assert "numerics: bfloat16: a summation tree of depth 3 (no cancellation)" in out
+
+
+def test_a_coefficient_the_dtype_cannot_hold_is_refused_even_when_worse_numerics_are_allowed(tmp_path, capsys):
+    """int32 cannot hold 2³¹: --allow-worse-numerics allows imprecise sums, not impossible ones;
+    refused before any rank starts (exit 2), where it once crashed a rank (exit 3)."""
+    pytest.importorskip("torch")
+    path = str(tmp_path / "s.json")
+    cancel(2**31).save(path)
+    assert main(["run", "--nproc", "2", "--schedule", path, "--dtype", "int32", "--allow-worse-numerics"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("optcc: error: schedule: flows[0] has coefficient 2147483648, beyond what int32 holds "
+                          "(|c| ≤ 2147483647)"), err
+    assert main(["run", "--nproc", "2", "--schedule", path, "--dtype", "int64", "--allow-worse-numerics",
+                 "--size", "4K"]) == 0                        # int64 holds it: allowed explicitly, and exact
