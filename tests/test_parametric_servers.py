@@ -289,3 +289,30 @@ def test_touch_mutant_refuted_by_both(name):
 def test_most_touch_mutants_break_the_allreduce():
     broken = [n for n, PL in TOUCH_MUTANTS.items() if any(not _touch_instance(PL, *i)[0] for i in TOUCH_INSTANCES)]
     assert len(broken) >= 6 and len(TOUCH_MUTANTS) == 8, broken
+
+
+MAP_MUTANTS = [n for n in sorted(LIFT_MUTANTS) if n.startswith(("rank ", "piece l", "NVLink round", "reduce-scatter carries",
+                                                                "all-gather carries"))]
+
+
+@pytest.mark.parametrize("name", MAP_MUTANTS)
+def test_the_running_builder_reads_the_proved_lift_maps(name, monkeypatch):
+    """optcc_server_allreduce (what runs) and its arrays take ranks, pieces and NVLink rounds from
+    families.servers.LIFT, the formulas prove-all proves: a mutant of them changes what runs, and
+    the per-instance verifier refutes what it builds (prove-all refutes it too: above)."""
+    from optcc.algorithms.families import servers as FS
+    from optcc.algorithms.optcc_servers import optcc_server_allreduce
+    c = cluster(3, 4, 1, F(2))
+    before = optcc_server_allreduce(c, 2).sha256()
+    monkeypatch.setattr(FS, "LIFT", LIFT_MUTANTS[name])
+    mutated = optcc_server_allreduce(c, 2)
+    assert mutated.sha256() != before
+    try:
+        proved = prove_allreduce(mutated, reported=()).proved
+    except OptccError:
+        proved = False                           # not even a valid schedule (a rank or piece out of range)
+    assert not proved
+
+
+def test_map_mutants_are_the_lift_maps():
+    assert len(MAP_MUTANTS) == 7

@@ -11,6 +11,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from optcc.algorithms.families import servers as FS
+from optcc.algorithms.families.arrays import NP
 from optcc.event_arrays import ArrayBuilder, EventArrays, from_schedule
 from optcc.timing import IntegerTimes
 
@@ -64,8 +66,10 @@ def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
     src, dst, piece, st, _, rate = _instance_columns(plan["inst"])
     del plan["inst"], plan["grid"]
     units = D + st * to_global
-    for l in range(g):                                   # server_lift.lifted_flow
-        b.add(src * g + l, dst * g + l, l * P + piece, units, Fraction(1, M), rate=rate)
+    lift = FS.LIFT                                       # the lift's proved maps, on arrays (server_lift.lifted_flow)
+    for l in range(g):
+        b.add(lift.rank(NP, g, src, l), lift.rank(NP, g, dst, l), lift.piece(NP, P, l, piece), units, Fraction(1, M),
+              rate=rate)
     _batches(b, plan["batches"], g, P, np.asarray(rnd_i, dtype=np.int64), Fraction(1, M))
     return b.finish()
 
@@ -85,11 +89,12 @@ def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fr
         for c in range(0, len(cols), CHUNK):
             s, st, pi = (cols[c:c + CHUNK, x][:, None, None] for x in range(3))
             shape = (s.shape[0], g - 1, g)
-            dst_j = (j + t) % g
-            inst = dst_j if op == "add" else j
+            src_j, dst_j, inst = FS.LIFT.round_flow(NP, g, t, j, op)     # the proved round, on arrays
             start = st + (t - 1) * rnd[pi]
-            b.add(np.broadcast_to(s * g + j, shape).ravel(), np.broadcast_to(s * g + dst_j, shape).ravel(),
-                  np.broadcast_to(inst * P + pi, shape).ravel(), np.broadcast_to(start, shape).ravel(), unit, nv=1)
+            b.add(np.broadcast_to(FS.LIFT.rank(NP, g, s, src_j), shape).ravel(),
+                  np.broadcast_to(FS.LIFT.rank(NP, g, s, dst_j), shape).ravel(),
+                  np.broadcast_to(FS.LIFT.piece(NP, P, inst, pi), shape).ravel(), np.broadcast_to(start, shape).ravel(),
+                  unit, nv=1)
 
 
 def rails_event_arrays(cluster, segments: int) -> EventArrays:

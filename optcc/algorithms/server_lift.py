@@ -70,14 +70,26 @@ def node_cluster(cluster: Cluster) -> Cluster:
 
 
 def lifted_flow(f: Flow, l: int, g: int, P: int, start: Fraction) -> Flow:
-    """Instance flow f as run by instance l (local index l of each server) at `start`."""
-    return Flow(f.src * g + l, f.dst * g + l, l * P + f.piece, f.op, start, f.link, f.rate, f.coef)
+    """Instance flow f as run by instance l (local index l of each server) at `start`: ranks and
+    piece from the lift's proved formulas (families.servers.LIFT, evaluated as INT)."""
+    from optcc.algorithms.families import INT
+    from optcc.algorithms.families import servers as FS
+    lift = FS.LIFT
+    return Flow(lift.rank(INT, g, f.src, l), lift.rank(INT, g, f.dst, l), lift.piece(INT, P, l, f.piece), f.op,
+                start, f.link, f.rate, f.coef)
 
 
 def nvlink_round(server: int, g: int, t: int, op: str) -> list[tuple[int, int, int]]:
     """(src, dst, instance) of round t = 1..g−1 of an NVLink reduce-scatter ("add") or
     all-gather ("copy") on one server: GPU j sends to GPU (j+t) mod g that GPU's instance's
     pieces (add) or its own instance j's (copy). Each round is a permutation, so one flow per
-    NVLink port direction."""
-    base = server * g
-    return [(base + j, base + (j + t) % g, (j + t) % g if op == "add" else j) for j in range(g)]
+    NVLink port direction. The lift's proved round formula (families.servers.LIFT.round_flow),
+    evaluated as INT: what prove-all --algo servers proves is what runs."""
+    from optcc.algorithms.families import INT
+    from optcc.algorithms.families import servers as FS
+    lift = FS.LIFT
+    out = []
+    for j in range(g):
+        src, dst, inst = lift.round_flow(INT, g, t, j, op)
+        out.append((lift.rank(INT, g, server, src), lift.rank(INT, g, server, dst), inst))
+    return out
