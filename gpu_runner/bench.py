@@ -23,15 +23,17 @@ from optcc.timing import units_to_seconds
 NCCL_TYPE = {"float32": "float", "float16": "half", "bfloat16": "bfloat16", "int32": "int32", "int64": "int64"}
 
 
-def sweep(begin: int, end: int, factor: int) -> list[int]:
-    """nccl-tests' -b/-e/-f: begin, begin·f, ... up to end."""
+def sweep(begin: int, end: int, factor: int, step: int = 2**20) -> list[int]:
+    """nccl-tests' -b/-e/-f/-i: begin, begin·f, ... up to end; with f = 1, begin, begin + step, ..."""
     if end < begin:
         raise OptccError("sweep.end", f"max size {end} is below min size {begin}")
-    if factor < 2:
-        raise OptccError("sweep.factor", f"expected a step factor ≥ 2, got {factor}")
+    if factor < 1:
+        raise OptccError("sweep.factor", f"expected a step factor ≥ 1, got {factor}")
+    if factor == 1 and step < 1:
+        raise OptccError("sweep.step", f"expected a step of at least 1 byte with factor 1, got {step}")
     sizes = [begin]
-    while sizes[-1] * factor <= end:
-        sizes.append(sizes[-1] * factor)
+    while (sizes[-1] * factor if factor > 1 else sizes[-1] + step) <= end:
+        sizes.append(sizes[-1] * factor if factor > 1 else sizes[-1] + step)
     return sizes
 
 

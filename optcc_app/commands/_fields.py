@@ -28,6 +28,7 @@ FIELD_FLAGS = {
     "sizes": "--sizes",
     "sweep.end": "-e",
     "sweep.factor": "-f",
+    "sweep.step": "-i",
 }
 
 

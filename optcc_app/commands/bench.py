@@ -23,10 +23,19 @@ def register(sub) -> None:
     add_segments_arg(parser, "at the largest size -e (unused with --schedule, --algo torch)")
     parser.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
     parser.add_argument("-e", "--maxbytes", default="1M", help="largest size (default 1M)")
-    parser.add_argument("-f", "--stepfactor", type=int, default=2, help="size multiplier (default 2)")
+    parser.add_argument("-f", "--stepfactor", type=int, default=2,
+                        help="size multiplier (default 2); 1 steps by -i bytes instead, as nccl-tests does")
+    parser.add_argument("-i", "--stepbytes", default="1M", help="size increment with -f 1 (default 1M, nccl-tests')")
     parser.add_argument("-w", "--warmup-iters", type=int, default=2, help="untimed runs per size (default 2)")
     parser.add_argument("-n", "--iters", type=int, default=5, help="timed runs per size (default 5)")
     parser.add_argument("--dtype", choices=DTYPES, default="float32")
+    parser.add_argument("-d", "--datatype", metavar="TYPE",
+                        help=f"nccl-tests' type name: {', '.join(NCCL_TYPES)} (the same as --dtype)")
+    parser.add_argument("-o", "--op", default="sum", help="reduction: sum, the only one optcc runs (nccl-tests' -o)")
+    parser.add_argument("-c", "--check", type=int, default=1,
+                        help="1: check every result against torch's all_reduce (always on; nccl-tests' -c)")
+    parser.add_argument("-t", "--nthreads", type=int, default=1, help="threads per process: 1 (nccl-tests' -t)")
+    parser.add_argument("-g", "--ngpus", type=int, default=1, help="GPUs per thread: 1 (nccl-tests' -g)")
     parser.add_argument("--backend", choices=("auto", "gloo", "nccl"), default="auto")
     parser.add_argument("--timeout", type=float, default=60.0, help="dead/hung peer timeout in seconds (default 60)")
     parser.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
@@ -38,7 +47,28 @@ def register(sub) -> None:
     parser.set_defaults(handler=run)
 
 
+NCCL_TYPES = {"float": "float32", "half": "float16", "bfloat16": "bfloat16", "int32": "int32", "int": "int32",
+              "int64": "int64"}     # nccl-tests' -d names this runner has; the others are refused by name
+
+
+def nccl_tests_flags(args) -> None:
+    """nccl-tests' flags with their meanings: -d maps onto --dtype; what optcc does not run is refused
+    naming the flag (no reduction but sum, no unchecked runs, one thread and one GPU per process)."""
+    if args.datatype is not None:
+        if args.datatype not in NCCL_TYPES:
+            raise OptccError("-d", f"optcc bench runs {', '.join(NCCL_TYPES)}; got {args.datatype!r}")
+        args.dtype = NCCL_TYPES[args.datatype]
+    if args.op != "sum":
+        raise OptccError("-o", f"optcc runs the AllReduce sum only; got -o {args.op}")
+    if args.check != 1:
+        raise OptccError("-c", "optcc bench always checks every result against torch's all_reduce; -c takes 1 only")
+    if args.nthreads != 1 or args.ngpus != 1:
+        flag = "-t" if args.nthreads != 1 else "-g"
+        raise OptccError(flag, "one rank per process, one GPU per rank: -t 1 -g 1 (give the rank count with --nproc)")
+
+
 def run(args) -> int:
+    nccl_tests_flags(args)
     require("bench", "torch")
     from gpu_runner.bench import sweep, table_rows
     from optcc.sizes import parse_bytes
@@ -49,7 +79,7 @@ def run(args) -> int:
         raise OptccError("-n", "expected -n ≥ 1 and -w ≥ 0")
     positive_seconds(args.timeout, "--timeout")
     lo, hi = parse_bytes(args.minbytes, "-b"), parse_bytes(args.maxbytes, "-e")
-    sizes = sweep(lo, hi, args.stepfactor)
+    sizes = sweep(lo, hi, args.stepfactor, parse_bytes(args.stepbytes, "-i"))
     elem = ELEMENT_BYTES[args.dtype]
     if any(s % elem for s in sizes):
         raise OptccError("-b", f"every size must be a whole number of {args.dtype} elements ({elem} bytes), "
@@ -112,7 +142,8 @@ class _Rows:
 
     def __init__(self, args, cluster, label, lo, hi, say):
         self.args, self.cluster, self.label, self.say = args, cluster, label, say
-        self.run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {args.stepfactor}(factor) "
+        step = f"{args.stepfactor}(factor)" if args.stepfactor > 1 else f"{args.stepbytes}(bytes)"
+        self.run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {step} "
                          f"warmup iters: {args.warmup_iters} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
         self.world, self.header = None, False
 
