@@ -98,12 +98,12 @@ def theorem1_volume() -> Term:
     the NICs send at most (p−1)·B + B/ℓ bytes per second. Dividing gives
     T ≥ 2(p−1)/(p−1+1/ℓ)·n/B."""
     return _term("volume", 2 * ell * (p - 1) / (ell * (p - 1) + 1), theorem1_volume,
-                 "paper: Theorem 1 (volume term); argument derived (PAPER.md 'Lower bounds')")
+                 "paper: Theorem 1 (volume term); argument derived (docs/bounds.md)")
 
 
 THEOREM_1 = Bound(
     "Theorem 1", theorem1_cut(), theorem1_volume(),
-    "paper: Theorem 1 (PAPER.md 'Lower bounds', the g = 1 case of Theorem 3)",
+    "paper: Theorem 1 (the g = 1 case of Theorem 3)",
     "p ≥ 2 GPUs, one GPU per server, one straggler whose NIC runs at B/ℓ, ℓ ≥ 1",
     (p, ell),
 )
@@ -136,7 +136,7 @@ def theorem3_volume() -> Term:
 
 THEOREM_3 = Bound(
     "Theorem 3", theorem3_cut(), theorem3_volume(),
-    "paper: Theorem 3 (PAPER.md 'Lower bounds')",
+    "paper: Theorem 3",
     "p GPUs, g per server (g | p, p ≥ 2g), NVLink-rich; one straggler server whose g NICs all run "
     "at B/ℓ, ℓ ≥ 1",
     (p, g, ell),
@@ -163,7 +163,7 @@ def multi_volume() -> Term:
 
 MULTI_STRAGGLER = Bound(
     "multi-straggler", multi_cut(), multi_volume(),
-    "derived (PAPER.md 'Lower bounds'; arguments in bounds/symbolic.py)",
+    "derived (arguments in bounds/symbolic.py and docs/bounds.md)",
     "p ≥ 2 GPUs, one per server, m stragglers with NICs at B/ℓ_i, ℓ_1 ≥ … ≥ ℓ_m ≥ 1",
     (p, m, ELL),
 )
