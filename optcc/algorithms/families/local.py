@@ -243,13 +243,15 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
     return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
 
 
-def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> tuple[list, list]:
-    """(pieces, flows) of `rank` enumerated one flow at a time in exact arithmetic (INT): each
-    branch's indices solved per point, the domain and terms evaluated as the proof states them,
-    start = origin + (box + offset)·unit as a Fraction, ranks and piece indices from the
-    construction's own maps; flows as (start, src, dst, piece, op) in posting order. An
-    independent route to what rank_flow_arrays computes with numpy (grids, masks, the integer
+def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> tuple[list, list, int]:
+    """(pieces, flows, scale) of `rank` enumerated one flow at a time in exact arithmetic (INT):
+    each branch's indices solved per point, the domain and terms evaluated as the proof states
+    them, start = origin + (box + offset)·unit on the integer grid `scale` (exact: scale is the
+    lcm of every phase's origin, unit and offset·unit denominators), ranks and piece indices
+    from the construction's own maps; flows as (start, src, dst, piece, op) in posting order. An
+    independent route to what rank_flow_arrays computes with numpy (index grids, masks, its
     start grid, the sort), so a rank can check its part before it runs (check_rank_part)."""
+    import math
     from itertools import product
     form = local_form(algo)
     P = Params(p, k, Fraction(ell), s)
@@ -258,7 +260,7 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
     rank_of, piece_of = _scalar_maps(algo, P)
-    out = []
+    raw = []                                   # (phase, offset, box, src, dst, piece, op)
     for br in form.branches:
         if not br.applies(INT, PT, node):
             continue
@@ -270,10 +272,23 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
             if not all(fam.domain(INT, PT, *idx)):
                 continue
             T = fam.terms(INT, PT, *idx)
-            start = origin[T.phase] + (T.box + T.offset) * unit[T.phase]
-            out.append((start, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
-    out.sort(key=lambda f: f[:4])
-    return form.pieces(PT), out
+            raw.append((T.phase, T.offset, T.box, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
+    pairs = {(ph, Fraction(off)) for ph, off, *_ in raw}
+    scale = 1
+    for ph, off in pairs:
+        for x in (origin[ph], unit[ph], off * unit[ph]):
+            scale = math.lcm(scale, Fraction(x).denominator)
+    grid = {}
+    for ph, off in pairs:
+        base = (origin[ph] + off * unit[ph]) * scale
+        step = unit[ph] * scale
+        grid[(ph, off)] = (int(base), int(step))
+    out = []
+    for ph, off, box, a, b, c, op in raw:
+        base, step = grid[(ph, off)]
+        out.append((base + box * step, a, b, c, op))
+    out.sort()
+    return form.pieces(PT), out, scale
 
 
 def _scalar_maps(algo: str, P: Params):
@@ -287,7 +302,7 @@ def _scalar_maps(algo: str, P: Params):
 def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> None:
     """Refuse (OptccError "schedule") a rank's part (a Schedule of its flows in posting order)
     that is not rank_flows_reference's enumeration: every flow, op, start and piece size."""
-    pieces, want = rank_flows_reference(algo, p, k, s, ell, rank)
+    pieces, want, scale = rank_flows_reference(algo, p, k, s, ell, rank)
     if list(part.pieces) != pieces:
         raise OptccError("schedule", f"rank {rank}'s piece sizes are not the proved construction's")
     flows = part.flows
@@ -295,10 +310,13 @@ def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> 
         raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
                                      f"give it {len(want)}")
     for i, (f, (start, src, dst, piece, op)) in enumerate(zip(flows, want)):
-        if (f.start, f.src, f.dst, f.piece, f.op) != (start, src, dst, piece, op) or f.link != "nic" or f.rate != 1 or f.coef != 1:
+        t = f.start
+        on_grid = scale % t.denominator == 0
+        if not on_grid or (t.numerator * (scale // t.denominator), f.src, f.dst, f.piece, f.op) != \
+                (start, src, dst, piece, op) or f.link != "nic" or f.rate != 1 or f.coef != 1:
             raise OptccError("schedule", f"rank {rank}'s flow {i} ({f.src} -> {f.dst}, piece {f.piece}, {f.op} at "
                                          f"{f.start}) is not the proved families' ({src} -> {dst}, piece {piece}, "
-                                         f"{op} at {start}); refusing to run it")
+                                         f"{op} at {Fraction(start, scale)}); refusing to run it")
 
 
 def check_start_grid(algo: str, p: int, k: int, s: int, ell, field: str = "cluster") -> None:

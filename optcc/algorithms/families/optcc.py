@@ -190,16 +190,26 @@ def piece_keys(P):
 
 
 def piece_sizes(P):
-    """The schedule's piece list on concrete parameters: piece_size of every key, placed at its
-    piece_index (an index no key lands on, or two keys on one, is an error)."""
-    keys = piece_keys(P)
-    out: list = [None] * len(keys)
-    for key in keys:
-        i = piece_index(INT, P, key)
-        if not 0 <= i < len(out) or out[i] is not None:
-            raise ValueError(f"families.optcc: piece key {key} maps to index {i}")
-        out[i] = piece_size(INT, P, key)
-    return out
+    """The schedule's piece list on concrete parameters: piece_size of every key kind, placed at
+    the piece_index of each key (evaluated on index arrays; an index no key lands on, or two keys
+    on one, is an error)."""
+    import numpy as np
+
+    from optcc.algorithms.families.arrays import NP
+    H = _H(P)
+    sigma, o = (a.reshape(-1) for a in np.meshgrid(np.arange(P.k), np.arange(H), indexing="ij"))
+    kinds = [((sigma, o), shard_size(INT, P))]
+    if _small(P):
+        kinds.append(((np.arange(P.k - 1),), p2p_size(INT, P)))
+    n = sum(key[0].size for key, _ in kinds)
+    out = np.full(n, -1, dtype=np.int64)
+    sizes = [size for _, size in kinds]
+    for kind, (key, _) in enumerate(kinds):
+        at = np.asarray(piece_index(NP, P, key), dtype=np.int64)
+        if at.size and (at.min() < 0 or at.max() >= n or (out[at] != -1).any() or np.unique(at).size != at.size):
+            raise ValueError(f"families.optcc: the piece keys of kind {kind} do not map one-to-one into 0..{n - 1}")
+        out[at] = kind
+    return [sizes[i] for i in out.tolist()]
 
 
 def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):

@@ -66,15 +66,17 @@ def slot(A, P):
 
 
 def piece_sizes(P):
-    """The piece list on concrete parameters: shard_size at the piece_index of every key."""
-    out: list = [None] * (P.k * P.p)
-    for sigma in range(P.k):
-        for shard in range(P.p):
-            i = piece_index(INT, P, (sigma, shard))
-            if not 0 <= i < len(out) or out[i] is not None:
-                raise ValueError(f"families.ring: piece key {(sigma, shard)} maps to index {i}")
-            out[i] = shard_size(INT, P)
-    return out
+    """The piece list on concrete parameters: shard_size at the piece_index of every key
+    (evaluated on index arrays; the keys must map one-to-one onto 0..kp−1)."""
+    import numpy as np
+
+    from optcc.algorithms.families.arrays import NP
+    n = P.k * P.p
+    sigma, shard = (a.reshape(-1) for a in np.meshgrid(np.arange(P.k), np.arange(P.p), indexing="ij"))
+    at = np.asarray(piece_index(NP, P, (sigma, shard)), dtype=np.int64)
+    if at.min() < 0 or at.max() >= n or np.unique(at).size != n:
+        raise ValueError(f"families.ring: the piece keys do not map one-to-one onto 0..{n - 1}")
+    return [shard_size(INT, P)] * n
 
 
 def ring_flows(p: int, k: int, step, families=FAMILIES):
