@@ -150,7 +150,7 @@ def _flag_cases(tmp, good):
                          "--dtype": ["float8"], "--backend": ["mpi"]}.items():
         for v in values:
             cases.append(["run", "--nproc", "3", "--schedule", good, flag, v])
-    for flag, values in {"--nproc": ["1", "x"], "-b": ["x", "0", "1", "-8"], "-e": ["4"], "-f": ["1", "0"],
+    for flag, values in {"--nproc": ["1", "x"], "-b": ["x", "0", "1", "-8"], "-e": ["4"], "-f": ["0", "-1"],
                          "-n": ["0"], "--timeout": ["nan", "-1"], "--segments": ["0", "100000000"],
                          "--p": ["4"]}.items():
         for v in values:

@@ -53,12 +53,19 @@ def test_schedule_refuses_to_write_such_a_file(tmp_path, capsys):
     assert "beyond int64" in capsys.readouterr().err and not out.exists()
 
 
-def test_a_generator_certificate_with_a_bad_algo_is_refused_not_a_traceback(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def optcc_certificate(tmp_path_factory):
+    """A genuine OptCC generator certificate, written by the documented command once."""
+    cert = tmp_path_factory.mktemp("cert") / "c.json"
+    assert main(["prove-all", "--algo", "optcc", "--certificate", str(cert)]) == 0
+    return cert
+
+
+def test_a_generator_certificate_with_a_bad_algo_is_refused_not_a_traceback(tmp_path, capsys, optcc_certificate):
     from optcc.algorithms import build_schedule
     sched = tmp_path / "s.json"
     build_schedule("optcc", Cluster.build(5, stragglers={0: 3}), 2).save(str(sched))
-    cert = tmp_path / "c.json"
-    assert main(["prove-all", "--algo", "optcc", "--certificate", str(cert)]) == 0
+    cert = optcc_certificate
     for algo in ([], {}):
         data = json.loads(cert.read_text())
         data["algo"] = algo
@@ -73,14 +80,16 @@ def test_a_generator_certificate_with_a_bad_algo_is_refused_not_a_traceback(tmp_
         assert not ok and f"certificate is for {algo!r}" in why
 
 
-def test_a_certificate_whose_range_text_was_edited_is_refused(tmp_path):
+def test_a_certificate_whose_range_text_was_edited_is_refused(tmp_path, optcc_certificate):
     """The note printed on acceptance is what the check established (the obligations' own range),
     never the file's text; a file that claims another range is refused."""
+    import shutil
+
     from optcc.algorithms import build_schedule
     from verifier.parametric.certificate import generator_certificate_check
     sched = build_schedule("optcc", Cluster.build(5, stragglers={0: 3}), 2)
     cert = tmp_path / "c.json"
-    assert main(["prove-all", "--algo", "optcc", "--certificate", str(cert)]) == 0
+    shutil.copy(optcc_certificate, cert)
     ok, note = generator_certificate_check(sched, str(cert))
     from verifier.parametric.optcc import FOR_ALL
     assert ok and f"re-proved for {FOR_ALL};" in note

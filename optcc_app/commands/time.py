@@ -104,9 +104,9 @@ def run(args) -> int:
         "capacity_model": rep.capacity,
         "capacity_ok": rep.violation is None,
         "capacity_violation": None if rep.violation is None or schedule is None else rep.violation.describe(schedule),
-        "segments": getattr(args, "timed_k", None),
-        "model_at_auto_k": getattr(args, "model", None),
     }
+    if getattr(args, "model", None) is not None:          # only where the array limit capped auto k
+        out.update(segments=args.timed_k, model_at_auto_k=args.model)
     if args.json:
         print_json(out)
     else:
@@ -118,7 +118,7 @@ def run(args) -> int:
             ["lower bound", out["lower_bound"],
              None if rep.lower_bound is None else units_to_seconds(c, rep.lower_bound, args.n)],
         ]
-        model = out["model_at_auto_k"]
+        model = out.get("model_at_auto_k")
         if model is not None:
             rows.append([f"model time at auto k = {model['segments']} (closed form, not event-timed"
                          + ("" if model["valid"] else "; beyond the model's knee") + ")", model["time"],

@@ -94,3 +94,13 @@ class Z3Arith:
                         z3.Implies(z3.And(b1 >= 0, a1 + SPREAD <= a2), v1 + SPREAD * b1 <= v2)]
                 out += [z3.Implies(a1 + c == a2, v1 + c * b1 == v2) for c in range(1, SPREAD)]
         return out
+
+
+class Z3RealArith(Z3Arith):
+    """Z3Arith with exact (nonlinear) multiplication instead of fresh product names: for the
+    obligations that are nonlinear real arithmetic already (closed forms), where nlsat decides the
+    products directly and a fresh integer name would make the query mixed integer–real."""
+
+    def mul(self, a, b):
+        return a * b
+

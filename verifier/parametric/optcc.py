@@ -19,7 +19,7 @@ import z3
 from optcc.algorithms.families import Params
 from optcc.algorithms.families import optcc as F
 from verifier.parametric import values as V
-from verifier.parametric.arith import Z3Arith
+from verifier.parametric.arith import Z3Arith, Z3RealArith
 from verifier.parametric import generic as G
 from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
@@ -238,11 +238,11 @@ def phase_lemma(C: GeneratorModel) -> Obligation:
     limits `finish` proves), their slots are positive, and the last ends at the closed form."""
     P = C.P
     H, k, ell = _real(P)
-    A = Z3Arith()
+    A = Z3RealArith()
     (o0, o1, o2), (u0, u1, u2) = F.phase_clock(A, P)
     L = F.pipeline_slots(A, P)
     return Obligation("finish", "phase origins: prologue, pipeline, epilogue back to back; end = closed form",
-                      C.assume + A.product_definitions(),
+                      C.assume,
                       z3.And(u0 > 0, u1 > 0, u2 > 0, o0 == 0, o1 == o0 + (H - 1) * u0,
                              o2 == o1 + L * u1, o2 + (H - 1) * u2 == closed_form(H, k, ell)), [], P)
 

@@ -190,26 +190,19 @@ def piece_keys(P):
 
 
 def piece_sizes(P):
-    """The schedule's piece list on concrete parameters: piece_size of every key kind, placed at
-    the piece_index of each key (evaluated on index arrays; an index no key lands on, or two keys
-    on one, is an error)."""
-    import numpy as np
-
-    from optcc.algorithms.families.arrays import NP
-    H = _H(P)
-    sigma, o = (a.reshape(-1) for a in np.meshgrid(np.arange(P.k), np.arange(H), indexing="ij"))
-    kinds = [((sigma, o), shard_size(INT, P))]
-    if _small(P):
-        kinds.append(((np.arange(P.k - 1),), p2p_size(INT, P)))
-    n = sum(key[0].size for key, _ in kinds)
-    out = np.full(n, -1, dtype=np.int64)
-    sizes = [size for _, size in kinds]
-    for kind, (key, _) in enumerate(kinds):
-        at = np.asarray(piece_index(NP, P, key), dtype=np.int64)
-        if at.size and (at.min() < 0 or at.max() >= n or (out[at] != -1).any() or np.unique(at).size != at.size):
-            raise ValueError(f"families.optcc: the piece keys of kind {kind} do not map one-to-one into 0..{n - 1}")
-        out[at] = kind
-    return [sizes[i] for i in out.tolist()]
+    """The schedule's piece list on concrete parameters: piece_size of each key kind (shard,
+    P2P), placed at the piece_index of every key (an index no key lands on, or two keys on one,
+    is an error)."""
+    keys = piece_keys(P)
+    n = len(keys)
+    kind_size = {2: shard_size(INT, P), 1: p2p_size(INT, P)}    # by key length: one size per kind
+    out: list = [None] * n
+    for key in keys:
+        i = piece_index(INT, P, key)
+        if not 0 <= i < n or out[i] is not None:
+            raise ValueError(f"families.optcc: piece key {key} maps to index {i}")
+        out[i] = kind_size[len(key)]
+    return out
 
 
 def optcc_flows(p: int, k: int, s: int, ell: Fraction, families=FAMILIES):

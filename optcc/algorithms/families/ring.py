@@ -66,16 +66,16 @@ def slot(A, P):
 
 
 def piece_sizes(P):
-    """The piece list on concrete parameters: shard_size at the piece_index of every key
-    (evaluated on index arrays; the keys must map one-to-one onto 0..kp−1)."""
-    import numpy as np
-
-    from optcc.algorithms.families.arrays import NP
+    """The piece list on concrete parameters: shard_size at the piece_index of every key (the
+    keys must map one-to-one onto 0..kp−1)."""
     n = P.k * P.p
-    sigma, shard = (a.reshape(-1) for a in np.meshgrid(np.arange(P.k), np.arange(P.p), indexing="ij"))
-    at = np.asarray(piece_index(NP, P, (sigma, shard)), dtype=np.int64)
-    if at.min() < 0 or at.max() >= n or np.unique(at).size != n:
-        raise ValueError(f"families.ring: the piece keys do not map one-to-one onto 0..{n - 1}")
+    seen = bytearray(n)
+    for sigma in range(P.k):
+        for shard in range(P.p):
+            i = piece_index(INT, P, (sigma, shard))
+            if not 0 <= i < n or seen[i]:
+                raise ValueError(f"families.ring: piece key {(sigma, shard)} maps to index {i}")
+            seen[i] = 1
     return [shard_size(INT, P)] * n
 
 
