@@ -32,8 +32,8 @@ def sweep(begin: int, end: int, factor: int, step: int = 2**20) -> list[int]:
     if factor == 1 and step < 1:
         raise OptccError("sweep.step", f"expected a step of at least 1 byte with factor 1, got {step}")
     sizes = [begin]
-    while (sizes[-1] * factor if factor > 1 else sizes[-1] + step) <= end:
-        sizes.append(sizes[-1] * factor if factor > 1 else sizes[-1] + step)
+    while (nxt := sizes[-1] * factor if factor > 1 else sizes[-1] + step) <= end:
+        sizes.append(nxt)
     return sizes
 
 

@@ -45,10 +45,10 @@ from gpu_runner.gate import admit_numerics, agree_on_schedule, dtype_name
 from gpu_runner.proof import (accept_generator_here, built_program, generated_rank_schedule, require_proof,
                               require_streaming)
 from gpu_runner.runners import make_executor, program_key, runner_named
+from gpu_runner.worker import DEFAULT_TIMEOUT_S    # the workers' default --timeout is the hook's too
 from optcc.errors import OptccError
 
 EXIT_JOIN_S = streaming.EXIT_JOIN_S
-DEFAULT_TIMEOUT_S = 60.0      # the workers' default --timeout (gpu_runner.worker)
 
 
 class OptccHookState:

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from optcc.errors import OptccError
 
-DTYPE_NAMES = ("float32", "bfloat16", "float16", "int32", "int64")
-
-
 def dtype_name(dtype) -> str:
     """The runner's name of a torch dtype (OptccError "dtype" for one no runner supports)."""
+    from gpu_runner.worker import DTYPES
     name = str(dtype).removeprefix("torch.")
-    if name not in DTYPE_NAMES:
-        raise OptccError("dtype", f"optcc runs {', '.join(DTYPE_NAMES)}; got {name}")
+    if name not in DTYPES:
+        raise OptccError("dtype", f"optcc runs {', '.join(DTYPES)}; got {name}")
     return name
 
 

@@ -152,14 +152,22 @@ def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) 
     return report.message
 
 
-_COEF_LIMIT = {"int32": 2**31 - 1, "int64": 2**63 - 1, "float16": 65504, "bfloat16": 3.38e38, "float32": 3.40e38,
-               "float64": 1.79e308}   # the largest magnitude each dtype holds (a runner scales by the coefficient in it)
+def _coefficient_limit(dtype: str):
+    """The largest magnitude `dtype` holds (a runner scales by the coefficient in that dtype):
+    numpy's iinfo / finfo; bfloat16, which numpy lacks, from its format (derived: 8 exponent bits
+    as float32, 7 fraction bits, so (2 − 2⁻⁷)·2¹²⁷)."""
+    import numpy as np
+    if dtype == "bfloat16":
+        return (2 - 2**-7) * 2.0**127
+    if dtype in ("int32", "int64"):
+        return int(np.iinfo(dtype).max)
+    return float(np.finfo(dtype).max) if dtype in ("float16", "float32", "float64") else None
 
 
 def _check_coefficients(schedule: Schedule, dtype: str) -> None:
     """A coefficient the dtype cannot hold cannot be applied at all: refused whatever
     --allow-worse-numerics says (it allows imprecise sums, not impossible ones)."""
-    limit = _COEF_LIMIT.get(dtype)
+    limit = _coefficient_limit(dtype)
     if limit is None:
         return
     shown = str(limit) if isinstance(limit, int) else f"{limit:g}"

@@ -124,16 +124,17 @@ def save_figure(fig, path: str, dpi: int) -> None:
     write_bytes_atomic(path, buf.getvalue(), "--figures")
 
 
-FIGURE_NAMES = ("figure8.png", "figure9.png", "figure10.png", "figure8_latency.png", "figure9_latency.png",
-                "figure10_latency.png", "figure22_latency.png")
+NAMES = ("figure8.png", "figure9.png", "figure10.png")
+
+
+def figure_names() -> tuple[str, ...]:
+    """Every file draw_figures writes into its directory (the CLI checks them before any work)."""
+    from paper_checks.figures_latency import NAMES as LATENCY_NAMES
+    return NAMES + LATENCY_NAMES
 
 
 def draw_figures(directory: str) -> list[str]:
-    from optcc.files import check_writable
     os.makedirs(directory, exist_ok=True)
-    for name in FIGURE_NAMES:                      # before any drawing: a symlink or a folder is refused
-        check_writable(os.path.join(directory, name), "--figures")
     from paper_checks.figures_latency import draw_all
-    return [draw_figure(1, os.path.join(directory, "figure8.png")),
-            draw_figure9(os.path.join(directory, "figure9.png")),
-            draw_figure(S.G_FIGURE10, os.path.join(directory, "figure10.png"))] + draw_all(directory)
+    at = [os.path.join(directory, name) for name in NAMES]
+    return [draw_figure(1, at[0]), draw_figure9(at[1]), draw_figure(S.G_FIGURE10, at[2])] + draw_all(directory)

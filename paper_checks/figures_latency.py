@@ -73,15 +73,17 @@ def draw(path: str, title: str, g: int, settings_rows, ps) -> str:
     return path
 
 
+NAMES = ("figure8_latency.png", "figure9_latency.png", "figure10_latency.png", "figure22_latency.png")
+
+
 def draw_all(directory: str) -> list[str]:
     os.makedirs(directory, exist_ok=True)
     one = [(S.ELL_1_OF_8, "ℓ = 8/7"), (S.ELL_4_OF_8, "ℓ = 2")]
+    at = [os.path.join(directory, name) for name in NAMES]
     return [
-        draw(os.path.join(directory, "figure8_latency.png"), "Figure 8 (g = 1)", 1, one, S.P_FIGURE8),
-        draw(os.path.join(directory, "figure9_latency.png"), "Figure 9 (two stragglers)", 1,
+        draw(at[0], "Figure 8 (g = 1)", 1, one, S.P_FIGURE8),
+        draw(at[1], "Figure 9 (two stragglers)", 1,
              [(pair, f"ℓ1 = {pair[0]}, ℓ2 = {pair[1]}") for pair in S.FIGURE9_ELLS], S.P_FIGURE9),
-        draw(os.path.join(directory, "figure10_latency.png"), f"Figure 10 (g = {S.G_FIGURE10})", S.G_FIGURE10,
-             one, S.P_FIGURE10),
-        draw(os.path.join(directory, "figure22_latency.png"), f"Figure 22 (g = {S.G_FIGURE22})", S.G_FIGURE22,
-             [(S.ELL_4_OF_8, "ℓ = 2")], S.P_FIGURE22),
+        draw(at[2], f"Figure 10 (g = {S.G_FIGURE10})", S.G_FIGURE10, one, S.P_FIGURE10),
+        draw(at[3], f"Figure 22 (g = {S.G_FIGURE22})", S.G_FIGURE22, [(S.ELL_4_OF_8, "ℓ = 2")], S.P_FIGURE22),
     ]

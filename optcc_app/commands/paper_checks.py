@@ -27,8 +27,8 @@ def run(args) -> int:
         except OSError as e:
             raise OptccError("--figures", f"cannot create {args.figures!r}: {e.strerror or e}") from None
         from optcc.files import check_writable
-        from paper_checks.figures import FIGURE_NAMES
-        for name in FIGURE_NAMES:          # a symlink or a folder in the way: refused before the checks run
+        from paper_checks.figures import figure_names
+        for name in figure_names():          # a symlink or a folder in the way: refused before the checks run
             check_writable(os.path.join(args.figures, name), "--figures")
 
     def progress(i, n, row_id, seconds, verdict):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from optcc_app.commands._common import print_json, print_table
 from optcc.files import check_writable
+from verifier.parametric.obligations import TIMEOUT_MS
 
 
 def register(sub) -> None:
@@ -17,8 +18,8 @@ def register(sub) -> None:
     parser.add_argument("--recheck", choices=("cvc5",),
                         help="re-check every obligation with a second solver (SMT-LIB2 exported as discharged; "
                              "pip install cvc5); a disagreement fails the run")
-    parser.add_argument("--recheck-timeout", type=float, default=20.0, metavar="SECONDS",
-                        help="per query, for --recheck (default 20)")
+    parser.add_argument("--recheck-timeout", type=float, default=TIMEOUT_MS / 1000, metavar="SECONDS",
+                        help=f"per query, for --recheck (default {TIMEOUT_MS / 1000:g}, Z3's own per obligation)")
     parser.add_argument("--verbose", action="store_true",
                         help="list the obligations proved vacuously (their premise never holds) by name")
     parser.set_defaults(handler=run)
@@ -100,7 +101,8 @@ def run(args) -> int:
         check_writable(args.certificate, "--certificate")     # before the proof, not after it
     from optcc_app.compose.statements import statements_sha256
     res = _with_bounds(prove_all(args.algo), args.algo)
-    res["statements_sha256"] = statements_sha256(args.algo)
+    res["statements_sha256"] = {"obligations": res["obligations_sha256"],      # prove_all hashed them already
+                                **statements_sha256(args.algo, ("near_optimal", "lower_bound_lp"))}
     if args.recheck:
         res = _recheck(res, args)
     if res["proved"] and args.certificate:

@@ -48,10 +48,10 @@ def _timed(args):
             from optcc_app.compose.timing_report import time_algorithm
             cluster = apply_latency_args(schedule.cluster, args)
             rep, name, n_flows, built = time_algorithm(schedule.algo, cluster, schedule.segments, args.n)
-            return rep, cluster, name, n_flows, built
+            return rep, cluster, name, n_flows, built, None
         schedule.cluster = apply_latency_args(schedule.cluster, args)
         return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
-                len(schedule.flows), schedule)
+                len(schedule.flows), schedule, None)
     if args.algo is None:
         raise OptccError("FILE", "give a schedule FILE (optcc schedule -o FILE) or --algo NAME with --p")
     from optcc_app.commands._common import cluster_from_args, segments_from_args
@@ -61,7 +61,7 @@ def _timed(args):
     cluster = cluster_from_args(args)
     arrays = array_record(args.algo, cluster) is not None      # timed as arrays: not capped by the build limit
     k = segments_from_args(args, args.algo, cluster, args.n, build=not arrays)
-    args.model = None
+    model = None
     if arrays and args.segments == "auto":
         from optcc.algorithms import MAX_ARRAY_WORK
         cap = max(1, MAX_ARRAY_WORK // cluster.p**2)
@@ -69,11 +69,12 @@ def _timed(args):
             import sys
             print(f"optcc: note: auto k = {k} is over the array limit p²·k ≤ {MAX_ARRAY_WORK}: event-timing k = {cap}; "
                   f"the model time at k = {k} is reported beside it, labelled", file=sys.stderr)
-            args.model = _model_at(args.algo, cluster, k, args.n)
+            model = _model_at(args.algo, cluster, k, args.n)
+            if model is not None:
+                model["timed_segments"] = cap
             k = cap
     rep, name, n_flows, schedule = time_algorithm(args.algo, cluster, k, args.n)
-    args.timed_k = k
-    return rep, cluster, name, n_flows, schedule
+    return rep, cluster, name, n_flows, schedule, model
 
 
 def _model_at(algo, cluster, k: int, n_bytes: int) -> dict | None:
@@ -89,7 +90,7 @@ def _model_at(algo, cluster, k: int, n_bytes: int) -> dict | None:
 
 def run(args) -> int:
     message_size(args)
-    rep, c, name, n_flows, schedule = _timed(args)
+    rep, c, name, n_flows, schedule, model = _timed(args)
     out = {
         "slot_time": float(rep.slot_time),
         "event_time": float(rep.event_time),
@@ -105,8 +106,8 @@ def run(args) -> int:
         "capacity_ok": rep.violation is None,
         "capacity_violation": None if rep.violation is None or schedule is None else rep.violation.describe(schedule),
     }
-    if getattr(args, "model", None) is not None:          # only where the array limit capped auto k
-        out.update(segments=args.timed_k, model_at_auto_k=args.model)
+    if model is not None:                                 # only where the array limit capped auto k
+        out.update(segments=model.pop("timed_segments"), model_at_auto_k=model)
     if args.json:
         print_json(out)
     else:

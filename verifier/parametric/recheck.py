@@ -14,8 +14,7 @@ import time
 import z3
 
 from optcc.errors import OptccError
-
-DEFAULT_TIMEOUT_MS = 20000
+from verifier.parametric.obligations import TIMEOUT_MS as DEFAULT_TIMEOUT_MS   # the time Z3 gets, per query
 
 
 def _script(constraints) -> str:
@@ -33,8 +32,8 @@ def queries(ob) -> list[tuple[str, str, str]]:
             ("claim", "unsat", _script(list(ob.assumptions) + list(ob.premise) + [z3.Not(claim)]))]
 
 
-def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False, nl_cov: bool = True):
-    """(answer "sat" | "unsat" | "unknown", proof text or None) of cvc5 on an SMT-LIB2 script."""
+def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = True) -> str:
+    """cvc5's answer ("sat" | "unsat" | "unknown") on an SMT-LIB2 script."""
     try:
         import cvc5
     except ImportError as e:
@@ -44,8 +43,6 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = Fa
     solver.setOption("tlimit", str(timeout_ms))
     if nl_cov:
         solver.setOption("nl-cov", "true")
-    if proof:
-        solver.setOption("produce-proofs", "true")
     parser = cvc5.InputParser(solver)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, script, "obligation")
     sm = parser.getSymbolManager()
@@ -57,15 +54,12 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = Fa
         out = cmd.invoke(solver, sm).strip()
         if out in ("sat", "unsat", "unknown"):
             answer = out
-    text = None
-    if proof and answer == "unsat":
-        text = "\n".join(solver.proofToString(p) for p in solver.getProof())
-    return answer, text
+    return answer
 
 
 def _child(conn, script, timeout_ms, nl_cov):
     try:
-        conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov)[0])
+        conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov))
     except Exception as e:  # noqa: BLE001 - reported as the answer
         conn.send(f"error: {e}")
     conn.close()

@@ -259,7 +259,8 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
-    rank_of, piece_of = _scalar_maps(algo, P)
+    rank_of = lambda n: form.rank_of(PT, n)            # noqa: E731  (the form's maps, on scalars)
+    piece_of = lambda key: form.piece_of(PT, key)      # noqa: E731
     raw = []                                   # (phase, offset, box, src, dst, piece, op)
     for br in form.branches:
         if not br.applies(INT, PT, node):
@@ -289,14 +290,6 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
         out.append((base + box * step, a, b, c, op))
     out.sort()
     return form.pieces(PT), out, scale
-
-
-def _scalar_maps(algo: str, P: Params):
-    if algo == "ring":
-        from optcc.algorithms.families import ring as R
-        return (lambda n: n), (lambda key: R.piece_index(INT, P, key))
-    from optcc.algorithms.families import optcc as F
-    return (lambda n: F.node_rank(INT, P, n)), (lambda key: F.piece_index(INT, P, key))
 
 
 def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> None:
