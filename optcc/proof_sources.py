@@ -45,16 +45,22 @@ def source_files(algo: str) -> list[str]:
             init = _ROOT.joinpath(*rel.parts[:i], "__init__.py")
             if init.is_file():
                 todo.append(init)
-        for node in ast.parse(path.read_text()).body:
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            for name in names:
-                if name.split(".")[0] in _OURS and (f := _module_file(name)) is not None:
-                    todo.append(f)
+        for name in top_level_imports(path):
+            if name.split(".")[0] in _OURS and (f := _module_file(name)) is not None:
+                todo.append(f)
     return sorted(str(p.relative_to(_ROOT)) for p in seen)
+
+
+def top_level_imports(path: Path) -> list[str]:
+    """The dotted names a module's top-level import statements name (`from a import b` gives a and
+    a.b; relative imports are left out): what runs when the module is imported."""
+    names: list[str] = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    return names
 
 
 def sources_digest(algo: str) -> str:

@@ -134,16 +134,22 @@ def paper_report(paper_rows):
     return run_paper_checks(rows=paper_rows)
 
 
-def torchrun_two_nodes(path: str, env_of_node=lambda node: {}) -> dict:
-    """Run `python -m gpu_runner --schedule path` as two torchrun 'nodes' of 2 processes each
-    (static rendezvous on localhost, this checkout first on the path); node 0's result JSON.
-    Skips where torch or torchrun is missing; fails (killing both) after 120 s."""
-    import json
+def torchrun_path() -> str:
+    """torchrun of this interpreter's environment; skips the test (with the reason) without it."""
     import shutil
     pytest.importorskip("torch")
     torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
     if not os.path.exists(torchrun):
         pytest.skip("torchrun is not installed")
+    return torchrun
+
+
+def torchrun_two_nodes(path: str, env_of_node=lambda node: {}) -> dict:
+    """Run `python -m gpu_runner --schedule path` as two torchrun 'nodes' of 2 processes each
+    (static rendezvous on localhost, this checkout first on the path); node 0's result JSON.
+    Skips where torch or torchrun is missing; fails (killing both) after 120 s."""
+    import json
+    torchrun = torchrun_path()
     from gpu_runner.launch import free_port
     port = str(free_port())
     procs = []

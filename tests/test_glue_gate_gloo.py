@@ -77,10 +77,8 @@ def test_the_unmutated_tree_runs_the_same_commands_exactly(tmp_path):
 def test_a_torchrun_worker_refuses_a_glue_mutant(tmp_path):
     """`torchrun ... -m gpu_runner --schedule g.json` (no launcher): each worker re-proves the
     generator from the sources it runs and stops, every rank with an error, none running."""
-    pytest.importorskip("torch")
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    if not os.path.exists(torchrun):
-        pytest.skip("torchrun is not installed")
+    from conftest import torchrun_path
+    torchrun = torchrun_path()
     from gpu_runner.launch import free_port
     tree = _mutated_tree(tmp_path, "pipeline slot δ for every ℓ")
     path = _generated(tree, tmp_path, "optcc")

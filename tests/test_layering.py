@@ -147,16 +147,8 @@ def _module_level_imports(package: str) -> dict[str, set[str]]:
     for path in (ROOT / package).rglob("*.py"):
         name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         mods[name.removesuffix(".__init__")] = path
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m, path in mods.items():
-        for node in ast.parse(path.read_text()).body:
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-            graph[m] |= {x for x in names if x in mods and x != m}
-    return graph
+    from optcc.proof_sources import top_level_imports
+    return {m: {x for x in top_level_imports(path) if x in mods and x != m} for m, path in mods.items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -8,9 +8,7 @@ import hmac
 import json
 import os
 import secrets
-import shutil
 import subprocess
-import sys
 from fractions import Fraction as F
 
 import pytest
@@ -38,10 +36,8 @@ def _forge(schedule, path, key: bytes):
 
 
 def test_a_self_signed_attestation_under_torchrun_runs_nothing(tmp_path):
-    pytest.importorskip("torch")
-    torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
-    if not os.path.exists(torchrun):
-        pytest.skip("torchrun is not installed")
+    from conftest import torchrun_path
+    torchrun = torchrun_path()
     from gpu_runner.launch import free_port
     schedule = _refuted(tmp_path / "s.json")
     key = secrets.token_bytes(32)
