@@ -319,7 +319,7 @@ class _Run:
                     if remaining[m] == 0:
                         push(ready, m)
         except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
-            self._fail(RunnerError(f"posting or applying op {k} failed: {e}"))
+            self._fail(RunnerError(f"posting or applying op {k} failed (streaming): {e}"))
             return
         if self.completed == self.ex._n_posts:
             if self.started != len(self.ops):
