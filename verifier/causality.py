@@ -9,19 +9,31 @@ applied at the flow's end; at one instant landings come first, in posting order
 Every property walks the schedule in exactly that order (verifier.events.piece_events), so the
 sum property alone is about what the runners compute.
 
-This property adds one demand: several landings at one instant on one (rank, piece) must
-commute — all additions (exact addition commutes), or all copies of one and the same value
-(symbolically equal, computed in the runners' order) — unless what they produce never reaches
-a final value (dead traffic: a taint propagated from such landings through later reads,
-additions and copies, an overwrite dropping the old taint). At every same-instant group the
-taint is the union over the group (and the old taint unless all members are copies), which
-over-approximates the influence under ANY order of the group, so a proof here means: every
-order of same-instant landings gives the runners' final values. A schedule whose correctness
-rests on the tie-break (e.g. a copy and an add landing together) is refused, conservatively;
-the first such group in time is reported, naming its flows, rank and piece.
+This property adds one demand: the final values must not depend on the order of landings at one
+instant on one (rank, piece). A group that commutes passes: all additions (exact addition
+commutes), or all copies of one and the same value (symbolically equal, computed in the runners'
+order). So does a group whose result never reaches a final value (dead traffic: a taint propagated
+from such landings through later reads, additions and copies, an overwrite dropping the old taint;
+at a group the taint is the union over the group, plus the old taint unless all are copies, so it
+over-approximates every order). The groups left are decided exactly: each piece is re-run in
+exact integers with each group reordered alone (earliest first: the witness names the first
+group that matters), then under every combination of orders (at most ORDERS_LIMIT; beyond that
+a schedule no single reordering breaks is refused conservatively). A proof
+means every order of same-instant landings gives the runners' final values; a refutation names
+the group and a witness order, the rank it breaks and that rank's value there.
+
+Why refuse what optcc's own executors compute right: they all apply a group in posting order
+(the step plans; the streaming programs, whose write-after-write dependencies the property
+"streaming" proves; the MSCCL export, whose dependencies `optcc msccl verify` proves), so the
+sum property, which walks that order, is about what they run. But posting order is optcc's
+tie-break, not part of what the schedule's times say; a schedule whose values hinge on it is
+wrong for any executor that applies simultaneous landings as they arrive (a replay of the
+times in a simulator, an executor of one's own) and is refused here.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from collections import defaultdict
 
 from verifier.events import LAND, LOCAL, READ, piece_events
@@ -40,42 +52,91 @@ def check_causality(schedule, grid, events=None):
         return True, None
     pieces = {k[1] for k in collisions}
     events = events if events is not None else piece_events(schedule, grid)
-    carried = _carried_values(schedule, events, pieces)
+    carried = {}
+    for piece in pieces:
+        carried.update(_walk(schedule, events[piece])[0])
     suspects = {k: v for k, v in collisions.items()
                 if not (all(flows[i].op == "copy" for i in v) and len({carried[i] for i in v}) == 1)}
     if not suspects:
         return True, None
     live = _reaching_final(schedule, events, {i for v in suspects.values() for i in v})
-    bad = sorted((k[2], k) for k, v in suspects.items() if live.intersection(v))
+    bad = {k: v for k, v in suspects.items() if live.intersection(v)}
     if not bad:
         return True, None
-    key = bad[0][1]
-    return False, _collision(schedule, grid, key, suspects[key])
+    for piece in sorted({k[1] for k in bad}):
+        mine = sorted((k for k in bad if k[1] == piece), key=lambda k: k[2])
+        verdict = _every_order(schedule, events[piece], [bad[k] for k in mine])
+        if verdict is not True:
+            key = mine[0] if verdict is None else next(k for k in mine if set(bad[k]) == set(verdict[0]))
+            return False, _collision(schedule, grid, key, bad[key], verdict)
+    return True, None
 
 
-def _carried_values(schedule, events, pieces) -> dict[int, tuple]:
-    """Exact value (sorted coefficient items) each flow of `pieces` carries, in the runners' order."""
+def _walk(schedule, events, order: dict | None = None) -> tuple[dict[int, tuple], dict[int, tuple]]:
+    """Exact run of one piece's events: the value (sorted coefficient items) each flow carries,
+    and every rank's final value. `order` (flow -> flow) puts another landing in a landing's place."""
     flows, ops = schedule.flows, schedule.local_ops
     out: dict[int, tuple] = {}
-    for piece in pieces:
-        values: dict[int, dict] = {}
-        live: dict[int, dict] = {}
-        for _, phase, i in events[piece]:
-            if phase == READ:
-                f = flows[i]
-                v = values.get(f.src, {f.src: 1})
-                live[i] = v
-                out[i] = tuple(sorted(v.items()))
-            elif phase == LAND:
-                f = flows[i]
-                v = live.pop(i)
-                old = values.get(f.dst, {f.dst: 1})
-                values[f.dst] = add_scaled(old, f.coef, v) if f.op == "add" else dict(v)
-            else:
-                op = ops[i]
-                old = values.get(op.rank, {op.rank: 1})
-                values[op.rank] = {r: op.coef * c for r, c in old.items()}
-    return out
+    values: dict[int, dict] = {}
+    live: dict[int, dict] = {}
+    for _, phase, i in events:
+        if phase == READ:
+            f = flows[i]
+            v = values.get(f.src, {f.src: 1})
+            live[i] = v
+            out[i] = tuple(sorted(v.items()))
+        elif phase == LAND:
+            f = flows[order.get(i, i) if order else i]
+            v = live.pop(order.get(i, i) if order else i)
+            old = values.get(f.dst, {f.dst: 1})
+            values[f.dst] = add_scaled(old, f.coef, v) if f.op == "add" else dict(v)
+        else:
+            op = ops[i]
+            old = values.get(op.rank, {op.rank: 1})
+            values[op.rank] = {r: op.coef * c for r, c in old.items()}
+    p = schedule.cluster.p
+    return out, {r: tuple(sorted(values.get(r, {r: 1}).items())) for r in range(p)}
+
+
+ORDERS_LIMIT = 5040          # derived: 7! orders of one piece's ties re-run exactly, at most
+
+
+def _every_order(schedule, events, groups: list[list[int]]):
+    """True if every order of the tie groups gives the runners' final values (posting order);
+    else a witness (the first reordered group's flows as applied, the same in posting order, a
+    rank whose final value differs, that value, the runners' value); None when there are more
+    than ORDERS_LIMIT orders and no single group's reordering changes a final value."""
+    runners = _walk(schedule, events)[1]
+    total = 1
+    for g in groups:
+        total *= math.factorial(len(g))
+
+    position = {i: n for n, (_, phase, i) in enumerate(events) if phase == LAND}
+    groups = [sorted(g, key=position.__getitem__) for g in groups]          # posting order
+
+    def differs(perms):
+        order = {a: b for g, perm in zip(groups, perms) for a, b in zip(g, perm) if a != b}
+        if not order:
+            return None
+        finals = _walk(schedule, events, order)[1]
+        rank = next((r for r in sorted(finals) if finals[r] != runners[r]), None)
+        if rank is None:
+            return None
+        changed = next(n for n, g in enumerate(groups) if list(perms[n]) != g)
+        return list(perms[changed]), groups[changed], rank, finals[rank], runners[rank]
+
+    for n, g in enumerate(groups):              # one group reordered, the earliest first
+        for perm in itertools.permutations(g):
+            found = differs([perm if m == n else tuple(h) for m, h in enumerate(groups)])
+            if found:
+                return found
+    if total > ORDERS_LIMIT or len(groups) == 1:
+        return True if len(groups) == 1 else None
+    for perms in itertools.product(*(itertools.permutations(g) for g in groups)):
+        found = differs(perms)
+        if found:
+            return found
+    return True
 
 
 def _reaching_final(schedule, events, suspects: set[int]) -> set[int]:
@@ -121,12 +182,30 @@ def _flow(schedule, grid, i) -> dict:
             "end": str(end), "text": f"flows[{i}] {f.src}->{f.dst} piece {f.piece} {f.op} [{start}, {end})"}
 
 
-def _collision(schedule, grid, key, members) -> dict:
+def _text(value: tuple) -> str:
+    return " + ".join(f"x{r}" if c == 1 else f"{c}·x{r}" for r, c in value) or "0"
+
+
+def _collision(schedule, grid, key, members, witness) -> dict:
     rank, piece, _ = key
     fl = [_flow(schedule, grid, i) for i in members]
-    return {"property": "causality", "kind": "same-instant landings that do not commute", "rank": rank,
-            "piece": piece, "flows": fl,
-            "message": f"{'; '.join(f['text'] for f in fl)} all land on rank {rank}'s piece {piece} at "
-                       f"{fl[0]['end']} and do not commute (not all additions, not copies of one value), and the result "
-                       f"reaches a final value: the final values hinge on the tie-break (the runners "
-                       f"apply them in posting order: start, src, dst, piece, index)"}
+    head = (f"{'; '.join(f['text'] for f in fl)} all land on rank {rank}'s piece {piece} at {fl[0]['end']} "
+            f"and do not commute (not all additions, not copies of one value)")
+    why = ("causality demands the same final values under every order of landings the schedule's times "
+           "call simultaneous, so that a proved schedule's values rest on its times and not on optcc's "
+           "tie-break")
+    out = {"property": "causality", "kind": "same-instant landings that do not commute", "rank": rank,
+           "piece": piece, "flows": fl}
+    if witness is None:
+        out["message"] = (f"{head}; more than {ORDERS_LIMIT} orders of this piece's ties, none of which "
+                          f"reorders one group alone to change a final value, and the taint analysis cannot "
+                          f"exclude a combination: refused conservatively ({why})")
+        return out
+    applied, posting, victim, value, runners = witness
+    out["witness"] = {"applied": applied, "posting": posting, "rank": victim, "value": _text(value),
+                      "runners_value": _text(runners)}
+    out["message"] = (f"{head}. optcc's executors apply them in posting order (flows "
+                      f"{', '.join(map(str, posting))}), where rank {victim} ends piece {piece} with "
+                      f"{_text(runners)}; applied as flows {', '.join(map(str, applied))}, rank {victim} ends "
+                      f"it with {_text(value)}: {why}")
+    return out
