@@ -11,8 +11,8 @@ import pytest
 
 from optcc.algorithms.families import INT
 from optcc.algorithms.families.servers import (LIFT, PLACEMENT, TWO_SERVER_FAMILIES, server_finish_time,
-                                               server_flows, two_server_touch_times)
-from optcc.algorithms.optcc_servers import _two_server_instance, optcc_server_allreduce, optcc_server_slot_time
+                                               server_flows, two_server_flows, two_server_touch_times)
+from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -164,7 +164,7 @@ def test_closed_form_touch_times_are_the_instances_min_and_max():
     from optcc.timing import durations
     for k in (1, 2, 3, 7):
         for ell in (F(1), F(3, 2), F(2), F(7, 3)):
-            inst = _two_server_instance(Cluster.build(2, 1, {1: ell} if ell != 1 else None), k)
+            inst = Schedule(Cluster.build(2, 1, {1: ell} if ell != 1 else None), *two_server_flows(k, ell))
             ft, lw = [{}, {}], [{}, {}]
             for f, d in zip(inst.flows, durations(inst)):
                 for node in (f.src, f.dst):
@@ -291,28 +291,38 @@ def test_most_touch_mutants_break_the_allreduce():
     assert len(broken) >= 6 and len(TOUCH_MUTANTS) == 8, broken
 
 
-MAP_MUTANTS = [n for n in sorted(LIFT_MUTANTS) if n.startswith(("rank ", "piece l", "NVLink round", "reduce-scatter carries",
-                                                                "all-gather carries"))]
+RUNNING_MUTANTS = [("lift", n) for n in sorted(LIFT_MUTANTS)] + [("touch", n) for n in sorted(TOUCH_MUTANTS)]
 
 
-@pytest.mark.parametrize("name", MAP_MUTANTS)
-def test_the_running_builder_reads_the_proved_lift_maps(name, monkeypatch):
-    """optcc_server_allreduce (what runs) and its arrays take ranks, pieces and NVLink rounds from
-    families.servers.LIFT, the formulas prove-all proves: a mutant of them changes what runs, and
-    the per-instance verifier refutes what it builds (prove-all refutes it too: above)."""
-    from optcc.algorithms.families import servers as FS
-    from optcc.algorithms.optcc_servers import optcc_server_allreduce
-    c = cluster(3, 4, 1, F(2))
-    before = optcc_server_allreduce(c, 2).sha256()
-    monkeypatch.setattr(FS, "LIFT", LIFT_MUTANTS[name])
-    mutated = optcc_server_allreduce(c, 2)
-    assert mutated.sha256() != before
+def _built_or_error(make):
     try:
-        proved = prove_allreduce(mutated, reported=()).proved
-    except OptccError:
-        proved = False                           # not even a valid schedule (a rank or piece out of range)
-    assert not proved
+        return make()
+    except (OptccError, ZeroDivisionError) as e:
+        return type(e).__name__
 
 
-def test_map_mutants_are_the_lift_maps():
-    assert len(MAP_MUTANTS) == 7
+@pytest.mark.parametrize("kind,name", RUNNING_MUTANTS)
+def test_the_running_builder_is_the_proved_enumeration_under_every_mutant(kind, name, monkeypatch):
+    """optcc_server_allreduce (what runs) reads the formulas prove-all proves — the lift's maps,
+    sizes, clock, rounds and placement (families.servers.LIFT, place_batches) and the closed-form
+    touch times (PLACEMENT): under each mutant of them the generator builds exactly the mutant's
+    enumeration (server_flows, which prove-all refutes: test_lift_mutant_refuted_by_both,
+    test_touch_mutant_refuted_by_both), and on some instance something other than before."""
+    from optcc.algorithms.families import servers as FS
+    mutant = LIFT_MUTANTS[name] if kind == "lift" else TOUCH_MUTANTS[name]
+    instances = INSTANCES if kind == "lift" else TOUCH_INSTANCES
+    clusters = [(cluster(q, g, q // 2, ell, nv), k) for q, g, ell, k, nv in instances]
+    before = [optcc_server_allreduce(c, k).flows for c, k in clusters]
+    monkeypatch.setattr(FS, "LIFT" if kind == "lift" else "PLACEMENT", mutant)
+    arg = {"lift": mutant} if kind == "lift" else {"placement": mutant}
+    changed = 0
+    for (c, k), old in zip(clusters, before):
+        built = _built_or_error(lambda: optcc_server_allreduce(c, k))
+        enumerated = _built_or_error(lambda: _schedule(c, k, **arg))
+        if isinstance(built, str):              # the generator refuses what the mutant asks
+            changed += 1
+            continue
+        assert not isinstance(enumerated, str), (c, k, enumerated)
+        assert built.flows == enumerated.flows and list(built.pieces) == list(enumerated.pieces), (c, k)
+        changed += built.flows != old
+    assert changed, "the mutant changes nothing the generator builds"

@@ -13,6 +13,7 @@ import numpy as np
 
 from optcc.algorithms.families import servers as FS
 from optcc.algorithms.families.arrays import NP
+from optcc.errors import OptccError
 from optcc.event_arrays import ArrayBuilder, EventArrays, from_schedule
 from optcc.timing import IntegerTimes
 
@@ -61,11 +62,12 @@ def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
     """optcc_servers.lift_instance(cluster, plan, …) as EventArrays (the same flows); `plan` from
     optcc_servers._plan, whichever q-node instance it lifts (OptCC's, or the LP schedule's)."""
     g = cluster.g
-    P, M, D, to_global, rnd_i = plan["P"], plan["M"], plan["D"], plan["to_global"], plan["rnd_i"]
+    P, M, rnd_i = plan["P"], plan["M"], plan["rnd_i"]
     b = ArrayBuilder(cluster, [sz for _ in range(g) for sz in plan["sizes"]])
     src, dst, piece, st, _, rate = _instance_columns(plan["inst"])
-    del plan["inst"], plan["grid"]
-    units = D + st * to_global
+    del plan["inst"]
+    times, at = np.unique(st, return_inverse=True)        # the lift's time map once per distinct start
+    units = np.array([plan["global_time"](int(t)) for t in times], dtype=np.int64)[at]
     lift = FS.LIFT                                       # the lift's proved maps, on arrays (server_lift.lifted_flow)
     for l in range(g):
         b.add(lift.rank(NP, g, src, l), lift.rank(NP, g, dst, l), lift.piece(NP, P, l, piece), units, Fraction(1, M),
@@ -75,10 +77,10 @@ def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
 
 
 def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fraction) -> None:
-    """optcc_servers._batch for every (server, start, piece, op): rounds t = 1..g−1 at
-    start + (t−1)·round, GPU j → (j+t) mod g, piece of instance (j+t) mod g ("add") or j ("copy")
-    (server_lift.nvlink_round)."""
-    t = np.arange(1, g, dtype=np.int64)[None, :, None]
+    """optcc_servers._batch for every (server, start, piece, op), on arrays: the rounds, their
+    starts and flows are families.servers.LIFT's."""
+    lo, hi = FS.LIFT.rounds(NP, g)
+    t = np.arange(lo, hi + 1, dtype=np.int64)[None, :, None]
     j = np.arange(g, dtype=np.int64)[None, None, :]
     for op in ("add", "copy"):
         rows = [(s, st, pi) for s, st, pi, o in batches if o == op]
@@ -88,9 +90,11 @@ def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fr
         del rows
         for c in range(0, len(cols), CHUNK):
             s, st, pi = (cols[c:c + CHUNK, x][:, None, None] for x in range(3))
-            shape = (s.shape[0], g - 1, g)
+            shape = (s.shape[0], t.shape[1], g)
             src_j, dst_j, inst = FS.LIFT.round_flow(NP, g, t, j, op)     # the proved round, on arrays
-            start = st + (t - 1) * rnd[pi]
+            start = FS.LIFT.round_start(NP, st, t, rnd[pi])
+            if start.dtype.kind != "i":
+                raise OptccError("servers", "a round start is off the integer grid")
             b.add(np.broadcast_to(FS.LIFT.rank(NP, g, s, src_j), shape).ravel(),
                   np.broadcast_to(FS.LIFT.rank(NP, g, s, dst_j), shape).ravel(),
                   np.broadcast_to(FS.LIFT.piece(NP, P, inst, pi), shape).ravel(), np.broadcast_to(start, shape).ravel(),

@@ -100,8 +100,9 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
     replace it: q ≤ RING_MAX_Q, q ≠ 2, else None; its IntegerTimes where computed, else None)."""
     q = inst.p
     if q == 2:
-        from optcc.algorithms.optcc_servers import _two_server_instance
-        return _two_server_instance(inst, k), None, None
+        from optcc.algorithms.families.servers import two_server_flows
+        pieces, flows = two_server_flows(k, max(inst.slowdown))
+        return Schedule(inst, pieces, flows), None, None
     from optcc.algorithms import build_schedule     # no healthy node: time-scaled (all_slow)
     if q > RING_MAX_Q:                               # held as arrays where the construction has them
         from optcc.algorithms.rails_layout import array_rail

@@ -28,9 +28,10 @@ from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
-from optcc.algorithms.optcc_single import _shard_size, optcc_allreduce, optcc_slot_time
+from optcc.algorithms.optcc_single import _shard_size, optcc_slot_time
 from optcc.algorithms.server_lift import instance_cluster as _instance_cluster
 from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_server
+from optcc.algorithms.families import servers as FS
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -79,13 +80,12 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return lift_instance(cluster, _plan(cluster, k), meta)
 
 
-def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
+def lift_instance(cluster: Cluster, plan: dict, meta: dict, lead: bool = True) -> Schedule:
     """The g lifted copies of plan's q-node instance on the NICs and the NVLink RS/AG batches
     (the module docstring's lift; `plan` from `_plan`). Also lifts other q-node instances
     (lp_models.to_schedule.lp_server_schedule): meta says the schedule's capacity model."""
     g = cluster.g
     inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
-    D, to_global, rnd_i = plan["D"], plan["to_global"], plan["rnd_i"]
     fractions: dict = {}
 
     def at(v: int) -> Fraction:               # one Fraction object per distinct time
@@ -96,46 +96,69 @@ def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
 
     flows: list[Flow] = []
     app = flows.append
-    for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
-        start = at(D + st * to_global)
-        for l in range(g):
-            app(lifted_flow(f, l, g, P, start))
+    if inst is not None:
+        starts: dict = {}
+        for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
+            start = starts.get(st)
+            if start is None:
+                start = starts[st] = at(plan["global_time"](st))
+            for l in range(g):
+                app(lifted_flow(f, l, g, P, start))
     rounds: dict = {}
     for s, st, pi, op in plan["batches"]:
-        _batch(app, s, g, P, pi, st, rnd_i[pi], op, at, rounds)
-    D = Fraction(D, M)
+        _batch(app, s, g, P, pi, st, plan["rnd_i"][pi], op, M, rounds)
     pieces = [sz for l in range(g) for sz in plan["sizes"]]
-    meta["lead"] = str(D)
+    if lead:
+        meta["lead"] = str(Fraction(plan["D"], M))
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
 def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
-    """Everything of optcc_server_allreduce (q ≥ 2) but the flows: the instance (`inst`, a
-    q-node g = 1 schedule, where given; else OptCC's) and its grid,
-    the grid M of global times (value = int / M), the lead D and the instance-to-global factor
-    (instance time st on its grid runs at (D + st·to_global)/M), the round length of every piece,
-    and the NVLink batches (server, start on M, instance piece, "add" | "copy") in the order
-    the schedule lists them (optcc.algorithms.arrays_servers emits the same flows as arrays)."""
-    g, q = cluster.g, cluster.servers
-    s_nv = cluster.nvlink_speedup
+    """Everything of optcc_server_allreduce but the flows, on one integer grid: the instance
+    (`inst`, a q-node g = 1 schedule, where given, its first touch and last write of every
+    (server, piece) read off its flows; else the construction's own, built from its proved
+    families with the closed-form touch times; none for q = 1) and its grid, the grid M of
+    global times (value = int / M), the lead D, `global_time` (instance grid time -> global grid
+    time), the round length of every piece, and the NVLink batches (server, start on M,
+    instance piece, "add" | "copy") in the order the schedule lists them. Sizes, lengths, lead
+    and placement are families.servers' formulas (LIFT, place_batches), the ones prove-all
+    proves; optcc.algorithms.arrays_servers emits the same flows as arrays."""
+    g = cluster.g
     if inst is None:
-        inst_cluster, _ = _instance_cluster(cluster)
-        inst = _two_server_instance(inst_cluster, k) if q == 2 else optcc_allreduce(inst_cluster, k)
-    P = len(inst.pieces)
-    gf = Fraction(g)
-    sizes = [x / gf for x in inst.pieces]
-    batch = [Fraction(g - 1) * sz / s_nv for sz in sizes]   # length of one RS/AG batch of piece π
-    rnd = [sz / s_nv for sz in sizes]                      # one round of it
-    # Every time below is exact on one integer grid (value = int / M): the instance's grid S
-    # (optcc.timing.IntegerTimes) divided by g, and the batch and round lengths.
+        got = FS._instance(cluster, k, FS.TWO_SERVER_FAMILIES)
+        inst = None if got is None else got[0]
+        ft, lw = FS.instance_touch_times(cluster, k, inst.flows if inst is not None else [], FS.PLACEMENT)
+    else:
+        ft, lw = _touch_times_of(inst)
+    inst_sizes = inst.pieces if inst is not None else [Fraction(1)]
+    sizes, rnd, batch = FS.batch_lengths(FS.INT, FS.LIFT, inst_sizes, g, cluster.nvlink_speedup)
+    D, batches = FS.place_batches(FS.INT, FS.LIFT, ft, lw, batch, g)
+    lead = Fraction(D)
+    grid = IntegerTimes(inst) if inst is not None else None
+    # Every time is exact on one integer grid (value = int / M): the instance's grid divided by
+    # g, the round and batch lengths, the lead and the batch starts.
+    M = math.lcm(grid.scale * g if grid is not None else g, lead.denominator,
+                 *(Fraction(x).denominator for x in rnd + batch), *(Fraction(b[1]).denominator for b in batches))
+
+    def on_grid(x) -> int:
+        v = Fraction(x) * M
+        if v.denominator != 1:
+            raise OptccError("servers", f"time {x} is not on the grid 1/{M}")
+        return v.numerator
+
+    def global_time(st: int) -> int:       # instance grid time -> global grid time
+        return on_grid(FS.LIFT.time(FS.INT, lead, Fraction(st, grid.scale), g))
+
+    return {"inst": inst, "grid": grid, "P": len(inst_sizes), "M": M, "D": on_grid(lead), "global_time": global_time,
+            "rnd_i": [on_grid(x) for x in rnd], "sizes": sizes,
+            "batches": [(s, on_grid(st), pi, op) for s, st, pi, op in batches]}
+
+
+def _touch_times_of(inst: Schedule) -> tuple[list[dict], list[dict]]:
+    """First touch and last write of every (server, instance piece), in instance time, read off
+    the instance's flows (instances the closed forms do not cover: LP schedules, few_servers)."""
     grid = IntegerTimes(inst)
-    M = grid.scale * g
-    for x in set(batch) | set(rnd):
-        M = math.lcm(M, x.denominator)
-    to_global = M // (grid.scale * g)                     # instance time t: t/g = int · to_global / M
-    batch_i = [x.numerator * (M // x.denominator) for x in batch]
-    rnd_i = [x.numerator * (M // x.denominator) for x in rnd]
-    # First touch and last write of every (server, instance piece), in instance time.
+    q = inst.cluster.p
     ft: list[dict] = [dict() for _ in range(q)]
     lw: list[dict] = [dict() for _ in range(q)]
     for f, st, end in zip(inst.flows, grid.starts, grid.ends):
@@ -146,71 +169,24 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
         cur = lw[f.dst].get(f.piece)
         if cur is None or end > cur:
             lw[f.dst][f.piece] = end
-    # RS batches: back to back from time 0 in deadline order; the instance starts at the
-    # smallest D that lets every batch end by its first touch D + ft/g.
-    rs_abs: list[list] = []
-    D = 0
-    for s in range(q):
-        t = 0
-        seq = []
-        for pi in sorted(ft[s], key=lambda pi: ft[s][pi]):
-            seq.append((t, pi))
-            t += batch_i[pi]
-            need = t - ft[s][pi] * to_global
-            if need > D:
-                D = need
-        rs_abs.append(seq)
-    batches = []
-    for s in range(q):
-        t_free = 0
-        for st, pi in rs_abs[s]:
-            batches.append((s, st, pi, "add"))
-            t_free = st + batch_i[pi]
-        # AG batches: in release order, each as soon as it is released and NVLink is free.
-        for rel, pi in sorted((D + lw[s][pi] * to_global, pi) for pi in lw[s]):
-            t = max(rel, t_free)
-            batches.append((s, t, pi, "copy"))
-            t_free = t + batch_i[pi]
-    return {"inst": inst, "grid": grid, "P": P, "M": M, "D": D, "to_global": to_global, "rnd_i": rnd_i,
-            "sizes": sizes, "batches": batches}
+    frac = grid.to_fraction
+    return ([{pi: frac(v) for pi, v in d.items()} for d in ft], [{pi: frac(v) for pi, v in d.items()} for d in lw])
 
 
-def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:
-    """q = 2: the two servers swap k segments of 1/k one after another ("add" both ways at
-    i·ℓ/k), so NVLink can reduce-scatter segment i+1 and all-gather segment i−1 while the NICs
-    carry segment i (derived; optcc_single's one-piece exchange would leave nothing to overlap)."""
-    ell = max(inst_cluster.slowdown)
-    seg = Fraction(1, k)
-    flows = []
-    for i in range(k):
-        t = i * ell * seg
-        flows += [Flow(0, 1, i, "add", t), Flow(1, 0, i, "add", t)]
-    return Schedule(inst_cluster, [seg] * k, flows)
-
-
-def _batch(app, s: int, g: int, P: int, pi: int, start, rnd, op: str, at=None, rounds=None) -> None:
-    """g−1 permutation rounds on server s for piece π of every instance (server_lift.nvlink_round).
-    `at`: start and round length are integers on a grid and `at` makes each start a Fraction;
-    `rounds`: a dict caching nvlink_round's permutations across batches."""
-    for t in range(1, g):
-        st = start + (t - 1) * rnd
-        if at is not None:
-            st = at(st)
-        if rounds is None:
-            perm = nvlink_round(s, g, t, op)
-        else:
-            perm = rounds.get((s, t, op))
-            if perm is None:
-                perm = rounds[(s, t, op)] = nvlink_round(s, g, t, op)
+def _batch(app, s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int, rounds: dict) -> None:
+    """The NVLink batch of piece π on server s for every instance: rounds FS.LIFT.rounds, round t
+    at FS.LIFT.round_start (start and rnd given on the grid 1/M), its flows server_lift.nvlink_round's (cached in `rounds` across batches)."""
+    lo, hi = FS.LIFT.rounds(FS.INT, g)
+    for t in range(lo, hi + 1):
+        st = FS.LIFT.round_start(FS.INT, Fraction(start, M), t, Fraction(rnd, M))
+        perm = rounds.get((s, t, op))
+        if perm is None:
+            perm = rounds[(s, t, op)] = nvlink_round(s, g, t, op)
         for src, dst, inst in perm:
-            app(Flow(src, dst, inst * P + pi, op, st, "nvlink"))
+            app(Flow(src, dst, FS.LIFT.piece(FS.INT, P, inst, pi), op, st, "nvlink"))
 
 
 def _one_server(cluster: Cluster, meta: dict) -> Schedule:
-    g = cluster.g
-    piece = Fraction(1, g)
-    rnd = piece / cluster.nvlink_speedup
-    flows: list[Flow] = []
-    _batch(flows.append, 0, g, 1, 0, Fraction(0), rnd, "add")
-    _batch(flows.append, 0, g, 1, 0, (g - 1) * rnd, rnd, "copy")
-    return Schedule(cluster, [piece] * g, flows, meta=meta)
+    """q = 1: NVLink reduce-scatter then all-gather of g pieces: the placement of one piece
+    touched at time 0 (no instance, no lead in meta)."""
+    return lift_instance(cluster, _plan(cluster, 1), meta, lead=False)

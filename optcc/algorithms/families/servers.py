@@ -257,70 +257,94 @@ def _instance(cluster, k: int, two_server):
     return inst, durations(inst)
 
 
-def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES,
-                 placement: Placement = PLACEMENT):
-    """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
-    the proved instance families and the instance's first-touch / last-write times in closed
-    form (q = 2: `placement`'s; q ≥ 3: optcc_first_touch / optcc_last_landing).
-    tests/test_parametric_servers.py checks it equals the generator."""
+def instance_touch_times(cluster, k: int, inst_flows, placement: Placement = PLACEMENT):
+    """(ft, lw) per server of the construction's q-node instance, instance time, from the closed
+    forms (q = 1: the one piece, touched at time 0; q = 2: `placement`'s; q ≥ 3: optcc_first_touch
+    / optcc_last_landing, keyed in order of first appearance in `inst_flows` so that RS batches
+    with equal first touch keep the instance's order)."""
     from optcc.algorithms.server_lift import straggler_server
-    from optcc.schedule import Flow
-    A = INT
-    g, q = cluster.g, cluster.servers
-    s_nv = cluster.nvlink_speedup
-    got = _instance(cluster, k, two_server)
-    if got is None:                                   # q = 1: one piece, touched at time 0
-        P, inst_sizes, inst_flows, durs = 1, [Fraction(1)], [], []
-        ft = [{0: Fraction(0)}]
-        lw = [{0: Fraction(0)}]
-    elif q == 2:
-        inst, durs = got
-        P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
-        ft, lw = two_server_touch_times(k, Fraction(max(inst.cluster.slowdown)), placement)
-    else:
-        inst, durs = got
-        P, inst_sizes, inst_flows = len(inst.pieces), inst.pieces, inst.flows
-        s_star, _ = straggler_server(cluster)
-        cf_ft, lw = optcc_touch_times(q, k, s_star, Fraction(max(inst.cluster.slowdown)), placement)
-        ft = [dict() for _ in range(q)]     # the closed forms, keyed in order of first appearance:
-        for f in inst_flows:                # RS batches with equal first touch keep the generator's order
-            for node in (f.src, f.dst):
-                if f.piece not in ft[node]:
-                    ft[node][f.piece] = cf_ft[node][f.piece]
-    sizes = [lift.size(A, Fraction(x), g) for x in inst_sizes]
-    rnd = [lift.round_len(A, x, s_nv) for x in sizes]
-    batch = [lift.batch_len(A, g, r) for r in rnd]
-    rs_seq, D = [], Fraction(0)
+    q = cluster.servers
+    if q == 1:
+        return [{0: Fraction(0)}], [{0: Fraction(0)}]
+    s_star, ell = straggler_server(cluster)
+    if q == 2:
+        return two_server_touch_times(k, Fraction(ell), placement)
+    cf_ft, lw = optcc_touch_times(q, k, s_star, Fraction(ell), placement)
+    ft: list[dict] = [dict() for _ in range(q)]
+    for f in inst_flows:
+        for node in (f.src, f.dst):
+            if f.piece not in ft[node]:
+                ft[node][f.piece] = cf_ft[node][f.piece]
+    return ft, lw
+
+
+def place_batches(A, lift: Lift, ft, lw, batch, g):
+    """(D, batches) of the placement (module docstring): the lead D and every NVLink batch as
+    (server, start, instance piece, op) in the schedule's order; ft, lw per server {π: instance
+    time}, batch[π] the length of π's batch. The one placement every server schedule uses (the
+    construction's, and lifts of other instances: optcc_servers._plan)."""
+    q = len(ft)
+    rs_seq, D = [], 0
     for s in range(q):
-        t, seq = Fraction(0), []
+        t, seq = 0, []
         for pi in sorted(ft[s], key=lambda pi: ft[s][pi]):
             seq.append((t, pi))
             D = _max(A, D, lift.lead_need(A, t, batch[pi], ft[s][pi], g))
             t = lift.rs_next(A, t, batch[pi])
         rs_seq.append(seq)
+    batches = []
+    for s in range(q):
+        free = 0
+        for st, pi in rs_seq[s]:
+            batches.append((s, st, pi, lift.rs_op))
+            free = st + batch[pi]
+        for rel, pi in sorted((lift.time(A, D, lw[s][pi], g), pi) for pi in lw[s]):
+            st = lift.ag_start(A, rel, free)
+            batches.append((s, st, pi, lift.ag_op))
+            free = st + batch[pi]
+    return D, batches
+
+
+def batch_lengths(A, lift: Lift, inst_sizes, g, s_nv):
+    """(global piece sizes, round lengths, batch lengths) per instance piece."""
+    sizes = [lift.size(A, Fraction(x), g) for x in inst_sizes]
+    rnd = [lift.round_len(A, x, s_nv) for x in sizes]
+    return sizes, rnd, [lift.batch_len(A, g, r) for r in rnd]
+
+
+def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES,
+                 placement: Placement = PLACEMENT):
+    """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
+    the proved instance families and the instance's first-touch / last-write times in closed
+    form, flow by flow in Fractions (the reading prove-all's enumeration and the tests use; the
+    generator runs the same formulas on an integer grid: optcc_servers._plan, lift_instance)."""
+    from optcc.schedule import Flow
+    A = INT
+    g = cluster.g
+    s_nv = cluster.nvlink_speedup
+    got = _instance(cluster, k, two_server)
+    if got is None:
+        inst_sizes, inst_flows = [Fraction(1)], []
+    else:
+        inst_sizes, inst_flows = got[0].pieces, got[0].flows
+    P = len(inst_sizes)
+    ft, lw = instance_touch_times(cluster, k, inst_flows, placement)
+    sizes, rnd, batch = batch_lengths(A, lift, inst_sizes, g, s_nv)
+    D, batches = place_batches(A, lift, ft, lw, batch, g)
+    D = Fraction(D)
     flows = []
-    for f, st in zip(inst_flows, (f.start for f in inst_flows)):
-        start = lift.time(A, D, st, g)
+    for f in inst_flows:
+        start = lift.time(A, D, f.start, g)
         for l in range(g):
             flows.append(Flow(lift.rank(A, g, f.src, l), lift.rank(A, g, f.dst, l), lift.piece(A, P, l, f.piece),
                               f.op, start, f.link, f.rate, f.coef))
     lo, hi = lift.rounds(A, g)
-
-    def emit(s, pi, start, op):
+    for s, start, pi, op in batches:
         for t in range(lo, hi + 1):
             st = lift.round_start(A, start, t, rnd[pi])
             for j in range(g):
                 src, dst, inst_l = lift.round_flow(A, g, t, j, op)
                 flows.append(Flow(lift.rank(A, g, s, src), lift.rank(A, g, s, dst), lift.piece(A, P, inst_l, pi),
                                   op, st, "nvlink"))
-    for s in range(q):
-        free = Fraction(0)
-        for st, pi in rs_seq[s]:
-            emit(s, pi, st, lift.rs_op)
-            free = st + batch[pi]
-        for rel, pi in sorted((lift.time(A, D, lw[s][pi], g), pi) for pi in lw[s]):
-            st = lift.ag_start(A, rel, free)
-            emit(s, pi, st, lift.ag_op)
-            free = st + batch[pi]
     pieces = [x for _ in range(g) for x in sizes]
     return pieces, flows, D
