@@ -106,58 +106,72 @@ def lift_instance(cluster: Cluster, plan: dict, meta: dict, lead: bool = True) -
                 app(lifted_flow(f, l, g, P, start))
     rounds: dict = {}
     for s, st, pi, op in plan["batches"]:
-        _batch(app, s, g, P, pi, st, plan["rnd_i"][pi], op, M, rounds)
+        _batch(app, s, g, P, pi, st, plan["rnd_i"][pi], op, M, at, rounds)
     pieces = [sz for l in range(g) for sz in plan["sizes"]]
     if lead:
         meta["lead"] = str(Fraction(plan["D"], M))
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
+class _Raw(int):
+    """An instance time on the global grid before the lift's division by g (t·M/scale): LIFT's
+    `t / g` on it is exact integer division, so the lift's formulas run on ints."""
+    __slots__ = ()
+
+    def __truediv__(self, other: int) -> int:
+        q, r = divmod(int(self), other)
+        if r:
+            raise OptccError("servers", f"instance time {int(self)}/{other} is off the global grid")
+        return q
+
+
 def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
     """Everything of optcc_server_allreduce but the flows, on one integer grid: the instance
-    (`inst`, a q-node g = 1 schedule, where given, its first touch and last write of every
-    (server, piece) read off its flows; else the construction's own, built from its proved
-    families with the closed-form touch times; none for q = 1) and its grid, the grid M of
-    global times (value = int / M), the lead D, `global_time` (instance grid time -> global grid
-    time), the round length of every piece, and the NVLink batches (server, start on M,
-    instance piece, "add" | "copy") in the order the schedule lists them. Sizes, lengths, lead
-    and placement are families.servers' formulas (LIFT, place_batches), the ones prove-all
-    proves; optcc.algorithms.arrays_servers emits the same flows as arrays."""
+    (`inst`, a q-node g = 1 schedule, where given; else the construction's own, from its proved
+    families; none for q = 1) and its grid, the first touch and last write of every (server,
+    piece) read off the instance's flows (prove-all proves the closed forms server_flows uses
+    equal them), the grid M of global times (value = int / M), the lead D, `global_time`
+    (instance grid time -> global grid time), the round length of every piece, and the NVLink
+    batches (server, start on M, instance piece, "add" | "copy") in the order the schedule lists
+    them. Sizes, lengths, lead, placement and clock are families.servers' formulas
+    (batch_lengths, place_batches, LIFT), the ones prove-all proves, evaluated on ints;
+    optcc.algorithms.arrays_servers emits the same flows as arrays."""
     g = cluster.g
     if inst is None:
         got = FS._instance(cluster, k, FS.TWO_SERVER_FAMILIES)
         inst = None if got is None else got[0]
-        ft, lw = FS.instance_touch_times(cluster, k, inst.flows if inst is not None else [], FS.PLACEMENT)
-    else:
-        ft, lw = _touch_times_of(inst)
     inst_sizes = inst.pieces if inst is not None else [Fraction(1)]
     sizes, rnd, batch = FS.batch_lengths(FS.INT, FS.LIFT, inst_sizes, g, cluster.nvlink_speedup)
-    D, batches = FS.place_batches(FS.INT, FS.LIFT, ft, lw, batch, g)
-    lead = Fraction(D)
     grid = IntegerTimes(inst) if inst is not None else None
-    # Every time is exact on one integer grid (value = int / M): the instance's grid divided by
-    # g, the round and batch lengths, the lead and the batch starts.
-    M = math.lcm(grid.scale * g if grid is not None else g, lead.denominator,
-                 *(Fraction(x).denominator for x in rnd + batch), *(Fraction(b[1]).denominator for b in batches))
+    scale = grid.scale if grid is not None else 1
+    M = math.lcm(scale * g, *(Fraction(x).denominator for x in rnd + batch))
+    raw = M // scale                                   # instance grid unit, on the global grid before /g
 
     def on_grid(x) -> int:
         v = Fraction(x) * M
         if v.denominator != 1:
-            raise OptccError("servers", f"time {x} is not on the grid 1/{M}")
+            raise OptccError("servers", f"length {x} is off the grid 1/{M}")
         return v.numerator
 
-    def global_time(st: int) -> int:       # instance grid time -> global grid time
-        return on_grid(FS.LIFT.time(FS.INT, lead, Fraction(st, grid.scale), g))
+    if grid is None:                                   # q = 1: one piece, touched at time 0
+        ft, lw = [{0: 0}], [{0: 0}]
+    else:
+        ft, lw = _touch_times_of(inst, grid)
+    ft = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in ft]
+    lw = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in lw]
+    batch_i = [on_grid(x) for x in batch]
+    D, batches = FS.place_batches(FS.INT, FS.LIFT, ft, lw, batch_i, g)
 
-    return {"inst": inst, "grid": grid, "P": len(inst_sizes), "M": M, "D": on_grid(lead), "global_time": global_time,
-            "rnd_i": [on_grid(x) for x in rnd], "sizes": sizes,
-            "batches": [(s, on_grid(st), pi, op) for s, st, pi, op in batches]}
+    def global_time(st: int) -> int:                   # instance grid time -> global grid time
+        return FS.LIFT.time(FS.INT, D, _Raw(st * raw), g)
+
+    return {"inst": inst, "grid": grid, "P": len(inst_sizes), "M": M, "D": D, "global_time": global_time,
+            "rnd_i": [on_grid(x) for x in rnd], "sizes": sizes, "batches": batches}
 
 
-def _touch_times_of(inst: Schedule) -> tuple[list[dict], list[dict]]:
-    """First touch and last write of every (server, instance piece), in instance time, read off
-    the instance's flows (instances the closed forms do not cover: LP schedules, few_servers)."""
-    grid = IntegerTimes(inst)
+def _touch_times_of(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict], list[dict]]:
+    """First touch (least start) and last write (latest landing) of every (server, instance
+    piece), on the instance's integer grid, keyed in order of first appearance."""
     q = inst.cluster.p
     ft: list[dict] = [dict() for _ in range(q)]
     lw: list[dict] = [dict() for _ in range(q)]
@@ -169,16 +183,19 @@ def _touch_times_of(inst: Schedule) -> tuple[list[dict], list[dict]]:
         cur = lw[f.dst].get(f.piece)
         if cur is None or end > cur:
             lw[f.dst][f.piece] = end
-    frac = grid.to_fraction
-    return ([{pi: frac(v) for pi, v in d.items()} for d in ft], [{pi: frac(v) for pi, v in d.items()} for d in lw])
+    return ft, lw
 
 
-def _batch(app, s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int, rounds: dict) -> None:
+def _batch(app, s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int, at, rounds: dict) -> None:
     """The NVLink batch of piece π on server s for every instance: rounds FS.LIFT.rounds, round t
-    at FS.LIFT.round_start (start and rnd given on the grid 1/M), its flows server_lift.nvlink_round's (cached in `rounds` across batches)."""
+    at FS.LIFT.round_start (start and rnd ints on the grid 1/M; `at` makes a grid value its
+    shared Fraction), its flows server_lift.nvlink_round's (cached in `rounds` across batches)."""
     lo, hi = FS.LIFT.rounds(FS.INT, g)
     for t in range(lo, hi + 1):
-        st = FS.LIFT.round_start(FS.INT, Fraction(start, M), t, Fraction(rnd, M))
+        st = FS.LIFT.round_start(FS.INT, start, t, rnd)
+        if type(st) is not int:
+            raise OptccError("servers", f"round {t}'s start {st} is off the grid 1/{M}")
+        st = at(st)
         perm = rounds.get((s, t, op))
         if perm is None:
             perm = rounds[(s, t, op)] = nvlink_round(s, g, t, op)
