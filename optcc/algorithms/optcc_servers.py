@@ -23,6 +23,8 @@ max(ℓ/g + W/k, W) (q = 2), W (q = 1).
 """
 from __future__ import annotations
 
+from typing import Any, cast
+from collections.abc import Callable
 import math
 from fractions import Fraction
 
@@ -79,14 +81,14 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return lift_instance(cluster, _plan(cluster, k), meta)
 
 
-def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
+def lift_instance(cluster: Cluster, plan: dict[str, Any], meta: dict[str, Any]) -> Schedule:
     """The g lifted copies of plan's q-node instance on the NICs and the NVLink RS/AG batches
     (the module docstring's lift; `plan` from `_plan`). Also lifts other q-node instances
     (lp_models.to_schedule.lp_server_schedule): meta says the schedule's capacity model."""
     g = cluster.g
     inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
     D, to_global, rnd_i = plan["D"], plan["to_global"], plan["rnd_i"]
-    fractions: dict = {}
+    fractions: dict[int, Fraction] = {}
 
     def at(v: int) -> Fraction:               # one Fraction object per distinct time
         x = fractions.get(v)
@@ -100,7 +102,7 @@ def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
         start = at(D + st * to_global)
         for l in range(g):
             app(lifted_flow(f, l, g, P, start))
-    rounds: dict = {}
+    rounds: dict[tuple[int, int, str], list[tuple[int, int, int]]] = {}
     for s, st, pi, op in plan["batches"]:
         _batch(app, s, g, P, pi, st, rnd_i[pi], op, at, rounds)
     D = Fraction(D, M)
@@ -109,7 +111,7 @@ def lift_instance(cluster: Cluster, plan: dict, meta: dict) -> Schedule:
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
-def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
+def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict[str, Any]:
     """Everything of optcc_server_allreduce (q ≥ 2) but the flows: the instance (`inst`, a
     q-node g = 1 schedule, where given; else OptCC's) and its grid,
     the grid M of global times (value = int / M), the lead D and the instance-to-global factor
@@ -136,8 +138,8 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
     batch_i = [x.numerator * (M // x.denominator) for x in batch]
     rnd_i = [x.numerator * (M // x.denominator) for x in rnd]
     # First touch and last write of every (server, instance piece), in instance time.
-    ft: list[dict] = [dict() for _ in range(q)]
-    lw: list[dict] = [dict() for _ in range(q)]
+    ft: list[dict[int, int]] = [dict() for _ in range(q)]
+    lw: list[dict[int, int]] = [dict() for _ in range(q)]
     for f, st, end in zip(inst.flows, grid.starts, grid.ends):
         for node in (f.src, f.dst):
             cur = ft[node].get(f.piece)
@@ -148,7 +150,7 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
             lw[f.dst][f.piece] = end
     # RS batches: back to back from time 0 in deadline order; the instance starts at the
     # smallest D that lets every batch end by its first touch D + ft/g.
-    rs_abs: list[list] = []
+    rs_abs: list[list[tuple[int, int]]] = []
     D = 0
     for s in range(q):
         t = 0
@@ -188,14 +190,16 @@ def _two_server_instance(inst_cluster: Cluster, k: int) -> Schedule:
     return Schedule(inst_cluster, [seg] * k, flows)
 
 
-def _batch(app, s: int, g: int, P: int, pi: int, start, rnd, op: str, at=None, rounds=None) -> None:
+def _batch(app: Callable[[Flow], None], s: int, g: int, P: int, pi: int, start: Fraction | int, rnd: Fraction | int,
+           op: str, at: Callable[[int], Fraction] | None = None,
+           rounds: dict[tuple[int, int, str], list[tuple[int, int, int]]] | None = None) -> None:
     """g−1 permutation rounds on server s for piece π of every instance (server_lift.nvlink_round).
     `at`: start and round length are integers on a grid and `at` makes each start a Fraction;
     `rounds`: a dict caching nvlink_round's permutations across batches."""
     for t in range(1, g):
-        st = start + (t - 1) * rnd
-        if at is not None:
-            st = at(st)
+        at_grid = start + (t - 1) * rnd
+        st = at(cast(int, at_grid)) if at is not None else cast(Fraction, at_grid)   # ints on a grid with `at`
+        perm: list[tuple[int, int, int]] | None
         if rounds is None:
             perm = nvlink_round(s, g, t, op)
         else:
@@ -206,7 +210,7 @@ def _batch(app, s: int, g: int, P: int, pi: int, start, rnd, op: str, at=None, r
             app(Flow(src, dst, inst * P + pi, op, st, "nvlink"))
 
 
-def _one_server(cluster: Cluster, meta: dict) -> Schedule:
+def _one_server(cluster: Cluster, meta: dict[str, Any]) -> Schedule:
     g = cluster.g
     piece = Fraction(1, g)
     rnd = piece / cluster.nvlink_speedup
