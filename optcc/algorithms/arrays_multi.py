@@ -228,7 +228,10 @@ def multi_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
         den = 1
         for f in small:
             den = math.lcm(den, f.start.denominator)
-        col = lambda name: np.array([getattr(f, name) for f in small], dtype=np.int64)   # noqa: E731
+
+        def col(name: str) -> npt.NDArray[np.int64]:
+            return np.array([getattr(f, name) for f in small], dtype=np.int64)
+
         b.add(col("src"), col("dst"), col("piece"),
               np.array([f.start.numerator * (den // f.start.denominator) for f in small], dtype=np.int64),
               Fraction(1, den))
