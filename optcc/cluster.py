@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from optcc.errors import OptccError
@@ -49,18 +50,18 @@ class Cluster:
     @classmethod
     def build(
         cls,
-        p,
-        g=1,
+        p: object,
+        g: object = 1,
         stragglers: Mapping[int, object] | Iterable[tuple[int, object]] | None = None,
-        bandwidth=DEFAULT_BANDWIDTH,
-        nvlink_bandwidth=DEFAULT_NVLINK_BANDWIDTH,
-        overhead=None,
+        bandwidth: object = DEFAULT_BANDWIDTH,
+        nvlink_bandwidth: object = DEFAULT_NVLINK_BANDWIDTH,
+        overhead: object = None,
         field_prefix: str = "",
-        hosts=(),
-        issue_delay=None,
-        latency=None,
+        hosts: Iterable[tuple[int, str]] = (),
+        issue_delay: object = None,
+        latency: object = None,
         latency_model: str | None = None,
-        failed_nics=None,
+        failed_nics: Iterable[Any] | None = None,
         pxn: bool = True,
     ) -> Cluster:
         """Validate everything and return a Cluster. `stragglers` maps rank -> ℓ (≥ 1);
@@ -103,7 +104,7 @@ class Cluster:
                    failed, pxn if failed else True)
 
     @classmethod
-    def from_json(cls, data, field_prefix: str = "cluster.") -> Cluster:
+    def from_json(cls, data: object, field_prefix: str = "cluster.") -> Cluster:
         """Inverse of `to_json`. Unknown keys are refused so that typos do not pass silently."""
         if not isinstance(data, dict):
             raise OptccError(field_prefix.rstrip("."), "expected an object")
@@ -142,7 +143,7 @@ class Cluster:
                              f"unknown latency model {name!r} (known: {', '.join(PRESET_NAMES)}, custom)")
         return replace(cluster, latency_model=name)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         out = {
             "p": self.p,
             "g": self.g,
@@ -160,14 +161,14 @@ class Cluster:
             out["hosts"] = [{"server": k, "host": h} for k, h in self.hosts]
         return out
 
-    def _explicit_stragglers(self):
+    def _explicit_stragglers(self) -> list[tuple[int, Fraction]]:
         """(rank, ℓ) of slow GPUs not on a server described by failed_nics."""
         lost = {s for s, _ in self.failed_nics}
         return [(r, l) for r, l in self.stragglers.items() if r // self.g not in lost]
 
-    def _latency_json(self) -> dict:
+    def _latency_json(self) -> dict[str, int | str]:
         """Li, L and the model name, written only when set (older files and hashes unchanged)."""
-        out = {}
+        out: dict[str, int | str] = {}
         if self.issue_delay:
             out["issue_delay"] = fraction_to_json(self.issue_delay)
         if self.latency:
@@ -176,7 +177,7 @@ class Cluster:
             out["latency_model"] = self.latency_model
         return out
 
-    def with_latency(self, overhead, issue_delay, latency, latency_model: str = "") -> Cluster:
+    def with_latency(self, overhead: object, issue_delay: object, latency: object, latency_model: str = "") -> Cluster:
         """The same cluster under other latency parameters (seconds; validated)."""
         lat = resolve_latency(None, overhead, issue_delay, latency)
         return replace(self, overhead=lat["overhead"], issue_delay=lat["issue_delay"],
@@ -247,7 +248,7 @@ def parse_straggler(text: str, field: str = "stragglers") -> tuple[int, Fraction
     return rank, parse_fraction(ell_text, field)
 
 
-def _int(value, field: str) -> int:
+def _int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and re.fullmatch(r"\s*-?\d{1,18}\s*", value):
             return int(value)
@@ -255,21 +256,21 @@ def _int(value, field: str) -> int:
     return value
 
 
-def _positive_int(value, field: str) -> int:
+def _positive_int(value: object, field: str) -> int:
     value = _int(value, field)
     if value < 1:
         raise OptccError(field, f"expected a positive integer, got {value}")
     return value
 
 
-def _positive_fraction(value, field: str) -> Fraction:
+def _positive_fraction(value: object, field: str) -> Fraction:
     x = parse_fraction(value, field)
     if x <= 0:
         raise OptccError(field, f"expected a positive number, got {x}")
     return x
 
 
-def _json_overhead(data: dict, field_prefix: str):
+def _json_overhead(data: dict[str, Any], field_prefix: str) -> object:
     """o from a cluster's JSON: `overhead`, or `alpha` (its name in files written before issue 21),
     validated under the key the file used; both at once must agree."""
     if "alpha" not in data:

@@ -14,13 +14,18 @@ on NVLink), one Fraction per class of equal (size, slower end, link, rate), neve
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes
+
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
 
 INT64_SAFE = 2**62
 
@@ -89,7 +94,7 @@ class ArrayBuilder:
     """Parts of flows with exact starts offset + units · unit (Fractions, n/B); `finish` puts
     them on one grid and computes their durations."""
 
-    def __init__(self, cluster, pieces):
+    def __init__(self, cluster: Cluster, pieces: Iterable[Fraction | int]) -> None:
         self.cluster = cluster
         self.pieces = [Fraction(x) for x in pieces]
         self.parts: list = []

@@ -8,7 +8,7 @@ from fractions import Fraction
 from optcc.errors import OptccError
 
 
-def parse_fraction(value, field: str) -> Fraction:
+def parse_fraction(value: object, field: str) -> Fraction:
     """Parse an int, a decimal string, an exact fraction string ('8/7') or a finite float.
 
     Floats are taken at their exact binary value only when they are integral; otherwise the
@@ -49,7 +49,7 @@ _EXPONENT = re.compile(r"[eE]\s*([+-]?\d+)")
 _LIMIT = 10**MAX_DIGITS
 
 
-def _bounded(x: Fraction, field: str, value) -> Fraction:
+def _bounded(x: Fraction, field: str, value: object) -> Fraction:
     if abs(x.numerator) >= _LIMIT or x.denominator >= _LIMIT:
         shown = value if len(str(value)) <= 40 else str(value)[:37] + "..."
         raise OptccError(field, f"{shown!r} is too large or too precise (at most {MAX_DIGITS} digits "
@@ -57,7 +57,7 @@ def _bounded(x: Fraction, field: str, value) -> Fraction:
     return x
 
 
-def show(x) -> str:
+def show(x: object) -> str:
     """A value for a message: Fractions as '8/7' or '-1' (not Fraction(8, 7)), long ones shortened."""
     if isinstance(x, Fraction):
         text = str(x)
@@ -65,7 +65,7 @@ def show(x) -> str:
     return repr(x)
 
 
-def fraction_to_json(x: Fraction):
+def fraction_to_json(x: Fraction) -> int | str:
     """Integers as JSON ints, everything else as an exact 'num/den' string."""
     if type(x) is not Fraction:
         x = Fraction(x)

@@ -12,7 +12,9 @@ Both keep the server's total NIC bandwidth at (g − C)·B, the derived bound's 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from fractions import Fraction
+from typing import Any
 
 from optcc.errors import OptccError
 
@@ -30,7 +32,7 @@ def server_slowdowns(g: int, count: int, pooling: bool = True) -> list[Fraction]
     return ells
 
 
-def apply_failed_nics(p: int, g: int, failed, slowdown: list[Fraction], explicit: set[int],
+def apply_failed_nics(p: int, g: int, failed: Iterable[Any] | None, slowdown: list[Fraction], explicit: set[int],
                       pooling: bool = True, prefix: str = "") -> tuple[tuple[int, int], ...]:
     """Validate `failed` ((server, count) pairs) and write their ℓ into `slowdown` in place.
 
@@ -77,7 +79,7 @@ def parse_failed_nics(text: str, field: str = "failed_nics") -> tuple[int, int]:
         raise OptccError(field, f"server and count must be integers in {text!r}") from None
 
 
-def _int(value, field: str) -> int:
+def _int(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise OptccError(field, f"expected an integer, got {value!r}")
     return value

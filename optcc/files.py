@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import tempfile
+from typing import Any
 
 from optcc.errors import OptccError
 
@@ -50,7 +51,7 @@ def read_text(path: str, field: str, what: str = "a JSON file") -> str:
         raise OptccError(field, f"{path!r} is not UTF-8 text (byte {e.start})") from None
 
 
-def read_json(path: str, field: str):
+def read_json(path: str, field: str) -> Any:
     """Parse the JSON file at `path`; bad input raises OptccError(field, reason)."""
     text = read_text(path, field)
     try:
@@ -65,7 +66,7 @@ def read_json(path: str, field: str):
     return data
 
 
-def check_depth(data, field: str, limit: int = MAX_DEPTH) -> None:
+def check_depth(data: object, field: str, limit: int = MAX_DEPTH) -> None:
     """Refuse JSON values nested deeper than `limit` (iteratively: no recursion to overflow)."""
     stack = [(data, 1)]
     while stack:
@@ -76,7 +77,7 @@ def check_depth(data, field: str, limit: int = MAX_DEPTH) -> None:
             stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
 
 
-def check_writable(path: str, field: str):
+def check_writable(path: str, field: str) -> os.stat_result | None:
     """Refuse, before any work, an output path write_text_atomic would refuse: a symlink, a
     directory, device, FIFO or socket, or a folder that does not exist. Returns its lstat or None."""
     try:

@@ -18,11 +18,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.files import read_json, write_text_atomic
 from optcc.proof_sources import MIN_P, SOURCES, sources_digest
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families.local import RankFlows
+    from optcc.schedule import Schedule
 
 FORMAT = "optcc-generated-schedule/1"
 KEYS = ("format", "algo", "cluster", "segments", "sources_sha256")
@@ -92,7 +97,7 @@ class GeneratedSchedule:
         return cls(algo, cluster, k, sources_digest(algo))
 
     # ---- the file ----------------------------------------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "algo": self.algo, "cluster": self.cluster.to_json(),
                 "segments": self.segments, "sources_sha256": self.sources_sha256}
 
@@ -107,7 +112,7 @@ class GeneratedSchedule:
         write_text_atomic(path, json.dumps(self.to_json(), indent=1) + "\n", field)
 
     @classmethod
-    def from_json(cls, data, check_sources: bool = True) -> GeneratedSchedule:
+    def from_json(cls, data: object, check_sources: bool = True) -> GeneratedSchedule:
         """Validate every field; OptccError names the first bad one. `check_sources`: the digest
         must be the sources' own now (False only for reporting what a stale file says)."""
         if not isinstance(data, dict):
@@ -148,18 +153,18 @@ class GeneratedSchedule:
         return self.cluster.p, self.segments, s, Fraction(ell)
 
     @property
-    def meta(self) -> dict:
+    def meta(self) -> dict[str, Any]:
         """The meta `build_schedule` gives the same schedule (the certificate checks it)."""
         from optcc.algorithms.optcc_single import optcc_meta
         from optcc.algorithms.ring import ring_meta
         return {"ring": ring_meta, "optcc": optcc_meta}[self.algo](self.cluster, self.segments)
 
-    def materialize(self):
+    def materialize(self) -> Schedule:
         """The whole flow list (optcc.algorithms.build_schedule, so within check_work)."""
         from optcc.algorithms import build_schedule
         return build_schedule(self.algo, self.cluster, self.segments)
 
-    def rank_flows(self, rank: int):
+    def rank_flows(self, rank: int) -> RankFlows:
         """One rank's flows as arrays in posting order (optcc.algorithms.families.local)."""
         from optcc.algorithms.families.local import rank_flow_arrays
         p, k, s, ell = self.params()
@@ -167,15 +172,15 @@ class GeneratedSchedule:
             raise OptccError("rank", f"expected a rank in 0..{p - 1}, got {rank!r}")
         return rank_flow_arrays(self.algo, p, k, s, ell, rank)
 
-    def rank_schedule(self, rank: int):
+    def rank_schedule(self, rank: int) -> Schedule:
         """A Schedule of this rank's flows alone (posting order), all pieces and the construction's
         meta: what a worker lowers into its program. Its flows are those of `materialize()` with
         `rank` at an end (tests/test_rank_local.py)."""
         from optcc.schedule import ONE, Flow, Schedule
         rf = self.rank_flows(rank)
-        starts: dict = {}
+        starts: dict[int, Fraction] = {}
         ops = ("add", "copy")
-        flows = []
+        flows: list[Flow] = []
         make = tuple.__new__                          # Flow(...) with every field given, without its defaults
         for a, b, c, o, t in zip(rf.src.tolist(), rf.dst.tolist(), rf.piece.tolist(), rf.op.tolist(),
                                  rf.start.tolist()):
@@ -194,7 +199,7 @@ def _check_grid(algo: str, cluster: Cluster, k: int, field: str) -> None:
     check_start_grid(algo, cluster.p, k, s, Fraction(ell), field)
 
 
-def _segments(value, field: str) -> int:
+def _segments(value: object, field: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise OptccError(field, f"expected a positive integer, got {value!r}")
     if value > MAX_RANK_SEGMENTS:
@@ -202,12 +207,12 @@ def _segments(value, field: str) -> int:
     return value
 
 
-def is_generated(data) -> bool:
+def is_generated(data: object) -> bool:
     """Whether parsed JSON is meant as a generated schedule (any version of the format)."""
     return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-generated-schedule/")
 
 
-def load_any(path: str, field: str = "schedule"):
+def load_any(path: str, field: str = "schedule") -> Schedule | GeneratedSchedule:
     """A Schedule (flow list) or a GeneratedSchedule, by the file's format."""
     from optcc.schedule import Schedule
     data = read_json(path, field)
@@ -216,7 +221,7 @@ def load_any(path: str, field: str = "schedule"):
     return Schedule.from_json(data)
 
 
-def load_flows(path: str, field: str = "schedule"):
+def load_flows(path: str, field: str = "schedule") -> Schedule:
     """The flow list a command needs: the file's own, or a generated schedule built (check_work)."""
     got = load_any(path, field)
     return got.materialize() if isinstance(got, GeneratedSchedule) else got

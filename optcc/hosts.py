@@ -10,10 +10,16 @@ ranks the launcher (torchrun's dynamic rendezvous) gave them.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from optcc.errors import OptccError
 
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
 
-def split_stragglers(raw, hosts_raw, p: int, g: int, prefix: str):
+
+def split_stragglers(raw: list[Any], hosts_raw: object, p: int, g: int,
+                     prefix: str) -> tuple[list[tuple[Any, Any]], tuple[tuple[int, str], ...]]:
     """(rank -> ell pairs, hosts) from JSON stragglers (by rank or host) and an optional hosts list."""
     if p < 1 or g < 1 or p % g:
         return [(s.get("rank"), s.get("ell")) for s in raw if isinstance(s, dict)], ()
@@ -59,13 +65,14 @@ def split_stragglers(raw, hosts_raw, p: int, g: int, prefix: str):
     return pairs, tuple(sorted(hosts.items()))
 
 
-def _name(value, field: str) -> str:
+def _name(value: object, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise OptccError(field, f"expected a non-empty host name, got {value!r}")
     return value
 
 
-def place_processes(cluster, names: list, local_ranks: list, local_world_sizes: list) -> list[int]:
+def place_processes(cluster: Cluster, names: list[str], local_ranks: list[int | None],
+                    local_world_sizes: list[int | None]) -> list[int]:
     """Schedule rank -> process rank, given every process's host name, LOCAL_RANK and
     LOCAL_WORLD_SIZE (None when unset), indexed by process rank. The named hosts' processes get
     their servers' ranks; the other hosts fill the other servers in order of their first process.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 from fractions import Fraction
+from typing import Any
 
 
-def jsonable(obj):
+def jsonable(obj: object) -> Any:
     """A copy of obj with non-finite floats as strings and Fractions as floats (recursively)."""
     if isinstance(obj, bool) or obj is None or isinstance(obj, (int, str)):
         return obj
@@ -35,6 +36,6 @@ def jsonable(obj):
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
-def dumps(obj, **kw) -> str:
+def dumps(obj: object, **kw: Any) -> str:
     """Strict JSON text of obj (see the module docstring); keyword arguments go to json.dumps."""
     return json.dumps(jsonable(obj), allow_nan=False, **kw)

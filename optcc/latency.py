@@ -27,9 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from optcc.errors import OptccError
 from optcc.exact import parse_fraction
+
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
 
 MICRO = Fraction(1, 10**6)
 FIELDS = ("overhead", "issue_delay", "latency")
@@ -43,7 +47,7 @@ class Preset:
     latency: Fraction
     source: str
 
-    def values(self) -> dict:
+    def values(self) -> dict[str, Fraction]:
         return {"overhead": self.overhead, "issue_delay": self.issue_delay, "latency": self.latency}
 
 
@@ -59,7 +63,7 @@ PRESETS = {
 PRESET_NAMES = tuple(PRESETS)
 
 
-def check_latency(value, field: str) -> Fraction:
+def check_latency(value: object, field: str) -> Fraction:
     """A latency in seconds: a finite exact number ≥ 0 (OptccError naming `field` otherwise)."""
     x = parse_fraction(value, field)
     if x < 0:
@@ -67,8 +71,8 @@ def check_latency(value, field: str) -> Fraction:
     return x
 
 
-def resolve(name: str | None = None, overhead=None, issue_delay=None, latency=None,
-            field_prefix: str = "") -> dict:
+def resolve(name: str | None = None, overhead: object = None, issue_delay: object = None, latency: object = None,
+            field_prefix: str = "") -> dict[str, Any]:
     """The three parameters (seconds) and a model name: the preset `name` (or all zero), with
     any explicit value overriding it. The name is the preset's if nothing changed it, "custom"
     if an explicit value did, "" without a preset."""
@@ -77,7 +81,7 @@ def resolve(name: str | None = None, overhead=None, issue_delay=None, latency=No
                          f"unknown latency model {name!r} (known: {', '.join(PRESET_NAMES)})")
     base = PRESETS[name].values() if name else dict.fromkeys(FIELDS, Fraction(0))
     given = {"overhead": overhead, "issue_delay": issue_delay, "latency": latency}
-    out = dict(base)
+    out: dict[str, Any] = dict(base)
     for key, value in given.items():
         if value is not None:
             out[key] = check_latency(value, field_prefix + key)
@@ -86,7 +90,7 @@ def resolve(name: str | None = None, overhead=None, issue_delay=None, latency=No
     return out
 
 
-def model_name(cluster) -> str:
+def model_name(cluster: Cluster) -> str:
     """The cluster's latency model name: its stated one, else the preset with its exact values,
     else "none" when all three are 0, else "custom"."""
     if cluster.latency_model:
@@ -98,13 +102,13 @@ def model_name(cluster) -> str:
     return "none" if not any(values.values()) else "custom"
 
 
-def describe_json(cluster) -> dict:
+def describe_json(cluster: Cluster) -> dict[str, str | float]:
     """{name, overhead, issue_delay, latency} in seconds (floats), as `optcc time --json` prints."""
     return {"name": model_name(cluster), "overhead": float(cluster.overhead),
             "issue_delay": float(cluster.issue_delay), "latency": float(cluster.latency)}
 
 
-def units(cluster, n_bytes: int) -> tuple[Fraction, Fraction, Fraction]:
+def units(cluster: Cluster, n_bytes: int) -> tuple[Fraction, Fraction, Fraction]:
     """(o, Li, L) in units of n/B for an n-byte AllReduce: seconds · B / n."""
     scale = cluster.bandwidth / n_bytes
     return cluster.overhead * scale, cluster.issue_delay * scale, cluster.latency * scale

@@ -58,7 +58,7 @@ def ring_latencies(cluster: Cluster, k: int) -> Fraction:
 SINGLE_KNEE = Fraction(3, 4)
 
 
-def single_pieces(q: int, ell, k: int) -> int:
+def single_pieces(q: int, ell: Fraction, k: int) -> int:
     """Pieces of optcc_single on q nodes: k·H shards plus k − 1 point-to-point pieces when
     ℓ < 2 (H = q − 1 ≥ 2); one piece at q = 2 (optcc_single.optcc_allreduce, its pieces line)."""
     h = q - 1

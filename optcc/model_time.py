@@ -41,7 +41,7 @@ def latency_of(algo: str, cluster: Cluster) -> registry.Latency:
     return record.latency
 
 
-_SLOT_CACHE: dict = {}   # slot times do not depend on the latency model: share them across models
+_SLOT_CACHE: dict[tuple[object, ...], Fraction] = {}   # slot times do not depend on the latency model: share them across models
 
 
 def slot(algo: str, cluster: Cluster, k: int) -> Fraction:

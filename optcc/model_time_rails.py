@@ -41,8 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcc.cluster import Cluster
+
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
 
 NO_KNEE = Fraction(10**9)          # model_time's "no knee" (the ring's)
 
@@ -53,14 +57,14 @@ class RailsCounts:
     overheads: int                 # A
     latencies: Fraction            # B
     knee: Fraction                 # B holds for Li + L ≤ knee/(k·p)
-    rails: tuple                   # per rail: (kind, share w_l, B_rail, KNEE_rail)
+    rails: tuple[tuple[str, Fraction, Fraction, Fraction], ...]  # per rail: (kind, share w_l, B_rail, KNEE_rail)
     latency_free_only: bool = False  # the borrowing sub-rails: counts not derived, valid at o = Li = L = 0 only
 
 
-_CACHE: dict = {}
+_CACHE: dict[tuple[object, ...], RailsCounts] = {}
 
 
-def rail_latency(sched, k: int) -> tuple[str, Fraction, Fraction]:
+def rail_latency(sched: Schedule, k: int) -> tuple[str, Fraction, Fraction]:
     """(kind, B_rail, KNEE_rail) of one rail schedule (module docstring)."""
     from optcc.model_time import knee_fraction, latency_count
     inst = sched.cluster

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -59,12 +60,14 @@ class Schedule:
     """Pieces, flows and local ops on a Cluster, the stated slot time (or None), plus free-form
     `meta` (algorithm, params)."""
 
-    def __init__(self, cluster: Cluster, pieces, flows, local_ops=(), meta=None, stated_slot_time=None):
+    def __init__(self, cluster: Cluster, pieces: Iterable[Fraction | int], flows: Iterable[Flow],
+                 local_ops: Iterable[LocalOp] = (), meta: Mapping[str, Any] | None = None,
+                 stated_slot_time: Fraction | None = None) -> None:
         self.cluster = cluster
         self.pieces: list[Fraction] = [x if type(x) is Fraction else Fraction(x) for x in pieces]   # (immutable: shared)
         self.flows: list[Flow] = list(flows)
         self.local_ops: list[LocalOp] = list(local_ops)
-        self.meta: dict = dict(meta or {})
+        self.meta: dict[str, Any] = dict(meta or {})
         self._stated: Fraction | None = stated_slot_time
 
     @property
@@ -79,7 +82,7 @@ class Schedule:
     def stated_slot_time(self, value: Fraction | None) -> None:
         self._stated = value
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Schedule({self.cluster.describe()}, {len(self.pieces)} pieces, "
                 f"{len(self.flows)} flows, meta={self.meta})")
 
@@ -145,17 +148,17 @@ class Schedule:
         return self
 
     # ---- JSON ---------------------------------------------------------------------------
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return self._json_with(self._flows_json())
 
-    def _flows_json(self) -> list:
+    def _flows_json(self) -> list[dict[str, int | str]]:
         flows = []
-        starts: dict = {}                  # start -> its JSON form (flows share few distinct starts)
+        starts: dict[Fraction, int | str] = {}                  # start -> its JSON form (flows share few distinct starts)
         for f in self.flows:
             start = starts.get(f.start)
             if start is None:
                 start = starts[f.start] = fraction_to_json(f.start)
-            d = {"src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op, "start": start}
+            d: dict[str, int | str] = {"src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op, "start": start}
             if f.link != "nic":
                 d["link"] = f.link
             if f.rate != 1:
@@ -165,8 +168,8 @@ class Schedule:
             flows.append(d)
         return flows
 
-    def _json_with(self, flows) -> dict:
-        out = {
+    def _json_with(self, flows: object) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "format": FORMAT,
             "meta": self.meta,
             "cluster": self.cluster.to_json(),
@@ -181,7 +184,7 @@ class Schedule:
         return out
 
     @classmethod
-    def from_json(cls, data) -> Schedule:
+    def from_json(cls, data: object) -> Schedule:
         if not isinstance(data, dict):
             raise OptccError("(top level)", "expected a JSON object")
         if data.get("format") != FORMAT:
@@ -199,9 +202,9 @@ class Schedule:
         pieces = [parse_fraction(x, f"pieces[{i}]") for i, x in enumerate(data["pieces"])]
         if not isinstance(data["flows"], list):
             raise OptccError("flows", "expected a list of flows")
-        cache: dict = {}
+        cache: dict[tuple[type, object], Fraction] = {}
 
-        def frac(value, where):
+        def frac(value: object, where: str) -> Fraction:
             key = (type(value), value)
             try:
                 return cache[key]
@@ -272,12 +275,12 @@ _SENTINEL_JSON = json.dumps(_SENTINEL)
 _WORDS = {w: json.dumps(w) for w in ("add", "copy", "nic", "nvlink")}
 
 
-def _canonical_flows(flows) -> str | None:
+def _canonical_flows(flows: Iterable[Flow]) -> str | None:
     """The flows' canonical JSON array (keys sorted: coef, dst, link, op, piece, rate, src, start),
     or None where a field is not a plain int or known word (json.dumps then decides)."""
-    starts: dict = {}                      # id(start) -> its JSON text (flows share start objects)
+    starts: dict[int, str] = {}            # id(start) -> its JSON text (flows share start objects)
     keep = []                              # the start objects, so that no id is reused meanwhile
-    out = []
+    out: list[str] = []
     append = out.append
     words = _WORDS
     for f in flows:
@@ -297,7 +300,7 @@ def _canonical_flows(flows) -> str | None:
     return "[" + ",".join(out) + "]"
 
 
-def posting_order(schedule: Schedule, starts=None) -> list[int]:
+def posting_order(schedule: Schedule, starts: Sequence[Fraction] | Sequence[int] | None = None) -> list[int]:
     """Flow indices sorted by (start, src, dst, piece, index): the one order in which every rank
     posts its flows (optcc.lowering.step), so both ends of every pair post alike, and in which
     landings of one instant are applied, by the runners and every verifier property. `starts`: per-flow start times in any order-preserving encoding
@@ -306,14 +309,14 @@ def posting_order(schedule: Schedule, starts=None) -> list[int]:
     starts = [f.start for f in flows] if starts is None else starts
     return sorted(range(len(flows)), key=lambda i: (starts[i], flows[i].src, flows[i].dst, flows[i].piece, i))
 
-def _stated_number(value, where: str) -> Fraction:
+def _stated_number(value: object, where: str) -> Fraction:
     """A stated slot time as JSON holds it (a number or a fraction string), or OptccError naming `where`."""
     if not isinstance(value, (int, float, str)) or isinstance(value, bool):
         raise OptccError(where, f"expected a number (n/B, e.g. 3 or \"8/7\"), got {value!r}")
     return parse_fraction(value, where)
 
 
-def _validate_pieces(pieces):
+def _validate_pieces(pieces: list[Fraction]) -> None:
     if not pieces:
         raise OptccError("pieces", "a schedule needs at least one piece")
     for i, x in enumerate(pieces):

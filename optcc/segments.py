@@ -35,13 +35,13 @@ K_MAX = 1024
 HOST_POST_S = Fraction(15, 10**6)
 
 
-def host_segments(cluster: Cluster, n_bytes: int, host_post_s) -> int:
+def host_segments(cluster: Cluster, n_bytes: int, host_post_s: Fraction | float) -> int:
     """The largest k with k·H ≤ n/(2·c_post·B) (module docstring; at least 1)."""
     healthy = max(1, cluster.p - len(cluster.stragglers))
     return max(1, math.floor(Fraction(n_bytes) / (2 * Fraction(host_post_s) * cluster.bandwidth * healthy)))
 
 
-def parse_segments(text) -> int | str:
+def parse_segments(text: str | int) -> int | str:
     """'auto' or a positive integer (OptccError on field 'segments' otherwise)."""
     if isinstance(text, str) and text.strip().lower() == "auto":
         return "auto"
@@ -64,7 +64,8 @@ def knee_segments(cluster: Cluster, n_bytes: int, algo: str = "optcc") -> int:
 
 
 def _grid(limit: int) -> list[int]:
-    out, x = set(), 1.0
+    out: set[int] = set()
+    x = 1.0
     while x <= limit:
         out.add(math.ceil(x))
         x *= 1.25
@@ -88,7 +89,7 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
         return fixed, model_time(algo, cluster, fixed, n_bytes)
     cache: dict[int, ModelTime | None] = {}
 
-    def at(k: int):
+    def at(k: int) -> ModelTime | None:
         if k not in cache:
             try:
                 t = model_time(algo, cluster, k, n_bytes)
@@ -99,14 +100,14 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
 
     limit = min(k_max, knee_segments(cluster, n_bytes, algo))
     grid = _grid(limit)
-    scored = [(at(k).time, k) for k in grid if at(k) is not None]
+    scored = [(t.time, k) for k in grid if (t := at(k)) is not None]
     if not scored:
         return 1, model_time(algo, cluster, 1, n_bytes)
     _, best = min(scored)
     i = grid.index(best)
     lo, hi = grid[max(i - 1, 0)], min(limit, grid[min(i + 1, len(grid) - 1)])
 
-    def value(k: int):
+    def value(k: int) -> Fraction | None:
         t = at(k)
         return t.time if t is not None else None
 
@@ -121,7 +122,9 @@ def auto_segments(algo: str, cluster: Cluster, n_bytes: int, k_max: int = K_MAX)
         at(k)
     times = [(t.time, k) for k, t in cache.items() if t is not None]
     time_, k = min(times)
-    return k, cache[k]
+    best_time = cache[k]
+    assert best_time is not None        # k is from `times`, which holds only timed k
+    return k, best_time
 
 
 # With o = Li = L = 0 every extra segment looks free, so auto would pick K_MAX for a 1-byte
@@ -148,9 +151,9 @@ def _check_accepts(algo: str, cluster: Cluster) -> None:
 NO_LATENCY_HINT = "give --latency-model to choose another"
 
 
-def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
+def choose_segments(value: str | int, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
                     no_latency_hint: str = NO_LATENCY_HINT,
-                    say_default_latency: bool = True, host_post_s=None) -> tuple[int, list[str]]:
+                    say_default_latency: bool = True, host_post_s: Fraction | float | None = None) -> tuple[int, list[str]]:
     """(k, notes): the integer given, or auto's choice with a note for each decision a user should
     see: a cluster without latency is timed under AUTO_DEFAULT_LATENCY_MODEL (noted unless not
     `say_default_latency`, ending with `no_latency_hint`, how to give another), and with `build`
@@ -160,13 +163,13 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
     closed form refuses the cluster) there is nothing to minimise: k = 1, with a note, as where
     every k is over the knee. With `host_post_s` (a real run) k stays within host_segments, noted."""
     value = parse_segments(value)
-    if value != "auto":
+    if isinstance(value, int):          # not "auto"
         return value, []
     _check_accepts(algo, cluster)
     fixed = _fixed_segments(algo, cluster)
     if fixed is not None:            # nothing to choose: no model time needed
         return fixed, []
-    notes = []
+    notes: list[str] = []
     timed = cluster
     if not has_latency(cluster):
         from optcc.latency import PRESETS
@@ -198,7 +201,7 @@ def choose_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: boo
     return k, notes
 
 
-def resolve_segments(value, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
+def resolve_segments(value: str | int, algo: str, cluster: Cluster, n_bytes: int, build: bool = True) -> int:
     """The k to build with (choose_segments without its notes)."""
     return choose_segments(value, algo, cluster, n_bytes, build)[0]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from optcc.schedule import Schedule, posting_order
 from optcc.timing import durations
@@ -18,12 +19,12 @@ from optcc.timing import durations
 
 @dataclass
 class SimulationResult:
-    inputs: np.ndarray        # (p, pieces, width) int64
-    final: np.ndarray         # (p, pieces, width) int64
+    inputs: npt.NDArray[np.int64]   # (p, pieces, width) int64
+    final: npt.NDArray[np.int64]    # (p, pieces, width) int64
     correct: bool
-    first_wrong: dict | None  # {"rank", "piece", "expected", "actual"} for the first wrong value
+    first_wrong: dict[str, int | list[int]] | None  # {"rank", "piece", "expected", "actual"} for the first wrong value
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, object]:
         return {"correct": self.correct, "first_wrong": self.first_wrong}
 
 

@@ -11,7 +11,7 @@ from optcc.errors import OptccError
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def parse_bytes(text, field: str) -> int:
+def parse_bytes(text: object, field: str) -> int:
     """'8', '64K', '128M', '1G' (binary units; a trailing B is allowed) -> a positive number of
     bytes; an int passes through. OptccError on `field` otherwise."""
     if isinstance(text, int) and not isinstance(text, bool):

@@ -21,6 +21,8 @@ model; with Li = L = 0 it is the old α-per-flow model (o = α).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Mapping
 import heapq
 import math
 from collections import defaultdict
@@ -30,23 +32,27 @@ from fractions import Fraction
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
+
 CAPACITY_MODELS = ("exclusive", "shared")
+_K = TypeVar("_K")
 
 
 def durations(schedule: Schedule) -> list[Fraction]:
     """Duration of every flow of the schedule (same order as schedule.flows)."""
     c = schedule.cluster
     # Classes of equal values, so the per-flow work is integer dictionary look-ups.
-    size_ids: dict = {}       # by (numerator, denominator): a Fraction's own hash takes a modular inverse
+    size_ids: dict[tuple[int, int], int] = {}       # by (numerator, denominator): a Fraction's own hash takes a modular inverse
     piece_class = [size_ids.setdefault((x.numerator, x.denominator), len(size_ids)) for x in schedule.pieces]
     sizes = [Fraction(a, b) for a, b in size_ids]
-    slow_ids: dict = {}
+    slow_ids: dict[Fraction, int] = {}
     rank_class = [slow_ids.setdefault(x, len(slow_ids)) for x in c.slowdown]
     slows = list(slow_ids)
     # the slower end's class of every pair of classes, compared once (not once per flow)
     slower = [[a if slows[a] >= slows[b] else b for b in range(len(slows))] for a in range(len(slows))]
-    cache: dict = {}
-    out = []
+    cache: dict[tuple[int, int, bool, int], Fraction] = {}
+    out: list[Fraction] = []
     append = out.append
     for f in schedule.flows:
         key = (piece_class[f.piece], slower[rank_class[f.src]][rank_class[f.dst]], f.link == "nic", id(f.rate))
@@ -60,7 +66,7 @@ def durations(schedule: Schedule) -> list[Fraction]:
 
 
 def capacity_model(schedule: Schedule) -> str:
-    model = schedule.meta.get("capacity", "exclusive")
+    model: str = schedule.meta.get("capacity", "exclusive")
     if model not in CAPACITY_MODELS:
         raise OptccError("meta.capacity", f"expected one of {CAPACITY_MODELS}, got {model!r}")
     return model
@@ -77,10 +83,10 @@ def port_usage(schedule: Schedule, flow: Flow, rank: int, model: str) -> Fractio
 
 @dataclass
 class CapacityViolation:
-    port: tuple          # (rank, link, "send" | "recv")
+    port: tuple[int, str, str]  # (rank, link, "send" | "recv")
     time: Fraction       # the instant the port is over capacity
     load: Fraction       # total usage at that instant (> 1)
-    flows: list          # indices of the flows on the port at that instant
+    flows: list[int]     # indices of the flows on the port at that instant
 
     def describe(self, schedule: Schedule) -> str:
         rank, link, direction = self.port
@@ -89,7 +95,7 @@ class CapacityViolation:
                 f"t = {_fmt(self.time)} n/B: {listed}")
 
 
-def _describe_flow(schedule, i):
+def _describe_flow(schedule: Schedule, i: int) -> str:
     f = schedule.flows[i]
     return f"flows[{i}] {f.src}->{f.dst} piece {f.piece} {f.op} start {_fmt(f.start)}"
 
@@ -101,7 +107,7 @@ def _fmt(x: Fraction) -> str:
 class IntegerTimes:
     """All starts and ends of a schedule on one integer grid (time = value / scale), for speed."""
 
-    def __init__(self, schedule: Schedule, durs: list | None = None):
+    def __init__(self, schedule: Schedule, durs: list[Fraction] | None = None) -> None:
         durs = durs if durs is not None else durations(schedule)
         flows = schedule.flows
         distinct = {id(d): d for d in durs}      # durations() hands out one object per value class
@@ -124,7 +130,7 @@ class IntegerTimes:
         return Fraction(value, self.scale)
 
 
-def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTimes | None = None):
+def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTimes | None = None) -> CapacityViolation | None:
     """Return the first CapacityViolation (earliest in time), or None if every port is within capacity."""
     model = model or capacity_model(schedule)
     grid = grid or IntegerTimes(schedule)
@@ -133,7 +139,7 @@ def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTi
         return None
     if all(f.rate == 1 for f in flows) and (model == "exclusive" or not schedule.cluster.stragglers):
         return _check_exclusive_unit_rates(schedule, grid)
-    by_port = defaultdict(list)
+    by_port: defaultdict[tuple[int, str, str], list[int]] = defaultdict(list)
     for i, f in enumerate(flows):
         by_port[(f.src, f.link, "send")].append(i)
         by_port[(f.dst, f.link, "recv")].append(i)
@@ -162,7 +168,7 @@ def check_capacity(schedule: Schedule, model: str | None = None, grid: IntegerTi
     return first
 
 
-def _check_exclusive_unit_rates(schedule: Schedule, grid: IntegerTimes):
+def _check_exclusive_unit_rates(schedule: Schedule, grid: IntegerTimes) -> CapacityViolation | None:
     """Fast path for one-flow-per-port schedules: sort each port's flows by start, compare neighbours."""
     import numpy as np                 # here, so that importing the timing model stays light
     flows = schedule.flows
@@ -219,14 +225,14 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
     # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).
     order = sorted([(starts[i], 1, i) for i in range(len(flows))]
                    + [(t, 0, j) for j, t in enumerate(grid.op_times)])
-    pending_writes: dict = defaultdict(list)   # (rank, piece) -> heap of (slot_end, event_end)
-    landed_write: dict = defaultdict(int)
-    pending_port: dict = defaultdict(list)     # port -> heap of (slot_end, event_end)
-    port_free: dict = defaultdict(int)
+    pending_writes: defaultdict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)   # (rank, piece) -> heap of (slot_end, event_end)
+    landed_write: defaultdict[tuple[int, int], int] = defaultdict(int)
+    pending_port: defaultdict[tuple[int, str, int], list[tuple[int, int]]] = defaultdict(list)     # port -> heap of (slot_end, event_end)
+    port_free: defaultdict[tuple[int, str, int], int] = defaultdict(int)
     finish = 0
     push, pop = heapq.heappush, heapq.heappop
 
-    def landed(heaps, landed_max, key, t):
+    def landed(heaps: Mapping[_K, list[tuple[int, int]]], landed_max: dict[_K, int], key: _K, t: int) -> int:
         best = landed_max[key]
         h = heaps.get(key)
         if h and h[0][0] <= t:
@@ -265,6 +271,6 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
     return Fraction(finish, scale)
 
 
-def units_to_seconds(cluster, units: Fraction, n_bytes: int) -> float:
+def units_to_seconds(cluster: Cluster, units: Fraction, n_bytes: int) -> float:
     """Convert a time in units of n/B into seconds for an n-byte AllReduce."""
     return float(units * n_bytes / cluster.bandwidth)

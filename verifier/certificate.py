@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 import z3
 
@@ -33,11 +34,15 @@ from verifier.linear import ExpressionTable, execute_signature
 from verifier.port_checks import check_runnable
 from verifier.proof import required_properties
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+    from verifier.proof import Proof
+
 FORMAT = "optcc-certificate/2"
 VERIFIER_VERSION = "optcc-verifier/4"   # bump whenever a property's rule changes (3: same-instant landings in posting order, runnable on the runner's plans; 4: time against the stated slot time)
 
 
-def final_table(schedule, grid=None):
+def final_table(schedule: Schedule, grid: IntegerTimes | None = None) -> tuple[str, tuple[int, int] | None]:
     """Exact symbolic execution: (sha256 of the final coefficient table, first wrong (piece, rank) or None).
 
     Linear in the flows: every distinct final expression (over the piece's rank labels, shared by
@@ -49,7 +54,7 @@ def final_table(schedule, grid=None):
     table = ExpressionTable()
     digest = hashlib.sha256()
     first_wrong = None
-    cache: dict = {}
+    cache: dict[tuple[tuple[int, ...], ...], dict[int, int]] = {}
     seen: dict[int, tuple[str, bool]] = {}      # expression id -> (its digest, is the full sum)
     untouched = (hashlib.sha256(b"input").hexdigest()[:32], p == 1)
     for piece, events in enumerate(piece_events(schedule, grid)):
@@ -75,7 +80,7 @@ def final_table(schedule, grid=None):
     return digest.hexdigest(), first_wrong
 
 
-def write_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
+def write_certificate(proof: Proof, schedule: Schedule, path: str, field: str = "certificate") -> None:
     """Write the certificate atomically; refuses a proof that did not prove every required property
     (verifier.proof.required_properties: `time` too where the schedule states a slot time)."""
     required = required_properties(schedule)
@@ -91,7 +96,7 @@ def write_certificate(proof, schedule, path: str, field: str = "certificate") ->
     write_text_atomic(path, dumps(data, indent=2) + "\n", field)
 
 
-def check_certificate(schedule, path: str) -> tuple[bool, str]:
+def check_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact schedule after re-checking its witness; else
     (False, the reason)."""
     try:
@@ -122,10 +127,11 @@ def check_certificate(schedule, path: str) -> tuple[bool, str]:
     for name, check in (("causality", check_causality), ("runnable", check_runnable)):
         ok, cx = check(schedule, grid)
         if not ok:
+            assert cx is not None                # a failed property names its counterexample
             return False, f"re-checking '{name}': {cx['message']}"
     return True, ""
 
 
-def certificate_matches(schedule, path: str) -> bool:
+def certificate_matches(schedule: Schedule, path: str) -> bool:
     """True iff `path` is a valid certificate of this exact schedule (check_certificate)."""
     return check_certificate(schedule, path)[0]

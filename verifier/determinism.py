@@ -35,7 +35,7 @@ LEAF, ADD, AXPY, SCALE = "x", "+", "axpy", "scale"
 class TreeTable:
     """Interned summation trees: node id -> (kind, coef, child ids / rank)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.nodes: list[tuple] = []
 

@@ -16,7 +16,7 @@ LAND, LOCAL, READ = 0, 1, 2
 
 def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
     """For every piece, its events (time, phase, index) sorted in execution order (module docstring)."""
-    events: list[list] = [[] for _ in schedule.pieces]
+    events: list[list[tuple[int, int, int]]] = [[] for _ in schedule.pieces]
     flows, starts, ends = schedule.flows, grid.starts, grid.ends
     for i, f in enumerate(flows):
         ev = events[f.piece]
@@ -25,7 +25,7 @@ def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int,
     for j, op in enumerate(schedule.local_ops):
         events[op.piece].append((grid.op_times[j], LOCAL, j))
 
-    def posting(e):        # optcc.schedule.posting_order's key; the piece is the same
+    def posting(e: tuple[int, int, int]) -> tuple[int, int, int, int]:        # optcc.schedule.posting_order's key; the piece is the same
         i = e[2]
         return starts[i], flows[i].src, flows[i].dst, i
 
@@ -44,7 +44,7 @@ def piece_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int,
     return events
 
 
-def piece_signature(schedule: Schedule, events) -> tuple:
+def piece_signature(schedule: Schedule, events: list[tuple[int, int, int]]) -> tuple[tuple[int, ...], ...]:
     """The piece's operations in execution order with ranks and flows renamed by first use.
 
     Two pieces with equal signatures compute the same final values up to a permutation of
@@ -55,7 +55,7 @@ def piece_signature(schedule: Schedule, events) -> tuple:
     flows, ops = schedule.flows, schedule.local_ops
     label: dict[int, int] = {}
     flow_label: dict[int, int] = {}
-    out = []
+    out: list[tuple[int, ...]] = []
     for _, phase, i in events:
         if phase == READ:
             src = flows[i].src
@@ -79,11 +79,11 @@ def piece_signature(schedule: Schedule, events) -> tuple:
     return tuple(out)
 
 
-def label_ranks(schedule: Schedule, events) -> list[int]:
+def label_ranks(schedule: Schedule, events: list[tuple[int, int, int]]) -> list[int]:
     """Label -> rank, in the first-use order piece_signature assigns labels."""
     flows, ops = schedule.flows, schedule.local_ops
     order: dict[int, int] = {}
     for _, phase, i in events:
         rank = flows[i].src if phase == READ else flows[i].dst if phase == LAND else ops[i].rank
         order.setdefault(rank, len(order))
-    return sorted(order, key=order.get)
+    return sorted(order, key=order.__getitem__)

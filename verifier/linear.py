@@ -27,11 +27,11 @@ def add_scaled(a: dict[int, int], coef: int, b: dict[int, int]) -> dict[int, int
 class ExpressionTable:
     """Interned coefficient tuples; add/scale memoised on ids."""
 
-    def __init__(self):
-        self.ids: dict[tuple, int] = {}
+    def __init__(self) -> None:
+        self.ids: dict[tuple[tuple[int, int], ...], int] = {}
         self.coefs: list[dict[int, int]] = []
-        self._add: dict = {}
-        self._scale: dict = {}
+        self._add: dict[tuple[int, int, int], int] = {}
+        self._scale: dict[tuple[int, int], int] = {}
         self._unit: dict[int, int] = {}
 
     def intern(self, coefs: dict[int, int]) -> int:
@@ -63,7 +63,7 @@ class ExpressionTable:
             i = self._scale[key] = self.intern({r: coef * c for r, c in self.coefs[a].items()})
         return i
 
-    def class_key(self, i: int, p: int) -> tuple:
+    def class_key(self, i: int, p: int) -> tuple[tuple[int, int], ...]:
         """The expression up to a permutation of the p ranks: its multiset of coefficients."""
         coefs = self.coefs[i]
         counts = Counter(coefs.values())
@@ -73,7 +73,7 @@ class ExpressionTable:
         return tuple(sorted(counts.items()))
 
 
-def execute_signature(signature: tuple, table: ExpressionTable) -> dict[int, int]:
+def execute_signature(signature: tuple[tuple[int, ...], ...], table: ExpressionTable) -> dict[int, int]:
     """Run a piece signature (verifier.events.piece_signature); final expression id per rank label."""
     values: dict[int, int] = {}
     carried: list[int] = []

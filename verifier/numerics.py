@@ -32,9 +32,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from verifier.determinism import ADD, AXPY, LEAF, TreeTable, execute_trees, runner_events
 from verifier.events import piece_signature
+
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
 
 # unit roundoff u = eps/2 of each float dtype (IEEE binary32/binary16, bfloat16: 8-bit significand)
 UNIT_ROUNDOFF = {"float32": 2.0**-24, "bfloat16": 2.0**-8, "float16": 2.0**-11, "float64": 2.0**-53}
@@ -55,7 +60,7 @@ class NumericsReport:
     p: int
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -65,7 +70,7 @@ def ring_bound_eps(p: int, dtype: str) -> float:
     return math.expm1((p - 1) * math.log1p(u)) / (2 * u) * _UP ** (2 * p)
 
 
-def analyze_numerics(schedule, dtype: str = "float32", grid=None) -> NumericsReport:
+def analyze_numerics(schedule: Schedule, dtype: str = "float32", grid: IntegerTimes | None = None) -> NumericsReport:
     """The numerics of `schedule` for `dtype` (module docstring). Linear in the events × p."""
     from optcc.errors import OptccError
     if dtype not in DTYPES:
@@ -76,7 +81,7 @@ def analyze_numerics(schedule, dtype: str = "float32", grid=None) -> NumericsRep
     p = schedule.cluster.p
     table = TreeTable()
     finals: set[int] = set()
-    seen: set = set()
+    seen: set[tuple[tuple[int, ...], ...]] = set()
     for ev in runner_events(schedule, grid):
         sig = piece_signature(schedule, ev)
         if sig not in seen:
@@ -85,8 +90,8 @@ def analyze_numerics(schedule, dtype: str = "float32", grid=None) -> NumericsRep
     is_int = dtype in INT_DTYPES
     u = 0.0 if is_int else UNIT_ROUNDOFF[dtype]
     u2 = 2 * u + u * u
-    exprs: list[dict] = []
-    errs: list[dict] = []
+    exprs: list[dict[int, int]] = []
+    errs: list[dict[int, float]] = []
     depth: list[int] = []
     tree = True
     max_coef = 1

@@ -32,11 +32,17 @@ check_runnable: R1-R3 below on given posting lists. On the lists `runner_posts` 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from optcc.schedule import posting_order
 from optcc.timing import check_capacity
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
 
-def check_capacity_property(schedule, grid):
+
+def check_capacity_property(schedule: Schedule, grid: IntegerTimes) -> tuple[bool, dict[str, Any] | None]:
     violation = check_capacity(schedule, grid=grid)
     if violation is None:
         return True, None
@@ -52,7 +58,7 @@ def check_capacity_property(schedule, grid):
                    "message": violation.describe(schedule)}
 
 
-def runner_posts(schedule, grid) -> list[list[int]]:
+def runner_posts(schedule: Schedule, grid: IntegerTimes) -> list[list[int]]:
     """What each rank posts, in order: the global order filtered to the flows it sends or receives."""
     posts: list[list[int]] = [[] for _ in range(schedule.cluster.p)]
     flows = schedule.flows
@@ -63,19 +69,19 @@ def runner_posts(schedule, grid) -> list[list[int]]:
     return posts
 
 
-def _flow(schedule, grid, i, rank):
+def _flow(schedule: Schedule, grid: IntegerTimes, i: int, rank: int) -> dict[str, Any]:
     f = schedule.flows[i]
     return {"flow": i, "src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op,
             "start": str(grid.to_fraction(grid.starts[i])),
             "as": "send" if rank == f.src else "receive"}
 
 
-def _fail(kind, rank, peer, time, flows, message):
+def _fail(kind: str, rank: int, peer: int | None, time: str, flows: list[dict[str, Any]], message: str) -> tuple[bool, dict[str, Any] | None]:
     return False, {"property": "runnable", "kind": kind, "rank": rank, "peer": peer, "time": time,
                    "flows": flows, "message": message}
 
 
-def check_runnable(schedule, grid, posts=None):
+def check_runnable(schedule: Schedule, grid: IntegerTimes, posts: list[list[int]] | None = None) -> tuple[bool, dict[str, Any] | None]:
     """R1–R3 above on `posts` (default: the runner's lists, `runner_posts`); (ok, counterexample)."""
     flows, starts, ends = schedule.flows, grid.starts, grid.ends
     posts = runner_posts(schedule, grid) if posts is None else posts
@@ -129,7 +135,9 @@ def check_runnable(schedule, grid, posts=None):
         y = theirs[k] if k < len(theirs) else None
         shown = [_flow(schedule, grid, x, a)] if x is not None else []
         shown += [_flow(schedule, grid, y, b)] if y is not None else []
-        t = str(grid.to_fraction(starts[x if x is not None else y]))
+        at = x if x is not None else y
+        assert at is not None                     # mine != theirs: one of them has an operation k
+        t = str(grid.to_fraction(starts[at]))
         return _fail("pair order differs", a, b, t, shown,
                      f"operation {k} between ranks {a} and {b}: rank {a} posts "
                      f"{_describe(schedule, x, a)} but rank {b} posts {_describe(schedule, y, b)}: "
@@ -138,7 +146,7 @@ def check_runnable(schedule, grid, posts=None):
     return True, None
 
 
-def _describe(schedule, i, rank):
+def _describe(schedule: Schedule, i: int | None, rank: int) -> str:
     if i is None:
         return "nothing more"
     f = schedule.flows[i]

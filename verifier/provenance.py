@@ -5,28 +5,33 @@ and each carries the flow (or local op) that wrote it and the values it was made
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from verifier.events import LAND, READ
 from verifier.linear import add_scaled
+
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
 
 
 @dataclass
 class Value:
     coefs: dict[int, int]
-    writer: tuple | None = None          # ("flow", index) or ("local_op", index); None = the input
+    writer: tuple[str, int] | None = None         # ("flow", index) or ("local_op", index); None = the input
     time: int = 0                        # grid time the value was written
-    parents: list = field(default_factory=list)
-    overwritten: dict | None = None      # a copy's target value before it was overwritten
+    parents: list[Value] = field(default_factory=list)
+    overwritten: dict[int, int] | None = None     # a copy's target value before it was overwritten
 
 
-def run_piece(schedule, events) -> dict[int, Value]:
+def run_piece(schedule: Schedule, events: list[tuple[int, int, int]]) -> dict[int, Value]:
     """Final Value of every rank that touches the piece (ranks not listed keep their input)."""
     flows, ops = schedule.flows, schedule.local_ops
     values: dict[int, Value] = {}
     carried: dict[int, Value] = {}
 
-    def get(rank):
+    def get(rank: int) -> Value:
         v = values.get(rank)
         if v is None:
             v = values[rank] = Value({rank: 1})
@@ -51,7 +56,7 @@ def run_piece(schedule, events) -> dict[int, Value]:
     return values
 
 
-def first_wrong_write(final: Value, plain: bool, missing=()):
+def first_wrong_write(final: Value, plain: bool, missing: Iterable[int] = ()) -> tuple[str, int] | None:
     """The earliest write in the value's history (its provenance DAG) that went wrong.
 
     Only for `plain` schedules (every add has coefficient +1, no local ops), where every
@@ -63,8 +68,8 @@ def first_wrong_write(final: Value, plain: bool, missing=()):
     if not plain:
         return None
     missing = set(missing)
-    best = None
-    seen = set()
+    best: Value | None = None
+    seen: set[int] = set()
     stack = [final]
     while stack:
         v = stack.pop()

@@ -29,11 +29,16 @@ Then every execution computes what the schedule's sequential semantics computes.
 """
 from __future__ import annotations
 
-from optcc.lowering.streaming import DEFAULT_WINDOW, check_window, streaming_program
+from typing import TYPE_CHECKING, Any
+
+from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram, check_window, streaming_program
 from optcc.timing import IntegerTimes
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
 
-def prove_streaming(schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False):
+
+def prove_streaming(schedule: Schedule, window: int = DEFAULT_WINDOW, recv_order: bool = False) -> tuple[StreamingProgram | None, dict[str, Any] | None]:
     """(program, counterexample or None): build the streaming program and check M, H, D on it."""
     from verifier.streaming_check import check_streaming
     check_window(window)

@@ -14,18 +14,24 @@ returns ok = None ("not stated": reported, never proved), unless it ends below t
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from bounds.closed_form import lower_bound
 from optcc.errors import OptccError
 from optcc.timing import slot_time
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
+
 NOT_STATED = "not stated"
 
 
-def check_time(schedule, grid):
+def check_time(schedule: Schedule, grid: IntegerTimes) -> tuple[bool | None, dict[str, Any] | None, dict[str, Any]]:
     """Return (ok, counterexample or None, facts dict); ok is None where no slot time is stated."""
     finish = slot_time(schedule, grid)
     stated = schedule.stated_slot_time
-    facts = {"finish": finish, "slot_time": finish, "stated_slot_time": NOT_STATED if stated is None else stated}
+    facts: dict[str, Any] = {"finish": finish, "slot_time": finish, "stated_slot_time": NOT_STATED if stated is None else stated}
     try:
         bound = lower_bound(schedule.cluster)
     except OptccError as e:

@@ -11,7 +11,7 @@ MAX_WORK = 4 * 10**6         # p²·k ≈ half the flow count of a ring / OptCC 
 MAX_ARRAY_WORK = 3 * 10**7   # p²·k of a schedule timed as FlowArrays (measured: 3.8 GiB peak at 1024²·25, benchmarks/event_time_scale.py)
 
 
-def check_segments(segments) -> int:
+def check_segments(segments: object) -> int:
     """The pipeline segment count k: a positive int (OptccError on field "segments" otherwise)."""
     if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
         raise OptccError("segments", f"expected a positive integer, got {segments!r}")

@@ -9,12 +9,19 @@ reduced cluster's, and the lower bounds scale the same way (every term is linear
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families.arrays import FlowArrays
+    from optcc.event_arrays import EventArrays
+
 
 INT64_SAFE = 2**62          # the array forms' int64 guard (optcc.event_arrays.INT64_SAFE, without numpy)
 
@@ -36,7 +43,7 @@ def reduced(cluster: Cluster) -> tuple[Cluster, Fraction]:
                    latency_model=cluster.latency_model), c
 
 
-def build(cluster: Cluster, k: int, inner) -> Schedule:
+def build(cluster: Cluster, k: int, inner: Callable[[Cluster, int], Schedule]) -> Schedule:
     """`inner(reduced cluster, k)`'s schedule with times scaled by ℓ_min, on `cluster`."""
     red, c = reduced(cluster)
     s = inner(red, k)
@@ -48,7 +55,8 @@ def build(cluster: Cluster, k: int, inner) -> Schedule:
     return Schedule(cluster, s.pieces, flows, ops, meta=meta)
 
 
-def arrays(cluster: Cluster, k: int, inner_arrays):
+def arrays(cluster: Cluster, k: int,
+           inner_arrays: Callable[[Cluster, int], FlowArrays | EventArrays | None]) -> FlowArrays | EventArrays | None:
     """`inner_arrays(reduced cluster, k)` (FlowArrays or EventArrays, or None) with every time
     scaled by ℓ_min, on `cluster`: the flows of `build`, without a Schedule. A FlowArrays keeps
     its durations implicit (optcc.event_timer computes them from `cluster`'s ℓ, which are ℓ_min
@@ -63,19 +71,20 @@ def arrays(cluster: Cluster, k: int, inner_arrays):
         return fa
     num, den = c.numerator, c.denominator
     timed = hasattr(fa, "dur_cls")
-    biggest = max([int(fa.start.max())] + ([int(fa.dur_table.max())] if timed else [])
+    ev = cast("EventArrays", fa)             # read as one only where `timed`
+    biggest = max([int(fa.start.max())] + ([int(ev.dur_table.max())] if timed else [])
                   + [t for t, _, _ in getattr(fa, "ops", [])])
     if (biggest + 1) * num >= INT64_SAFE // 4 or fa.scale * den >= INT64_SAFE:
         return None
     if not timed:
         return replace(fa, start=fa.start * num, scale=fa.scale * den)
-    if fa.nv is not None and bool(fa.nv.any()):
+    if ev.nv is not None and bool(ev.nv.any()):
         raise OptccError("g", "all_slow: the inner schedule has NVLink flows (g = 1 expected)")
-    return replace(fa, start=fa.start * num, dur_table=fa.dur_table * num, scale=fa.scale * den,
-                   ops=[(t * num, rank, piece) for t, rank, piece in fa.ops])
+    return replace(ev, start=ev.start * num, dur_table=ev.dur_table * num, scale=ev.scale * den,
+                   ops=[(t * num, rank, piece) for t, rank, piece in ev.ops])
 
 
-def slot_time(cluster: Cluster, k: int, inner_slot_time) -> Fraction:
+def slot_time(cluster: Cluster, k: int, inner_slot_time: Callable[[Cluster, int], Fraction]) -> Fraction:
     """ℓ_min × the reduced cluster's slot time (NIC-bound parts scale; see module docstring:
     only exact when the inner schedule ends with a NIC flow, which callers check by test)."""
     red, c = reduced(cluster)

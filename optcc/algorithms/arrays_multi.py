@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from optcc.algorithms.optcc_multi_pattern import Pattern
 from optcc.event_arrays import ArrayBuilder, EventArrays
 
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
 
-def rs_slots(pat: Pattern, sigma, a, j):
+_Ix = npt.NDArray[np.int64]          # index arrays (σ, a, j / i), broadcast together
+
+
+def rs_slots(pat: Pattern, sigma: int, a: _Ix, j: _Ix) -> npt.NDArray[np.int64]:
     """Pattern.rs_slot on arrays."""
     H, m, L = pat.H, pat.m, pat.L
     wrap = (2 * m - 2) * (a + j >= H)
@@ -26,7 +33,7 @@ def rs_slots(pat: Pattern, sigma, a, j):
     return L * sigma + 2 * a + j + wrap
 
 
-def ag_slots(pat: Pattern, sigma, a, j):
+def ag_slots(pat: Pattern, sigma: int, a: _Ix, j: _Ix) -> npt.NDArray[np.int64]:
     """Pattern.ag_slot on arrays (the coincide rotation's three moved hops included)."""
     H, m, L = pat.H, pat.m, pat.L
     wrap = (2 * m - 2) * (a + j >= H)
@@ -43,17 +50,18 @@ def _windows(pat: Pattern) -> np.ndarray:
     return np.array(pat.windows, dtype=np.int64)            # [i][a]
 
 
-def f_slots(pat: Pattern, sigma, a, i):
+def f_slots(pat: Pattern, sigma: int, a: _Ix, i: _Ix) -> npt.NDArray[np.int64]:
     """Pattern.f_slot on arrays."""
-    w = _windows(pat)[i, a]
+    w: _Ix = _windows(pat)[i, a]
     if pat.spread == 3:
         return pat.L * (sigma + 2) + 2 * w
     return pat.L * (sigma + 1) + 2 * w + pat.L * (w < a)
 
 
-def raw_slots(pat: Pattern, sigma, a, i):
+def raw_slots(pat: Pattern, sigma: int, a: _Ix, i: _Ix) -> npt.NDArray[np.int64]:
     """Pattern.raw_slot on arrays."""
-    return pat.L * sigma + 2 * _windows(pat)[i, (a - 1) % pat.H]
+    w: _Ix = _windows(pat)[i, (a - 1) % pat.H]
+    return pat.L * sigma + 2 * w
 
 
 def drain_slots_fast(H: int, m: int, k: int, spread: int = 1) -> tuple[np.ndarray, ...]:
@@ -79,26 +87,28 @@ def drain_slots_fast(H: int, m: int, k: int, spread: int = 1) -> tuple[np.ndarra
             jobs.append([k - 2, a, j0, pat.ag_slot(k - 2, a, j0 - 1) + 1])
     t0 = max(lo, min(jb[3] for jb in jobs))
     # busy slots (≥ t0) of every link, as one bytearray row per link
-    links, slots = [], []
+    link_parts: list[npt.NDArray[np.int64]] = []
+    slot_parts: list[npt.NDArray[np.int64]] = []
     aa, jj = np.meshgrid(np.arange(H, dtype=np.int64), np.arange(1, H, dtype=np.int64), indexing="ij")
     for sigma in range(max(0, k - back), k):
-        links.append(((aa + jj) % H).ravel())
-        slots.append(rs_slots(pat, sigma, aa, jj).ravel())
+        link_parts.append(((aa + jj) % H).ravel())
+        slot_parts.append(rs_slots(pat, sigma, aa, jj).ravel())
     aa, jj = np.meshgrid(np.arange(H, dtype=np.int64), np.arange(H - 1, dtype=np.int64), indexing="ij")
     for sigma in range(max(0, k - 2 - back), k - 1):
         keep = np.ones(aa.shape, dtype=bool)
         if sigma == k - 2:
             for a, j0 in tail.items():
                 keep[a, j0:] = False
-        links.append(((aa + jj) % H)[keep])
-        slots.append(ag_slots(pat, sigma, aa, jj)[keep])
+        link_parts.append(((aa + jj) % H)[keep])
+        slot_parts.append(ag_slots(pat, sigma, aa, jj)[keep])
     w = _windows(pat)
     for f in range(max(0, k - 3), k + 2):
         for i in range(m):
             for d in (0, 1):
-                links.append(np.arange(H, dtype=np.int64))
-                slots.append(L * f + 2 * w[i] + d)
-    links, slots = np.concatenate(links), np.concatenate(slots)
+                link_parts.append(np.arange(H, dtype=np.int64))
+                slot_parts.append(L * f + 2 * w[i] + d)
+    links, slots = np.concatenate(link_parts), np.concatenate(slot_parts)
+    del link_parts, slot_parts
     keep = slots >= t0
     links, slots = links[keep], slots[keep] - t0
     width = int(slots.max()) + 1 if slots.size else 1
@@ -145,11 +155,11 @@ def drain_slots_fast(H: int, m: int, k: int, spread: int = 1) -> tuple[np.ndarra
     return tuple(np.array(x, dtype=np.int64) for x in (out_s, out_a, out_j, out_t))
 
 
-def multi_event_arrays(cluster, segments: int) -> EventArrays:
+def multi_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     """optcc_multi_allreduce(cluster, segments)'s flows and pieces as EventArrays (the same
     flows; tests/test_event_arrays.py)."""
     from optcc.algorithms import optcc_multi as M
-    from optcc.algorithms.optcc_multi_fill import SlotGrid, relay_fill_flows
+    from optcc.algorithms.optcc_multi_fill import SlotGrid, chain_fill_plan, fill_coefs, relay_fill_flows
     from optcc.algorithms.optcc_single import tick_clock
     stragglers = M._check(cluster, segments)
     k, m = segments, len(stragglers)
@@ -160,8 +170,8 @@ def multi_event_arrays(cluster, segments: int) -> EventArrays:
     d, lam = M._slot(H, k, ells, spread)
     pat = Pattern(H, m, spread)
     L = pat.L
-    c0, c1 = M.fill_coefs(H, k, ells, spread)
-    plan = M._chain_fill_plan(H, k, ells, spread)
+    c0, c1 = fill_coefs(H, k, ells, spread)
+    plan = chain_fill_plan(H, k, ells, spread)
     chain_pieces = []
     if plan:
         roots = [r for r in range(m) if plan.sizes[r] > 0]
@@ -218,7 +228,10 @@ def multi_event_arrays(cluster, segments: int) -> EventArrays:
         den = 1
         for f in small:
             den = math.lcm(den, f.start.denominator)
-        col = lambda name: np.array([getattr(f, name) for f in small], dtype=np.int64)   # noqa: E731
+
+        def col(name: str) -> npt.NDArray[np.int64]:
+            return np.array([getattr(f, name) for f in small], dtype=np.int64)
+
         b.add(col("src"), col("dst"), col("piece"),
               np.array([f.start.numerator * (den // f.start.denominator) for f in small], dtype=np.int64),
               Fraction(1, den))

@@ -8,8 +8,10 @@ schedules (tests/test_event_arrays.py).
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from optcc.algorithms.families import servers as FS
 from optcc.algorithms.families.arrays import NP
@@ -17,17 +19,25 @@ from optcc.errors import OptccError
 from optcc.event_arrays import ArrayBuilder, EventArrays, from_schedule
 from optcc.timing import IntegerTimes
 
+if TYPE_CHECKING:
+    from optcc.algorithms.rails_layout import ArrayRail
+    from optcc.cluster import Cluster
+    from optcc.schedule import Schedule
+
 CHUNK = 1 << 16        # batches per numpy block (bounds the temporaries)
 
 
-def _instance_columns(inst) -> tuple:
+def _instance_columns(inst: Schedule) -> tuple[Any, ...]:
     """(src, dst, piece, start on the IntegerTimes grid, its scale, (rate classes, rates)) of a
     small g = 1 schedule's flows (NIC flows: what the instances and rails are)."""
     flows = inst.flows
     assert all(f.link == "nic" for f in flows), "instance flows: NIC"
     grid = IntegerTimes(inst)
     n = len(flows)
-    col = lambda name: np.fromiter((getattr(f, name) for f in flows), dtype=np.int64, count=n)  # noqa: E731
+
+    def col(name: str) -> npt.NDArray[np.int64]:
+        return np.fromiter((getattr(f, name) for f in flows), dtype=np.int64, count=n)
+
     rates = sorted({f.rate for f in flows}) or [Fraction(1)]
     index = {r: i for i, r in enumerate(rates)}
     rate_cls = np.fromiter((index[f.rate] for f in flows), dtype=np.int64, count=n)
@@ -35,7 +45,7 @@ def _instance_columns(inst) -> tuple:
         (rate_cls, rates)
 
 
-def _rail_columns(sched) -> tuple:
+def _rail_columns(sched: Schedule | ArrayRail) -> tuple[Any, ...]:
     """`_instance_columns` and the local ops (time, rank, piece) of an optcc_rails rail: a built
     schedule, or a rails_layout.ArrayRail read from its arrays (no schedule built)."""
     from optcc.algorithms.rails_layout import ArrayRail
@@ -46,19 +56,20 @@ def _rail_columns(sched) -> tuple:
     return a.src, a.dst, a.piece, a.start, a.scale, Fraction(1), ops
 
 
-def server_event_arrays(cluster, segments: int) -> EventArrays:
+def server_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     """optcc_server_allreduce(cluster, segments) as EventArrays (the same flows)."""
     from optcc.algorithms import check_segments
     from optcc.algorithms import optcc_servers as S
+    from optcc.algorithms.server_lift import straggler_server
     k = check_segments(segments)
-    S.straggler_server(cluster)
+    straggler_server(cluster)
     g, q = cluster.g, cluster.servers
     if g == 1 or q == 1:
         return from_schedule(S.optcc_server_allreduce(cluster, k))
     return lifted_event_arrays(cluster, S._plan(cluster, k))
 
 
-def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
+def lifted_event_arrays(cluster: Cluster, plan: dict[str, Any]) -> EventArrays:
     """optcc_servers.lift_instance(cluster, plan, …) as EventArrays (the same flows); `plan` from
     optcc_servers._plan, whichever q-node instance it lifts (OptCC's, or the LP schedule's)."""
     g = cluster.g
@@ -76,7 +87,7 @@ def lifted_event_arrays(cluster, plan: dict) -> EventArrays:
     return b.finish()
 
 
-def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fraction) -> None:
+def _batches(b: ArrayBuilder, batches: list[tuple[int, int, int, str]], g: int, P: int, rnd: np.ndarray, unit: Fraction) -> None:
     """optcc_servers._batch for every (server, start, piece, op), on arrays: the rounds, their
     starts and flows are families.servers.LIFT's."""
     lo, hi = FS.LIFT.rounds(NP, g)
@@ -101,7 +112,7 @@ def _batches(b: ArrayBuilder, batches, g: int, P: int, rnd: np.ndarray, unit: Fr
                   unit, nv=1)
 
 
-def rails_event_arrays(cluster, segments: int) -> EventArrays:
+def rails_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     """optcc_rails.build(cluster, segments) as EventArrays (the same flows and local ops)."""
     from optcc.algorithms import check_segments
     from optcc.algorithms import optcc_rails as R
@@ -119,7 +130,7 @@ def rails_event_arrays(cluster, segments: int) -> EventArrays:
     for l, (sched, _, _) in enumerate(plan.rails):
         pieces += [plan.shares[l] * x for x in sched.pieces]
     b = ArrayBuilder(cluster, pieces)
-    columns: dict = {}
+    columns: dict[int, tuple[Any, ...]] = {}
     for l, (sched, _, _) in enumerate(plan.rails):        # rail l's flows: start D + t·w_l
         w, off = plan.shares[l], plan.offsets[l]
         if id(sched) not in columns:

@@ -7,6 +7,10 @@
 
 This module gathers their public names so callers can write `baselines.flat_ring_allreduce`.
 """
+__all__ = ["r2ccl_allreduce", "r2ccl_server_allreduce", "r2ccl_server_slot_time", "r2ccl_slot_time",
+           "flat_ring_allreduce", "flat_ring_slot_time", "hierarchical_ring_allreduce",
+           "hierarchical_ring_slot_time", "pxn_ring_allreduce"]
+
 from optcc.algorithms.baselines_r2ccl import (  # noqa: F401
     r2ccl_allreduce,
     r2ccl_server_allreduce,

@@ -34,7 +34,7 @@ def _single_straggler(cluster: Cluster) -> tuple[int, Fraction]:
     return rank, ell                       # p ≥ 2 (Cluster), so a healthy helper exists
 
 
-def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8, tail=None) -> Fraction:
+def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8, tail: Fraction | None = None) -> Fraction:
     """Exact slot time of `r2ccl_allreduce` (derived from its construction, units n/B).
 
     With X = 1 − 1/ℓ and tail fraction Y (default Y = X):
@@ -56,7 +56,7 @@ def r2ccl_slot_time(cluster: Cluster, chunks: int = 4, subpieces: int | None = 8
 
 
 @states_slot_time("r2ccl_slot_time")
-def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=None) -> Schedule:
+def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail: Fraction | None = None) -> Schedule:
     """R2CCL-AllReduce on a cluster with one degraded node (g = 1), capacity model "shared".
 
     Main part (1−Y): ring AllReduce over all p nodes; flows touching the straggler run at rate 1
@@ -90,7 +90,7 @@ def r2ccl_allreduce(cluster: Cluster, chunks: int = 4, subpieces: int = 8, tail=
     tail_pieces = [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]   # as fractions of Y
     pieces = [main_shard] * p + [(b - a) * y for a, b in tail_pieces]
 
-    def tail_range(a: Fraction, b: Fraction):
+    def tail_range(a: Fraction, b: Fraction) -> list[tuple[int, Fraction]]:
         """(piece index, share of [a, b)) for every refinement piece inside [a, b) of the tail."""
         out = []
         for i, (lo, hi) in enumerate(tail_pieces):

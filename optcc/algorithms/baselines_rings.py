@@ -107,7 +107,7 @@ def hierarchical_ring_allreduce(cluster: Cluster) -> Schedule:
     step_nic = piece * max(cluster.slowdown)
     flows = []
 
-    def shard_pieces(j):
+    def shard_pieces(j: int) -> range:
         return range(j * q, j * q + q)
 
     t = Fraction(0)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcc.algorithms import check_segments, direct
 from optcc.algorithms.optcc_servers import _plan, lift_instance
@@ -42,13 +43,16 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
+if TYPE_CHECKING:
+    from optcc.event_arrays import EventArrays
+
 NAME = "few_servers"
 LAG = 2          # derived: the AG of chunk c runs LAG rounds after its RS, LAG − 1 rounds of slack
 Q_MAX = 8        # the issue's "few servers" (issue 24 item 5); measured rule in `accepts`
 
 
 @functools.lru_cache(maxsize=256)
-def _shards(ell: tuple) -> tuple[tuple[Fraction, ...], Fraction, Fraction]:
+def _shards(ell: tuple[Fraction, ...]) -> tuple[tuple[Fraction, ...], Fraction, Fraction]:
     """(x, F, M) of the instance slowdowns (an exact simplex: cached, the dispatcher asks often)."""
     x = tuple(direct.shard_lp(ell))
     first, middle, _ = direct._round_loads(ell, x, 1)   # at k = 1: F and M themselves
@@ -105,7 +109,7 @@ def build(cluster: Cluster, k: int) -> Schedule:
     return lift_instance(cluster, _plan(cluster, k, inst), meta)
 
 
-def arrays(cluster: Cluster, k: int):
+def arrays(cluster: Cluster, k: int) -> EventArrays:
     """build(cluster, k)'s flows as EventArrays (optcc.algorithms.arrays_servers)."""
     from optcc.algorithms.arrays_servers import lifted_event_arrays
     k = check_segments(k)

@@ -78,7 +78,7 @@ from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
 
 
-def _check(cluster: Cluster, segments) -> list[tuple[int, Fraction]]:
+def _check(cluster: Cluster, segments: object) -> list[tuple[int, Fraction]]:
     if cluster.g != 1:
         raise OptccError("g", "multi-straggler OptCC covers one GPU per server (g = 1)")
     check_segments(segments)

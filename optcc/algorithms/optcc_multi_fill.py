@@ -100,10 +100,11 @@ def chain_fill_plan(H: int, k: int, ells: list[Fraction], spread: int = 1) -> Ch
     return ChainFill(list(xs), list(ev), n) if n else None
 
 
-_EVENTS: dict = {}
+_Events = tuple[tuple[Fraction, ...], tuple[FillEvent, ...], Fraction, Fraction]
+_EVENTS: dict[tuple[object, ...], _Events | None] = {}
 
 
-def _chain_fill_events(H: int, ells: tuple, spread: int):
+def _chain_fill_events(H: int, ells: tuple[Fraction, ...], spread: int) -> _Events | None:
     """The k-independent part of `chain_fill_plan`: (sizes x_r, piece 0's events, their latest
     end in δ, the period 2μW in δ), or None without fill. Cached (the auto-k searches ask for
     many k on one cluster); callers get copies of the lists."""
@@ -116,7 +117,7 @@ def _chain_fill_events(H: int, ells: tuple, spread: int):
     return value
 
 
-def _chain_fill_events_uncached(H: int, ells: list[Fraction], spread: int):
+def _chain_fill_events_uncached(H: int, ells: list[Fraction], spread: int) -> _Events | None:
     m = len(ells)
     pat = Pattern(H, m, spread)
     if not (m >= 3 or pat.coincide) or H < 1:

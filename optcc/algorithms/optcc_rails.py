@@ -47,6 +47,7 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 """
 from __future__ import annotations
 
+from typing import Literal
 import math
 from array import array
 from fractions import Fraction
@@ -374,7 +375,7 @@ def _uses_direct(rails) -> bool:
     return any(rail_algorithm(sched) == "direct" for sched, _, _ in rails[0])
 
 
-def _best_plan(cluster: Cluster, k: int, materialize: bool) -> _Plan:
+def _best_plan(cluster: Cluster, k: int, materialize: bool | Literal["records"]) -> _Plan:
     """The plan with the smallest slot time over the rails without and with the direct
     AllReduce (direct front-loads every shard of its first chunk, so its NVLink lead can cost
     more than its rails save) and the two NVLink rate rules; ties keep the earlier (no direct,

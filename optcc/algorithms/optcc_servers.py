@@ -24,13 +24,16 @@ max(ℓ/g + W/k, W) (q = 2), W (q = 1).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.optcc_single import _shard_size, optcc_slot_time
 from optcc.algorithms.server_lift import instance_cluster as _instance_cluster
 from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_server
+from optcc.algorithms.families import INT
 from optcc.algorithms.families import servers as FS
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -80,13 +83,13 @@ def optcc_server_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return lift_instance(cluster, _plan(cluster, k), meta)
 
 
-def lift_instance(cluster: Cluster, plan: dict, meta: dict, lead: bool = True) -> Schedule:
+def lift_instance(cluster: Cluster, plan: dict[str, Any], meta: dict[str, Any], lead: bool = True) -> Schedule:
     """The g lifted copies of plan's q-node instance on the NICs and the NVLink RS/AG batches
     (the module docstring's lift; `plan` from `_plan`). Also lifts other q-node instances
     (lp_models.to_schedule.lp_server_schedule): meta says the schedule's capacity model."""
     g = cluster.g
     inst, grid, P, M = plan["inst"], plan["grid"], plan["P"], plan["M"]
-    fractions: dict = {}
+    fractions: dict[int, Fraction] = {}
 
     def at(v: int) -> Fraction:               # one Fraction object per distinct time
         x = fractions.get(v)
@@ -97,14 +100,14 @@ def lift_instance(cluster: Cluster, plan: dict, meta: dict, lead: bool = True) -
     flows: list[Flow] = []
     app = flows.append
     if inst is not None:
-        starts: dict = {}
+        starts: dict[int, Fraction] = {}
         for f, st in zip(inst.flows, grid.starts):   # g copies of the instance on the NICs
             start = starts.get(st)
             if start is None:
                 start = starts[st] = at(plan["global_time"](st))
             for l in range(g):
                 app(lifted_flow(f, l, g, P, start))
-    rounds: dict = {}
+    rounds: dict[tuple[int, int, str], list[tuple[int, int, int]]] = {}
     for s, st, pi, op in plan["batches"]:
         _batch(app, s, g, P, pi, st, plan["rnd_i"][pi], op, M, at, rounds)
     pieces = [sz for l in range(g) for sz in plan["sizes"]]
@@ -125,7 +128,7 @@ class _Raw(int):
         return q
 
 
-def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
+def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict[str, Any]:
     """Everything of optcc_server_allreduce but the flows, on one integer grid: the instance
     (`inst`, a q-node g = 1 schedule, where given; else the construction's own, from its proved
     families; none for q = 1) and its grid, the first touch and last write of every (server,
@@ -141,40 +144,40 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict:
         got = FS._instance(cluster, k, FS.TWO_SERVER_FAMILIES)
         inst = None if got is None else got[0]
     inst_sizes = inst.pieces if inst is not None else [Fraction(1)]
-    sizes, rnd, batch = FS.batch_lengths(FS.INT, FS.LIFT, inst_sizes, g, cluster.nvlink_speedup)
+    sizes, rnd, batch = FS.batch_lengths(INT, FS.LIFT, inst_sizes, g, cluster.nvlink_speedup)
     grid = IntegerTimes(inst) if inst is not None else None
     scale = grid.scale if grid is not None else 1
     M = math.lcm(scale * g, *(Fraction(x).denominator for x in rnd + batch))
     raw = M // scale                                   # instance grid unit, on the global grid before /g
 
-    def on_grid(x) -> int:
+    def on_grid(x: Fraction | int) -> int:
         v = Fraction(x) * M
         if v.denominator != 1:
             raise OptccError("servers", f"length {x} is off the grid 1/{M}")
         return v.numerator
 
-    if grid is None:                                   # q = 1: one piece, touched at time 0
-        ft, lw = [{0: 0}], [{0: 0}]
-    else:
-        ft, lw = _touch_times_of(inst, grid)
-    ft = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in ft]
-    lw = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in lw]
+    ft_i: list[dict[int, int]] = [{0: 0}]              # q = 1: one piece, touched at time 0
+    lw_i: list[dict[int, int]] = [{0: 0}]
+    if inst is not None and grid is not None:
+        ft_i, lw_i = _touch_times_of(inst, grid)
+    ft = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in ft_i]
+    lw = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in lw_i]
     batch_i = [on_grid(x) for x in batch]
-    D, batches = FS.place_batches(FS.INT, FS.LIFT, ft, lw, batch_i, g)
+    D, batches = FS.place_batches(INT, FS.LIFT, ft, lw, batch_i, g)
 
     def global_time(st: int) -> int:                   # instance grid time -> global grid time
-        return FS.LIFT.time(FS.INT, D, _Raw(st * raw), g)
+        return int(FS.LIFT.time(INT, D, _Raw(st * raw), g))
 
     return {"inst": inst, "grid": grid, "P": len(inst_sizes), "M": M, "D": D, "global_time": global_time,
             "rnd_i": [on_grid(x) for x in rnd], "sizes": sizes, "batches": batches}
 
 
-def _touch_times_of(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict], list[dict]]:
+def _touch_times_of(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
     """First touch (least start) and last write (latest landing) of every (server, instance
     piece), on the instance's integer grid, keyed in order of first appearance."""
     q = inst.cluster.p
-    ft: list[dict] = [dict() for _ in range(q)]
-    lw: list[dict] = [dict() for _ in range(q)]
+    ft: list[dict[int, int]] = [dict() for _ in range(q)]
+    lw: list[dict[int, int]] = [dict() for _ in range(q)]
     for f, st, end in zip(inst.flows, grid.starts, grid.ends):
         for node in (f.src, f.dst):
             cur = ft[node].get(f.piece)
@@ -186,24 +189,25 @@ def _touch_times_of(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict], lis
     return ft, lw
 
 
-def _batch(app, s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int, at, rounds: dict) -> None:
+def _batch(app: Callable[[Flow], None], s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int,
+           at: Callable[[int], Fraction], rounds: dict[tuple[int, int, str], list[tuple[int, int, int]]]) -> None:
     """The NVLink batch of piece π on server s for every instance: rounds FS.LIFT.rounds, round t
     at FS.LIFT.round_start (start and rnd ints on the grid 1/M; `at` makes a grid value its
     shared Fraction), its flows server_lift.nvlink_round's (cached in `rounds` across batches)."""
-    lo, hi = FS.LIFT.rounds(FS.INT, g)
+    lo, hi = FS.LIFT.rounds(INT, g)
     for t in range(lo, hi + 1):
-        st = FS.LIFT.round_start(FS.INT, start, t, rnd)
-        if type(st) is not int:
-            raise OptccError("servers", f"round {t}'s start {st} is off the grid 1/{M}")
-        st = at(st)
+        raw_st = FS.LIFT.round_start(INT, start, t, rnd)
+        if type(raw_st) is not int:
+            raise OptccError("servers", f"round {t}'s start {raw_st} is off the grid 1/{M}")
+        st = at(raw_st)
         perm = rounds.get((s, t, op))
         if perm is None:
             perm = rounds[(s, t, op)] = nvlink_round(s, g, t, op)
         for src, dst, inst in perm:
-            app(Flow(src, dst, FS.LIFT.piece(FS.INT, P, inst, pi), op, st, "nvlink"))
+            app(Flow(src, dst, FS.LIFT.piece(INT, P, inst, pi), op, st, "nvlink"))
 
 
-def _one_server(cluster: Cluster, meta: dict) -> Schedule:
+def _one_server(cluster: Cluster, meta: dict[str, Any]) -> Schedule:
     """q = 1: NVLink reduce-scatter then all-gather of g pieces: the placement of one piece
     touched at time 0 (no instance, no lead in meta)."""
     return lift_instance(cluster, _plan(cluster, 1), meta, lead=False)

@@ -60,6 +60,8 @@ Slot time 24·δ = 3 = ℓ(1 + 1/k); regenerate with `slot_table(optcc_allreduce
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
 from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
@@ -69,6 +71,9 @@ from optcc.algorithms.families import optcc as _F
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families.arrays import FlowArrays
 
 
 def _straggler(cluster: Cluster) -> tuple[int, Fraction]:
@@ -122,14 +127,14 @@ def optcc_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return Schedule(cluster, pieces, flows, meta=meta)
 
 
-def optcc_meta(cluster: Cluster, segments: int) -> dict:
+def optcc_meta(cluster: Cluster, segments: int) -> dict[str, Any]:
     """The schedule's meta (its generated form, optcc.generated, states the same)."""
     return {"algorithm": "optcc", "segments": segments, "capacity": "exclusive",
             "straggler": _straggler(cluster)[0],
             "construction": "shard-level periodic ring pattern (derived), see optcc_single"}
 
 
-def optcc_flow_arrays(cluster: Cluster, segments: int = 1):
+def optcc_flow_arrays(cluster: Cluster, segments: int = 1) -> FlowArrays | None:
     """optcc_allreduce(cluster, segments)'s flows as FlowArrays (optcc.algorithms.families.arrays:
     the same family formulas on index arrays, no Flow objects); None for p = 2 (one exchange)."""
     s_rank, ell = _straggler(cluster)
@@ -140,7 +145,7 @@ def optcc_flow_arrays(cluster: Cluster, segments: int = 1):
     return arrays(cluster.p, k, s_rank, ell)
 
 
-def tick_clock(unit: Fraction):
+def tick_clock(unit: Fraction) -> Callable[[int], Fraction]:
     """at(ticks) = ticks·unit as one shared Fraction per tick value: many flows start together,
     and optcc.timing converts each distinct start object once."""
     cache: dict[int, Fraction] = {}

@@ -28,24 +28,32 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcc import latency_counts as LC
 from optcc.algorithms import all_slow, direct, few_servers, optcc_rails
 from optcc.algorithms import baselines as BL
 from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
-from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time, straggler_server
+from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
 from optcc.algorithms.optcc_single import optcc_allreduce, optcc_flow_arrays, optcc_slot_time
+from optcc.algorithms.server_lift import straggler_server
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families.arrays import FlowArrays
+    from optcc.event_arrays import EventArrays
+    from optcc.model_time_rails import RailsCounts
 
-def _lazy_arrays(module: str, name: str):
+
+def _lazy_arrays(module: str, name: str) -> Callable[[Cluster, int], FlowArrays | EventArrays | None]:
     """The array form `module.name`, imported when first used: the array modules need numpy,
     which commands that only build or read schedules (optcc schedule) do not load."""
-    def arrays(cluster: Cluster, k: int):
+    def arrays(cluster: Cluster, k: int) -> FlowArrays | EventArrays | None:
         import importlib
-        return getattr(importlib.import_module(module), name)(cluster, k)
+        build: Callable[[Cluster, int], FlowArrays | EventArrays | None] = getattr(importlib.import_module(module), name)
+        return build(cluster, k)
     arrays.__name__ = name
     return arrays
 
@@ -79,7 +87,7 @@ class Algorithm:
     auto_segments: int | None = None                   # --segments auto's answer without a search
     compare: bool = False                              # a row of its own in `optcc compare`
     choose: Callable[[Cluster], Algorithm] | None = None   # a dispatcher: the record serving a cluster
-    arrays: Callable[[Cluster, int], object] | None = None  # build's flows as FlowArrays / EventArrays (or None), no Flow objects
+    arrays: Callable[[Cluster, int], FlowArrays | EventArrays | None] | None = None  # build's flows as FlowArrays / EventArrays (or None), no Flow objects
     closed_form: bool = True        # slot_time is a formula (build_schedule states it in the schedule, the
                                     # verifier's `time` proves it); False: it is the built schedule's own timing
 
@@ -115,8 +123,8 @@ def _all_slow_slot_time(cluster: Cluster, k: int) -> Fraction:
     return all_slow.slot_time(cluster, k, optcc_closed_form)
 
 
-def _all_slow_arrays(cluster: Cluster, k: int):
-    def inner(red: Cluster, kk: int):
+def _all_slow_arrays(cluster: Cluster, k: int) -> FlowArrays | EventArrays | None:
+    def inner(red: Cluster, kk: int) -> FlowArrays | EventArrays | None:
         record = choose(red)
         return record.arrays(red, kk) if record.arrays is not None else None
     return all_slow.arrays(cluster, k, inner)
@@ -145,7 +153,7 @@ def _single(cluster: Cluster) -> tuple[bool, str]:
     return True, ""
 
 
-def _rails_counts(cluster: Cluster, k: int):
+def _rails_counts(cluster: Cluster, k: int) -> RailsCounts:
     from optcc.model_time_rails import counts
     return counts(cluster, k)
 

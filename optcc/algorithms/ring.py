@@ -9,6 +9,7 @@ slot time is max ℓ · 2(p−1)/p = ℓ·T0: a straggler on the ring slows the 
 """
 from __future__ import annotations
 
+from typing import Any
 from fractions import Fraction
 
 from optcc.cluster import Cluster
@@ -47,6 +48,6 @@ def ring_allreduce(cluster: Cluster, segments: int = 1) -> Schedule:
     return Schedule(cluster, piece_sizes(P), flows, meta=ring_meta(cluster, k))
 
 
-def ring_meta(cluster: Cluster, segments: int) -> dict:
+def ring_meta(cluster: Cluster, segments: int) -> dict[str, Any]:
     """The ring schedule's meta (its generated form, optcc.generated, states the same)."""
     return {"algorithm": "ring", "segments": segments, "capacity": "exclusive"}

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable
+from fractions import Fraction
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, ParamSpec, cast
 
 from optcc.errors import OptccError
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
 
-def state(schedule, formula, *args, **kwargs):
+_P = ParamSpec("_P")
+
+
+def state(schedule: Schedule, formula: Callable[..., Fraction], *args: Any, **kwargs: Any) -> Schedule:
     """Set `schedule`'s stated slot time to `formula(*args, **kwargs)` unless it states one
     already; none where the formula refuses (OptccError: no closed form on this cluster)."""
     if schedule.stated_slot_time is None:
@@ -25,17 +34,18 @@ def state(schedule, formula, *args, **kwargs):
     return schedule
 
 
-def states_slot_time(slot_time_of: str):
+def states_slot_time(slot_time_of: str) -> Callable[[Callable[_P, Schedule]], Callable[_P, Schedule]]:
     """Decorator: `build(cluster, …)`'s schedule states `slot_time_of(cluster, …)` (the same
     arguments, defaults as `build` has them); `slot_time_of` names a function of build's module
     (looked up at call time, so it may be defined below the generator)."""
-    def wrap(build):
+    def wrap(build: Callable[_P, Schedule]) -> Callable[_P, Schedule]:
         signature = inspect.signature(build)
 
         @functools.wraps(build)
-        def generator(*args, **kwargs):
+        def generator(*args: _P.args, **kwargs: _P.kwargs) -> Schedule:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            return state(build(*args, **kwargs), build.__globals__[slot_time_of], *bound.args, **bound.kwargs)
+            module = cast(FunctionType, build).__globals__
+            return state(build(*args, **kwargs), module[slot_time_of], *bound.args, **bound.kwargs)
         return generator
     return wrap

@@ -27,6 +27,7 @@ the parser bounds steps and thread blocks x steps as it reads.
 """
 from __future__ import annotations
 
+from typing import Any
 from dataclasses import dataclass, field
 
 from optcc.errors import OptccError
@@ -63,7 +64,7 @@ class Step:
     kernel: int = -1                                   # the runtime's step counter when it publishes
     waits: list[tuple[int, int, int]] = field(default_factory=list)   # (tb, step number, line)
     fused: bool = False                                # an `re` continuing the previous one's transmission
-    info: dict | None = None                           # execute.describe(), computed once
+    info: dict[str, Any] | None = None                          # execute.describe(), computed once
 
 
 @dataclass
@@ -205,7 +206,7 @@ def _thread_block(node: Node, gpu: Gpu, prog: Program) -> ThreadBlock:
                                              f"{tb.chan} (nchannels is {prog.nchannels})")
     pending: list[tuple[int, int, int]] = []     # dependencies not yet attached to a transmission
     counter = 0                                   # the interpreter's `step`
-    fusing: tuple | None = None                   # (dstbuf, dstoff, srcbuf) an `re` may continue
+    fusing: tuple[str, int, str] | None = None                  # (dstbuf, dstoff, srcbuf) an `re` may continue
     reductions = 0                                # `re` steps so far in this thread block
     for pos, sn in enumerate(node.children):
         st = _step(sn, tb, gpu, prog)
@@ -288,9 +289,9 @@ def _bounded(node: Node, attr: str, value: int, limit: int, what: str) -> None:
         raise OptccError(node.where(attr), f"{attr} is {value}, more than {limit} {what}")
 
 
-def limit_violations(prog: Program, max_steps: int) -> list[dict]:
+def limit_violations(prog: Program, max_steps: int) -> list[dict[str, Any]]:
     """Every runtime limit the program breaks, each naming the rank, thread block and step."""
-    out = []
+    out: list[dict[str, Any]] = []
     for g in prog.gpus:
         if len(g.tbs) > MAX_THREAD_BLOCKS:
             out.append({"rank": g.id, "message": f"gpu {g.id} has {len(g.tbs)} thread blocks; the runtime allows "
@@ -300,7 +301,7 @@ def limit_violations(prog: Program, max_steps: int) -> list[dict]:
                                                  f"{g.id}; its parser is limited to {MAX_NODES} (MSCCL_MAX_NODES)"})
         for key in ("send", "recv"):
             per_chan: dict[int, list[int]] = {}
-            per_conn: dict[tuple, list[int]] = {}
+            per_conn: dict[tuple[int, int], list[int]] = {}
             for tb in g.tbs:
                 if getattr(tb, key) >= 0:
                     per_chan.setdefault(tb.chan, []).append(tb.id)

@@ -6,10 +6,15 @@ causality and the finish time of multi-straggler schedules stay per-instance pro
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import z3
 
 from optcc.algorithms.families import multi_core as M
 from verifier.parametric import generic as G
+
+if TYPE_CHECKING:
+    from verifier.parametric.obligations import Obligation
 
 FOR_ALL = "all H ≥ 1 healthy, m ≥ 3 stragglers, k ≥ 1 (periodic core only: ports)"
 
@@ -21,6 +26,6 @@ def generator_model() -> G.GeneratorModel:
                           lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.H))
 
 
-def obligations() -> list:
+def obligations() -> list[Obligation]:
     C = generator_model()
     return G.well_formed(C) + G.ports(C)

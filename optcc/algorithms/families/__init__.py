@@ -17,46 +17,64 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+Term = Any
+"""A value of the formulas: an int or Fraction under INT, a numpy array under arrays.NP, a solver
+term under verifier.parametric.arith (dynamic by design: one formula, three arithmetics)."""
+
+
+class Arith(Protocol):
+    """What the formulas use of an arithmetic namespace `A` (INT, arrays.NP, the solvers')."""
+
+    def mod(self, x: Term, n: Term, qlo: int, qhi: int) -> Term: ...
+    def ite(self, c: Term, a: Term, b: Term) -> Term: ...
+    def And(self, *cs: Term) -> Term: ...
+    def Or(self, *cs: Term) -> Term: ...
+    def Not(self, c: Term) -> Term: ...
+    def mul(self, a: Term, b: Term) -> Term: ...
+    def odd(self, x: Term) -> Term: ...
+    def div(self, a: Term, b: Term) -> Term: ...
+    def real(self, x: Term) -> Term: ...
 
 
 class _IntArith:
     """The arithmetic namespace on Python ints and Fractions (exact enumeration)."""
 
     @staticmethod
-    def mod(x, n, qlo, qhi):
+    def mod(x: Term, n: Term, qlo: int, qhi: int) -> Term:
         return x % n
 
     @staticmethod
-    def ite(c, a, b):
+    def ite(c: Term, a: Term, b: Term) -> Term:
         return a if c else b
 
     @staticmethod
-    def And(*cs):
+    def And(*cs: Term) -> Term:
         return all(cs)
 
     @staticmethod
-    def Or(*cs):
+    def Or(*cs: Term) -> Term:
         return any(cs)
 
     @staticmethod
-    def Not(c):
+    def Not(c: Term) -> Term:
         return not c
 
     @staticmethod
-    def mul(a, b):
+    def mul(a: Term, b: Term) -> Term:
         return a * b
 
     @staticmethod
-    def odd(x):
+    def odd(x: Term) -> Term:
         return x % 2 == 1
 
     @staticmethod
-    def div(a, b):
+    def div(a: Term, b: Term) -> Term:
         return a if b == 1 else Fraction(a) / b
 
     @staticmethod
-    def real(x):
+    def real(x: Term) -> Term:
         return Fraction(x)
 
 
@@ -68,7 +86,7 @@ class Terms(NamedTuple):
 
     src: Any
     dst: Any
-    piece: tuple          # a key; the family's `piece_index` maps it to the schedule's index
+    piece: tuple[Any, ...]  # a key; the family's `piece_index` maps it to the schedule's index
     box: Any              # first slot of the box (integer)
     box_len: Any          # slots in the box (integer)
     offset: Any           # start within the box, slot units (real)
@@ -83,8 +101,8 @@ class Family:
     name: str
     index: tuple[str, ...]
     op: str
-    domain: Callable
-    terms: Callable
+    domain: Callable[..., list[Term]]
+    terms: Callable[..., Terms]
 
 
 class Params(NamedTuple):

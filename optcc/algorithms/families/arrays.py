@@ -9,12 +9,15 @@ tests/test_flow_arrays.py). Starts are integers on one grid (time = start / scal
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from optcc.algorithms.families import INT, Family, Params, _IntArith
+from optcc.algorithms.families import INT, Family, Params, Term, _IntArith
 
 INT64_SAFE = 2**62
 
@@ -24,29 +27,29 @@ class _NumpyArith(_IntArith):
     mul and odd are INT's, which numpy's operators already apply elementwise."""
 
     @staticmethod
-    def mod(x, n, qlo, qhi):
+    def mod(x: Term, n: Term, qlo: int, qhi: int) -> Term:
         return np.mod(x, n)
 
     @staticmethod
-    def ite(c, a, b):
+    def ite(c: Term, a: Term, b: Term) -> Term:
         if isinstance(c, (bool, np.bool_)):
             return a if c else b
         return np.where(c, a, b)
 
     @staticmethod
-    def And(*cs):
+    def And(*cs: Term) -> Term:
         return np.logical_and.reduce([np.asarray(c) for c in cs])
 
     @staticmethod
-    def Or(*cs):
+    def Or(*cs: Term) -> Term:
         return np.logical_or.reduce([np.asarray(c) for c in cs])
 
     @staticmethod
-    def Not(c):
+    def Not(c: Term) -> Term:
         return np.logical_not(c)
 
     @staticmethod
-    def div(a, b):
+    def div(a: Term, b: Term) -> Term:
         if isinstance(b, int) and b == 1:
             return a
         if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -57,11 +60,11 @@ class _NumpyArith(_IntArith):
 NP = _NumpyArith()
 
 
-def _scalar(x) -> bool:
+def _scalar(x: Term) -> bool:
     return not isinstance(x, np.ndarray)
 
 
-def family_arrays(fam: Family, P: Params, ranges: tuple[range, ...]) -> dict | None:
+def family_arrays(fam: Family, P: Params, ranges: tuple[range, ...]) -> dict[str, Any] | None:
     """The flows of `fam` whose indices lie in `ranges` and satisfy its domain, as arrays:
     src, dst (nodes), piece (the key's components), box (int64) and the scalar terms
     (box_len, offset, dur, phase). None when no index passes."""
@@ -80,7 +83,10 @@ def family_arrays(fam: Family, P: Params, ranges: tuple[range, ...]) -> dict | N
     for name in ("offset", "dur", "phase", "box_len"):
         if not _scalar(getattr(T, name)):
             raise TypeError(f"families.arrays: {fam.name}.{name} varies per flow; only box, nodes and piece may")
-    full = lambda v: np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))   # noqa: E731
+
+    def full(v: Term) -> npt.NDArray[np.int64]:
+        return np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))
+
     return {"src": full(T.src), "dst": full(T.dst), "piece": tuple(full(c) for c in T.piece),
             "box": full(T.box), "offset": Fraction(T.offset), "dur": Fraction(T.dur), "phase": int(T.phase),
             "op": fam.op}
@@ -92,11 +98,11 @@ class FlowArrays:
     start (int64) on the integer grid `scale` (time = start / scale, n/B); `pieces` are the
     piece sizes (n/B)."""
 
-    pieces: list
-    src: np.ndarray
-    dst: np.ndarray
-    piece: np.ndarray
-    start: np.ndarray
+    pieces: list[Fraction]
+    src: npt.NDArray[np.int32]
+    dst: npt.NDArray[np.int32]
+    piece: npt.NDArray[np.int32]
+    start: npt.NDArray[np.int64]
     scale: int
 
     def __len__(self) -> int:
@@ -116,7 +122,7 @@ def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
             (up, (range(k), range(H))), (down, (range(k), range(H))),
             (p2p_up, (range(k), range(H))), (p2p_down, (range(k), range(H))),
             (ag, (range(k), range(H), range(H - 1))), (epi, (range(H - 1), range(H)))]
-    parts = []            # (phase, offset, box, src, dst, piece), int32 each: a part is compacted when made
+    parts: list[tuple[Any, ...]] = []  # (phase, offset, box, src, dst, piece), int32 each: a part is compacted when made
     for fam, r in plan:
         for chunk in _chunks(r):
             a = family_arrays(fam, P, chunk)
@@ -147,18 +153,19 @@ class PhaseGrid:
     box `box` starts at origin[ph] + (box + offset)·unit[ph] (n/B); `scale` makes every such
     start of the given (phase, offset) pairs an integer (time = value / scale)."""
 
-    def __init__(self, phase_offsets, origin, unit):
+    def __init__(self, phase_offsets: Iterable[tuple[int, Fraction]], origin: Sequence[Fraction],
+                 unit: Sequence[Fraction]) -> None:
         self.origin, self.unit = origin, unit
         self.scale = 1
         for ph, offset in phase_offsets:
             for x in (origin[ph], unit[ph], offset * unit[ph]):
                 self.scale = math.lcm(self.scale, Fraction(x).denominator)
 
-    def _int(self, x) -> int:
+    def _int(self, x: Fraction | int) -> int:
         x = Fraction(x)
         return x.numerator * (self.scale // x.denominator)
 
-    def terms(self, ph: int, offset, box_max: int) -> tuple[int, int]:
+    def terms(self, ph: int, offset: Fraction, box_max: int) -> tuple[int, int]:
         """(base, step) with start = base + box·step on the grid, for boxes up to box_max;
         OverflowError where that start would be beyond int64."""
         o_i, u_i, off_i = self._int(self.origin[ph]), self._int(self.unit[ph]), self._int(offset * self.unit[ph])
@@ -170,7 +177,7 @@ class PhaseGrid:
 CHUNK = 1 << 21      # index tuples per family_arrays call (bounds the temporaries, not the result)
 
 
-def _chunks(ranges: tuple[range, ...]):
+def _chunks(ranges: tuple[range, ...]) -> Iterator[tuple[range, ...]]:
     """`ranges` split along the first index so that each part has ≤ CHUNK tuples."""
     rest = math.prod(len(r) for r in ranges[1:])
     step = max(1, CHUNK // max(rest, 1))

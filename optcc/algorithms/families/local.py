@@ -22,11 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from optcc.algorithms.families import INT, Family, Params
+from optcc.algorithms.families import INT, Arith, Family, Params, Term
 from optcc.errors import OptccError
+
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,8 @@ class Branch:
     family: Family
     end: str
     solved: int | None                   # None: every index is free (the node is fixed, e.g. S)
-    solve: Callable
-    applies: Callable
+    solve: Callable[..., tuple[Term, ...]]
+    applies: Callable[..., Term]
 
 
 @dataclass(frozen=True)
@@ -47,24 +52,24 @@ class LocalForm:
     """A generator's rank-local enumeration: branches, loop ranges, node <-> rank and clock."""
 
     name: str
-    families: tuple
-    branches: tuple
-    ranges: Callable                     # P -> {family name: ((lo, hi), ...)} inclusive, per index
-    nodes: Callable                      # P -> number of nodes
-    node_of: Callable                    # (P, rank) -> node
-    rank_of: Callable                    # (P, node array) -> rank array
-    piece_of: Callable                   # (P, key arrays) -> piece index array
-    clock: Callable                      # (P) -> (origins, units) per phase (n/B)
-    pieces: Callable                     # (P) -> piece sizes (n/B)
-    terms_params: Callable = lambda P: P  # P the formulas are evaluated at (the ring's starts
+    families: tuple[Family, ...]
+    branches: tuple[Branch, ...]
+    ranges: Callable[[Params], dict[str, tuple[tuple[int, int], ...]]]  # P -> {family name: ((lo, hi), ...)}
+    nodes: Callable[[Params], Term]      # P -> number of nodes                   (inclusive, per index)
+    node_of: Callable[[Params, Term], Term]  # (P, rank) -> node
+    rank_of: Callable[[Params, Term], Term]  # (P, node array) -> rank array
+    piece_of: Callable[[Params, tuple[Term, ...]], Term]  # (P, key arrays) -> piece index array
+    clock: Callable[[Params], tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]  # (P) -> (origins, units)
+    pieces: Callable[[Params], list[Fraction]]  # (P) -> piece sizes (n/B)       per phase (n/B)
+    terms_params: Callable[[Params], Params] = lambda P: P  # P the formulas are evaluated at (the ring's starts
     #                                       and nodes do not depend on ℓ, s; its durations do)
 
 
-def _same(A, P, r, *free):
+def _same(A: Arith, P: Params, r: Term, *free: Term) -> tuple[Term, ...]:
     return free
 
 
-def _always(A, P, r):
+def _always(A: Arith, P: Params, r: Term) -> Term:
     return True
 
 
@@ -74,20 +79,20 @@ def _ring_form() -> LocalForm:
     from optcc.algorithms.families import ring as R
     from optcc.algorithms.families.arrays import NP
 
-    def src_i(A, P, r, sigma, t):
+    def src_i(A: Arith, P: Params, r: Term, sigma: Term, t: Term) -> tuple[Term, ...]:
         return (sigma, t, r)
 
-    def dst_i(A, P, r, sigma, t):
+    def dst_i(A: Arith, P: Params, r: Term, sigma: Term, t: Term) -> tuple[Term, ...]:
         return (sigma, t, A.mod(r - 1, P.p, -1, 0))
 
     branches = tuple(Branch(fam, end, 2, fn, _always) for fam in R.FAMILIES
                      for end, fn in (("src", src_i), ("dst", dst_i)))
 
-    def ranges(P):
+    def ranges(P: Params) -> dict[str, tuple[tuple[int, int], ...]]:
         span = ((0, P.k - 1), (0, P.p - 2), (0, P.p - 1))
         return {fam.name: span for fam in R.FAMILIES}
 
-    def clock(P):
+    def clock(P: Params) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
         return (Fraction(0),), (R.slot(INT, P),)
 
     return LocalForm("ring", R.FAMILIES, branches, ranges, lambda P: P.p, lambda P, r: r,
@@ -102,25 +107,25 @@ def _optcc_form() -> LocalForm:
     from optcc.algorithms.families.arrays import NP
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
 
-    def healthy(A, P, r):
+    def healthy(A: Arith, P: Params, r: Term) -> Term:
         return r < P.p - 1
 
-    def straggler(A, P, r):
+    def straggler(A: Arith, P: Params, r: Term) -> Term:
         return r == P.p - 1
 
-    def ring_src(A, P, r, t):                    # prologue / epilogue (t, i): i -> i+1 mod H
+    def ring_src(A: Arith, P: Params, r: Term, t: Term) -> tuple[Term, ...]:                    # prologue / epilogue (t, i): i -> i+1 mod H
         return (t, r)
 
-    def ring_dst(A, P, r, t):
+    def ring_dst(A: Arith, P: Params, r: Term, t: Term) -> tuple[Term, ...]:
         return (t, A.mod(r - 1, P.p - 1, -1, 0))
 
-    def hop_src(A, P, r, sigma, j):              # hop (σ, o, j) sends a = (o+j) mod H -> a+1 mod H
+    def hop_src(A: Arith, P: Params, r: Term, sigma: Term, j: Term) -> tuple[Term, ...]:              # hop (σ, o, j) sends a = (o+j) mod H -> a+1 mod H
         return (sigma, A.mod(r - j, P.p - 1, -1, 0), j)
 
-    def hop_dst(A, P, r, sigma, j):
+    def hop_dst(A: Arith, P: Params, r: Term, sigma: Term, j: Term) -> tuple[Term, ...]:
         return (sigma, A.mod(r - 1 - j, P.p - 1, -1, 0), j)
 
-    def at_o(A, P, r, sigma):                    # job (σ, o) with o = r
+    def at_o(A: Arith, P: Params, r: Term, sigma: Term) -> tuple[Term, ...]:                    # job (σ, o) with o = r
         return (sigma, r)
 
     every = _same
@@ -135,7 +140,7 @@ def _optcc_form() -> LocalForm:
         Branch(epi, "src", 1, ring_src, healthy), Branch(epi, "dst", 1, ring_dst, healthy),
     )
 
-    def ranges(P):
+    def ranges(P: Params) -> dict[str, tuple[tuple[int, int], ...]]:
         H = P.p - 1
         ring = ((0, H - 2), (0, H - 1))
         job = ((0, P.k - 1), (0, H - 1))
@@ -171,12 +176,12 @@ class RankFlows:
     start on the integer grid `scale` (time = start / scale, n/B)."""
 
     rank: int
-    pieces: list
-    src: np.ndarray
-    dst: np.ndarray
-    piece: np.ndarray
-    op: np.ndarray
-    start: np.ndarray
+    pieces: list[Fraction]
+    src: npt.NDArray[np.int64]
+    dst: npt.NDArray[np.int64]
+    piece: npt.NDArray[np.int64]
+    op: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
     scale: int
 
     def __len__(self) -> int:
@@ -185,10 +190,11 @@ class RankFlows:
     def peers(self) -> list[int]:
         """The ranks this rank exchanges with, ascending."""
         other = np.where(self.src == self.rank, self.dst, self.src)
-        return np.unique(other).tolist()
+        peers: list[int] = np.unique(other).tolist()
+        return peers
 
 
-def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankFlows:
+def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int) -> RankFlows:
     """The flows of `algo`'s families on (p, k, straggler s at ℓ) with `rank` at either end."""
     from optcc.algorithms.families.arrays import NP, PhaseGrid
     form = local_form(algo)
@@ -199,7 +205,7 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     P = form.terms_params(P)
-    parts = []                                  # (phase, offset, box, src, dst, piece, op)
+    parts: list[tuple[Any, ...]] = []           # (phase, offset, box, src, dst, piece, op)
     for br in form.branches:
         if not br.applies(NP, P, node):
             continue
@@ -219,7 +225,10 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
         idx = [a[keep] for a in idx]
         T = fam.terms(NP, P, *idx)
         m = idx[0].size
-        full = lambda v: np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))   # noqa: E731
+
+        def full(v: Term, m: int = m) -> npt.NDArray[np.int64]:
+            return np.broadcast_to(np.asarray(v, dtype=np.int64), (m,))
+
         for name in ("offset", "phase"):
             if not isinstance(getattr(T, name), (int, Fraction, np.integer)):
                 raise TypeError(f"families.local: {fam.name}.{name} varies per flow")
@@ -228,7 +237,8 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
                       0 if fam.op == "add" else 1))
     clock = PhaseGrid([(ph, offset) for ph, offset, *_ in parts], origin, unit)
     scale = clock.scale
-    starts, cols = [], [[], [], [], []]
+    starts: list[npt.NDArray[np.int64]] = []
+    cols: list[list[npt.NDArray[np.int64]]] = [[], [], [], []]
     for ph, offset, box, src, dst, piece, op in parts:
         base, step = clock.terms(ph, offset, int(box.max()))
         starts.append(box * step + base)
@@ -243,7 +253,8 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell, rank: int) -> RankF
     return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
 
 
-def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> tuple[list, list, int]:
+def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
+                         rank: int) -> tuple[list[Fraction], list[tuple[int, int, int, int, str]], int]:
     """(pieces, flows, scale) of `rank` enumerated one flow at a time in exact arithmetic (INT):
     each branch's indices solved per point, the domain and terms evaluated as the proof states
     them, start = origin + (box + offset)·unit on the integer grid `scale` (exact: scale is the
@@ -259,9 +270,16 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
-    rank_of = lambda n: form.rank_of(PT, n)            # noqa: E731  (the form's maps, on scalars)
-    piece_of = lambda key: form.piece_of(PT, key)      # noqa: E731
-    raw = []                                   # (phase, offset, box, src, dst, piece, op)
+
+    def rank_of(n: int) -> int:                        # the form's maps, on scalars
+        r: int = form.rank_of(PT, n)
+        return r
+
+    def piece_of(key: tuple[int, ...]) -> int:
+        i: int = form.piece_of(PT, key)
+        return i
+
+    raw: list[tuple[int, Fraction, int, int, int, int, str]] = []                                   # (phase, offset, box, src, dst, piece, op)
     for br in form.branches:
         if not br.applies(INT, PT, node):
             continue
@@ -279,12 +297,10 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
     for ph, off in pairs:
         for x in (origin[ph], unit[ph], off * unit[ph]):
             scale = math.lcm(scale, Fraction(x).denominator)
-    grid = {}
+    grid: dict[tuple[int, Fraction], tuple[int, int]] = {}
     for ph, off in pairs:
-        base = (origin[ph] + off * unit[ph]) * scale
-        step = unit[ph] * scale
-        grid[(ph, off)] = (int(base), int(step))
-    out = []
+        grid[(ph, off)] = (int((origin[ph] + off * unit[ph]) * scale), int(unit[ph] * scale))
+    out: list[tuple[int, int, int, int, str]] = []
     for ph, off, box, a, b, c, op in raw:
         base, step = grid[(ph, off)]
         out.append((base + box * step, a, b, c, op))
@@ -292,7 +308,7 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell, rank: int) -> t
     return form.pieces(PT), out, scale
 
 
-def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> None:
+def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int, part: Schedule) -> None:
     """Refuse (OptccError "schedule") a rank's part (a Schedule of its flows in posting order)
     that is not rank_flows_reference's enumeration: every flow, op, start and piece size."""
     pieces, want, scale = rank_flows_reference(algo, p, k, s, ell, rank)
@@ -312,7 +328,7 @@ def check_rank_part(algo: str, p: int, k: int, s: int, ell, rank: int, part) -> 
                                          f"{op} at {Fraction(start, scale)}); refusing to run it")
 
 
-def check_start_grid(algo: str, p: int, k: int, s: int, ell, field: str = "cluster") -> None:
+def check_start_grid(algo: str, p: int, k: int, s: int, ell: Fraction, field: str = "cluster") -> None:
     """OptccError(field) where a rank's starts on these parameters would not fit rank_flow_arrays'
     integer grid (int64): every start lies before the construction's finish, so the grid's scale
     times the finish bounds them. Cheap: the clock and one term evaluation per family."""
@@ -322,7 +338,7 @@ def check_start_grid(algo: str, p: int, k: int, s: int, ell, field: str = "clust
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
     ranges = form.ranges(P)
-    pairs = set()
+    pairs: set[tuple[int, Fraction]] = set()
     for fam in form.families:
         T = fam.terms(INT, PT, *(lo for lo, _ in ranges[fam.name]))
         pairs.add((int(T.phase), Fraction(T.offset)))

@@ -11,9 +11,14 @@ Durations are not modelled here (a box is the flow's slot budget, `dur` = box le
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from optcc.algorithms.families import Family, Terms
+from optcc.algorithms.families import Arith, Family, Term, Terms
+
+if TYPE_CHECKING:
+    from optcc.schedule import Flow
 
 
 class MultiParams(NamedTuple):
@@ -22,42 +27,42 @@ class MultiParams(NamedTuple):
     k: Any      # segments
 
 
-def _L(P):
+def _L(P: MultiParams) -> Term:
     return 2 * (P.H + P.m - 1)
 
 
-def _wrap(A, P, a, j):
+def _wrap(A: Arith, P: MultiParams, a: Term, j: Term) -> Term:
     """2m − 2 extra slots once hop j of job a has crossed the closing link H−1 → 0."""
     return A.ite(a + j >= P.H, 2 * P.m - 2, 0)
 
 
-def _job(A, P, sigma, a, i):
+def _job(A: Arith, P: MultiParams, sigma: Term, a: Term, i: Term) -> Term:
     return [sigma >= 0, sigma < P.k, a >= 0, a < P.H, i >= 0, i < P.m]
 
 
-def _raw(A, P, sigma, a, i):
+def _raw(A: Arith, P: MultiParams, sigma: Term, a: Term, i: Term) -> Term:
     return Terms(P.H + i, a, (sigma, a), A.mul(sigma, _L(P)) + 2 * (A.mod(a - 1, P.H, -1, 0) + i), 2, 0, 2)
 
 
-def _f(A, P, sigma, a, i):
+def _f(A: Arith, P: MultiParams, sigma: Term, a: Term, i: Term) -> Term:
     return Terms(a, P.H + i, (sigma, a), A.mul(sigma + 1, _L(P)) + 2 * (a + i), 2, 0, 2)
 
 
-def _rs_dom(A, P, sigma, a, j):
+def _rs_dom(A: Arith, P: MultiParams, sigma: Term, a: Term, j: Term) -> Term:
     return [sigma >= 0, sigma < P.k, a >= 0, a < P.H, j >= 1, j <= P.H - 1]
 
 
-def _rs(A, P, sigma, a, j):
+def _rs(A: Arith, P: MultiParams, sigma: Term, a: Term, j: Term) -> Term:
     b = A.mod(a + j, P.H, 0, 1)
     return Terms(b, A.mod(b + 1, P.H, 0, 1), (sigma, a), A.mul(sigma, _L(P)) + 2 * a + j + _wrap(A, P, a, j),
                  1, 0, 1)
 
 
-def _ag_dom(A, P, sigma, a, j):
+def _ag_dom(A: Arith, P: MultiParams, sigma: Term, a: Term, j: Term) -> Term:
     return [sigma >= 0, sigma <= P.k - 2, a >= 0, a < P.H, j >= 0, j <= P.H - 2]
 
 
-def _ag(A, P, sigma, a, j):
+def _ag(A: Arith, P: MultiParams, sigma: Term, a: Term, j: Term) -> Term:
     b = A.mod(a + j, P.H, 0, 1)
     return Terms(b, A.mod(b + 1, P.H, 0, 1), (sigma, a),
                  A.mul(sigma + 1, _L(P)) + 2 * a + 2 * P.m + P.H - 2 + j + _wrap(A, P, a, j), 1, 0, 1)
@@ -70,15 +75,15 @@ AG = Family("multi.ag_hop", ("sigma", "a", "j"), "copy", _ag_dom, _ag)
 FAMILIES = (RAW, RS, F, AG)
 
 
-def core_flows(H: int, m: int, k: int, healthy, stragglers, lam):
+def core_flows(H: int, m: int, k: int, healthy: Sequence[int], stragglers: Sequence[int], lam: Fraction) -> list[Flow]:
     """The core's flows on concrete parameters: healthy ranks, straggler ranks (node order)."""
     from optcc.algorithms.families import INT
     from optcc.schedule import Flow
     P = MultiParams(H, m, k)
 
-    def rank(n):
+    def rank(n: int) -> int:
         return healthy[n] if n < H else stragglers[n - H]
-    out = []
+    out: list[Flow] = []
     for fam in FAMILIES:
         last = m if fam in (RAW, F) else H
         for sigma in range(k):

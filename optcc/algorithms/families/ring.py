@@ -8,34 +8,40 @@ and lasts max(ℓ_src, ℓ_dst)/ℓ of it (ℓ_r = ℓ for the straggler rank s,
 """
 from __future__ import annotations
 
-from optcc.algorithms.families import INT, Family, Params, Terms
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from optcc.algorithms.families import INT, Arith, Family, Params, Term, Terms
+
+if TYPE_CHECKING:
+    from optcc.schedule import Flow
 
 
-def rate(A, P, src, dst):
+def rate(A: Arith, P: Params, src: Term, dst: Term) -> Term:
     """A flow's time per unit of size (n/B): ℓ when the straggler is an end, else 1 (optcc.cluster's
     NIC rule: the slower end's bandwidth, paper Section 2)."""
     return A.ite(A.Or(src == P.s, dst == P.s), P.ell, 1)
 
 
-def _dur(A, P, src, dst):
+def _dur(A: Arith, P: Params, src: Term, dst: Term) -> Term:
     return A.div(rate(A, P, src, dst), P.ell)
 
 
-def _rs_domain(A, P, sigma, t, i):
+def _rs_domain(A: Arith, P: Params, sigma: Term, t: Term, i: Term) -> Term:
     return [sigma >= 0, sigma < P.k, t >= 0, t <= P.p - 2, i >= 0, i < P.p]
 
 
-def _rs_terms(A, P, sigma, t, i):
+def _rs_terms(A: Arith, P: Params, sigma: Term, t: Term, i: Term) -> Term:
     dst = A.mod(i + 1, P.p, 0, 1)
     return Terms(i, dst, (sigma, A.mod(i - t, P.p, -1, 0)), A.mul(sigma, 2 * P.p - 2) + t, 1, 0,
                  _dur(A, P, i, dst))
 
 
-def _ag_domain(A, P, sigma, u, i):
+def _ag_domain(A: Arith, P: Params, sigma: Term, u: Term, i: Term) -> Term:
     return [sigma >= 0, sigma < P.k, u >= 0, u <= P.p - 2, i >= 0, i < P.p]
 
 
-def _ag_terms(A, P, sigma, u, i):
+def _ag_terms(A: Arith, P: Params, sigma: Term, u: Term, i: Term) -> Term:
     dst = A.mod(i + 1, P.p, 0, 1)
     return Terms(i, dst, (sigma, A.mod(i + 1 - u, P.p, -1, 1)),
                  A.mul(sigma, 2 * P.p - 2) + P.p - 1 + u, 1, 0, _dur(A, P, i, dst))
@@ -49,23 +55,23 @@ FAMILIES = (RS, AG)
 # ---- the glue from family terms to a running schedule, written once over the arithmetic namespace
 # ---- (INT builds and runs it, verifier.parametric.ring proves it)
 
-def piece_index(A, P, key):
+def piece_index(A: Arith, P: Params, key: tuple[Term, ...]) -> Term:
     """Piece key (σ, shard) ↦ schedule index σ·p + shard."""
     sigma, shard = key
     return sigma * P.p + shard
 
 
-def shard_size(A, P):
+def shard_size(A: Arith, P: Params) -> Term:
     """Every piece is a shard 1/(kp) of n."""
     return 1 / (A.real(P.k) * A.real(P.p))
 
 
-def slot(A, P):
+def slot(A: Arith, P: Params) -> Term:
     """One step in time (n/B): a shard at the slowest rate, ℓ (ℓ ≥ 1; NCCL's synchronous steps)."""
     return shard_size(A, P) * P.ell
 
 
-def piece_sizes(P):
+def piece_sizes(P: Params) -> list[Fraction]:
     """The piece list on concrete parameters: shard_size at the piece_index of every key (the
     keys must map one-to-one onto 0..kp−1)."""
     n = P.k * P.p
@@ -79,14 +85,14 @@ def piece_sizes(P):
     return [shard_size(INT, P)] * n
 
 
-def ring_flows(p: int, k: int, step, families=FAMILIES):
+def ring_flows(p: int, k: int, step: Fraction, families: tuple[Family, ...] = FAMILIES) -> list[Flow]:
     """The flows of every family on concrete (p, k), in the generator's order (σ, t, i), with
     start = box · step; `families` lets tests enumerate mutants the same way."""
     from optcc.schedule import Flow
     rs, ag = families
     P = Params(p, k, 1, -1)          # durations are the timing model's; only starts are stated
-    starts: dict = {}
-    flows = []
+    starts: dict[int, Fraction] = {}
+    flows: list[Flow] = []
     for sigma in range(k):
         for t in range(2 * (p - 1)):
             fam, h = (rs, t) if t < p - 1 else (ag, t - (p - 1))

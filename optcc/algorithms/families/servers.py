@@ -27,35 +27,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from optcc.algorithms.families import INT, Family, Params, Terms
+from optcc.algorithms.families import INT, Arith, Family, Params, Term, Terms
+
+if TYPE_CHECKING:
+    from optcc.cluster import Cluster
+    from optcc.schedule import Flow, Schedule
 
 
-def _max(A, a, b):
+def _max(A: Arith, a: Term, b: Term) -> Term:
     return A.ite(a >= b, a, b)
 
 
 @dataclass(frozen=True)
 class Lift:
-    rank: Callable          # (A, g, s, l) -> global rank of GPU l of server s
-    piece: Callable         # (A, P, l, pi) -> global piece of instance l's piece π
-    size: Callable          # (A, x, g) -> global size of an instance piece of size x
-    time: Callable          # (A, D, t, g) -> global time of instance time t, lead D
-    dur: Callable           # (A, d, g) -> global NIC duration of an instance flow lasting d
-    rounds: Callable        # (A, g) -> (first, last) NVLink round
-    round_flow: Callable    # (A, g, t, j, op) -> (src local, dst local, instance) of round t
+    rank: Callable[..., Term]          # (A, g, s, l) -> global rank of GPU l of server s
+    piece: Callable[..., Term]         # (A, P, l, pi) -> global piece of instance l's piece π
+    size: Callable[..., Term]          # (A, x, g) -> global size of an instance piece of size x
+    time: Callable[..., Term]          # (A, D, t, g) -> global time of instance time t, lead D
+    dur: Callable[..., Term]           # (A, d, g) -> global NIC duration of an instance flow lasting d
+    rounds: Callable[..., Term]        # (A, g) -> (first, last) NVLink round
+    round_flow: Callable[..., Term]    # (A, g, t, j, op) -> (src local, dst local, instance) of round t
     rs_op: str              # the reduce-scatter rounds' op
     ag_op: str              # the all-gather rounds' op
-    round_len: Callable     # (A, x, s_nv) -> one round of a batch of a global piece of size x
-    round_start: Callable   # (A, st, t, rnd) -> start of round t of a batch starting at st
-    batch_len: Callable     # (A, g, rnd) -> length of a batch of rounds of length rnd
-    rs_next: Callable       # (A, st, b) -> start of the RS batch after one of length b at st
-    lead_need: Callable     # (A, st, b, ft, g) -> least lead for that batch to end by its first touch
-    ag_start: Callable      # (A, release, free) -> start of an AG batch released at `release`
+    round_len: Callable[..., Term]     # (A, x, s_nv) -> one round of a batch of a global piece of size x
+    round_start: Callable[..., Term]   # (A, st, t, rnd) -> start of round t of a batch starting at st
+    batch_len: Callable[..., Term]     # (A, g, rnd) -> length of a batch of rounds of length rnd
+    rs_next: Callable[..., Term]       # (A, st, b) -> start of the RS batch after one of length b at st
+    lead_need: Callable[..., Term]     # (A, st, b, ft, g) -> least lead for that batch to end by its first touch
+    ag_start: Callable[..., Term]      # (A, release, free) -> start of an AG batch released at `release`
     #                         when NVLink is free from `free`
 
 
-def _round_flow(A, g, t, j, op):
+def _round_flow(A: Arith, g: Term, t: Term, j: Term, op: Term) -> tuple[Term, Term, Term]:
     dst = A.mod(j + t, g, 0, 1)
     return j, dst, (dst if op == "add" else j)
 
@@ -81,11 +86,11 @@ LIFT = Lift(
 
 # ---- q = 2: the instance is k segments swapped in turn (optcc_servers._two_server_instance)
 
-def _swap_dom(A, P, i, d):
+def _swap_dom(A: Arith, P: Params, i: Term, d: Term) -> list[Term]:
     return [i >= 0, i < P.k, d >= 0, d <= 1]
 
 
-def _swap(A, P, i, d):
+def _swap(A: Arith, P: Params, i: Term, d: Term) -> Terms:
     """Segment i (size 1/k) from server d to server 1 − d, both ways at once; one slot = ℓ/k (the
     slower end is always the straggler server)."""
     return Terms(d, 1 - d, (i,), i, 1, 0, 1, 0)
@@ -93,15 +98,17 @@ def _swap(A, P, i, d):
 
 SWAP = Family("servers.swap", ("i", "d"), "add", _swap_dom, _swap)
 TWO_SERVER_FAMILIES = (SWAP,)
+Touch = list[dict[int, Fraction]]   # per server or node: piece -> time
 
 
-def two_server_flows(k: int, ell: Fraction, families=TWO_SERVER_FAMILIES):
+def two_server_flows(k: int, ell: Fraction,
+                     families: tuple[Family, ...] = TWO_SERVER_FAMILIES) -> tuple[list[Fraction], list[Flow]]:
     """(pieces, flows) of the q = 2 instance: the swap family enumerated, slot ℓ/k."""
     from optcc.schedule import Flow
     (swap,) = families
     P = Params(2, k, Fraction(ell), 0)
     slot = Fraction(ell) / k
-    flows = []
+    flows: list[Flow] = []
     for i in range(k):
         for d in range(2):
             if all(swap.domain(INT, P, i, d)):
@@ -116,22 +123,22 @@ def two_server_flows(k: int, ell: Fraction, families=TWO_SERVER_FAMILIES):
 
 @dataclass(frozen=True)
 class Placement:
-    first_touch: Callable   # (A, k, i) -> q = 2: first swap flow on segment i at either server, slots of ℓ/k
-    last_write: Callable    # (A, k, i) -> q = 2: last landing on segment i at either server, slots of ℓ/k
-    rs_start: Callable      # (A, i, c) -> start of the i-th RS batch of a server (batch length c)
-    lead: Callable          # (A, k, c, N) -> the lead D (N = ℓ/(g·k), one segment's NIC exchange)
-    ag_start: Callable      # (A, i, k, c, N, D) -> start of AG batch i of a server
-    finish: Callable        # (A, g, k, ell, s_nv) -> the schedule's finish time, q = 2
-    finish_one: Callable    # (A, g, s_nv) -> the schedule's finish time, q = 1
-    optcc_first: Callable   # (A, P, v, key) -> q ≥ 3: (phase, slot) of the first flow on (v, key)
-    optcc_last: Callable    # (A, P, v, key) -> q ≥ 3: (phase, slot) of the last landing at (v, key)
+    first_touch: Callable[..., Term]   # (A, k, i) -> q = 2: first swap flow on segment i at either server, slots of ℓ/k
+    last_write: Callable[..., Term]    # (A, k, i) -> q = 2: last landing on segment i at either server, slots of ℓ/k
+    rs_start: Callable[..., Term]      # (A, i, c) -> start of the i-th RS batch of a server (batch length c)
+    lead: Callable[..., Term]          # (A, k, c, N) -> the lead D (N = ℓ/(g·k), one segment's NIC exchange)
+    ag_start: Callable[..., Term]      # (A, i, k, c, N, D) -> start of AG batch i of a server
+    finish: Callable[..., Term]        # (A, g, k, ell, s_nv) -> the schedule's finish time, q = 2
+    finish_one: Callable[..., Term]    # (A, g, s_nv) -> the schedule's finish time, q = 1
+    optcc_first: Callable[..., Term]   # (A, P, v, key) -> q ≥ 3: (phase, slot) of the first flow on (v, key)
+    optcc_last: Callable[..., Term]    # (A, P, v, key) -> q ≥ 3: (phase, slot) of the last landing at (v, key)
 
 
-def _max3(A, a, b, c):
+def _max3(A: Arith, a: Term, b: Term, c: Term) -> Term:
     return _max(A, _max(A, a, b), c)
 
 
-def _nvlink_work(A, g, s_nv):
+def _nvlink_work(A: Arith, g: Term, s_nv: Term) -> Term:
     """W = 2(g−1)/(g·s_nv): NVLink's whole work (one RS and one AG of every piece)."""
     return 2 * (g - 1) / (g * s_nv)
 
@@ -149,7 +156,7 @@ PLACEMENT = Placement(
 )
 
 
-def two_server_touch_times(k: int, ell: Fraction, placement: Placement = PLACEMENT):
+def two_server_touch_times(k: int, ell: Fraction, placement: Placement = PLACEMENT) -> tuple[Touch, Touch]:
     """(ft, lw) per server of the q = 2 instance, instance time, from the closed forms."""
     slot = Fraction(ell) / k
     ft = {i: placement.first_touch(INT, k, i) * slot for i in range(k)}
@@ -157,7 +164,7 @@ def two_server_touch_times(k: int, ell: Fraction, placement: Placement = PLACEME
     return [ft, dict(ft)], [lw, dict(lw)]
 
 
-def server_finish_time(cluster, k: int, placement: Placement = PLACEMENT) -> Fraction:
+def server_finish_time(cluster: Cluster, k: int, placement: Placement = PLACEMENT) -> Fraction:
     """The finish time of server_flows for q ≤ 2, proved for every size (prove-all --algo servers,
     property finish_q_le_2). Raises OptccError (field "servers") for q ≥ 3 (per instance there)."""
     from optcc.algorithms.server_lift import straggler_server
@@ -165,9 +172,11 @@ def server_finish_time(cluster, k: int, placement: Placement = PLACEMENT) -> Fra
     g, q, s_nv = cluster.g, cluster.servers, cluster.nvlink_speedup
     _, ell = straggler_server(cluster)
     if q == 1:
-        return placement.finish_one(INT, Fraction(g), s_nv)
+        finish_one: Fraction = placement.finish_one(INT, Fraction(g), s_nv)
+        return finish_one
     if q == 2:
-        return placement.finish(INT, Fraction(g), k, ell, s_nv)
+        finish: Fraction = placement.finish(INT, Fraction(g), k, ell, s_nv)
+        return finish
     raise OptccError("servers", f"the servers finish time is proved in closed form for q ≤ 2, not q = {q}")
 
 
@@ -177,12 +186,12 @@ def server_finish_time(cluster, k: int, placement: Placement = PLACEMENT) -> Fra
 # (prologue for σ = 0, RS hops otherwise), o ↔ S, then from o around the ring (AG hops, epilogue
 # for σ = k − 1); x = (v − o − 1) mod H is healthy v's distance from the chain's first node.
 
-def _x(A, P, v, o):
+def _x(A: Arith, P: Params, v: Term, o: Term) -> Term:
     from optcc.algorithms.families.optcc import _H
     return A.mod(v - o - 1, _H(P), -1, 0)
 
 
-def optcc_first_touch(A, P, v, key):
+def optcc_first_touch(A: Arith, P: Params, v: Term, key: tuple[Term, ...]) -> tuple[Term, Term]:
     """(phase, slot) of the first instance flow from or to node v on piece `key`."""
     from optcc.algorithms.families.optcc import _H, _base, _tau_rs
     H = _H(P)
@@ -197,7 +206,7 @@ def optcc_first_touch(A, P, v, key):
     return A.ite(v == H, 1, ring), A.ite(v == H, _base(A, P, sigma, o), slot)
 
 
-def optcc_last_landing(A, P, v, key):
+def optcc_last_landing(A: Arith, P: Params, v: Term, key: tuple[Term, ...]) -> tuple[Term, Term]:
     """(phase, slot) at which the last instance flow into node v on piece `key` lands."""
     from optcc.algorithms.families.optcc import _H, _base, _hop, _s_dur, _tau_ag
     H = _H(P)
@@ -214,7 +223,8 @@ def optcc_last_landing(A, P, v, key):
     return phase, slot
 
 
-def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction, placement: Placement = PLACEMENT):
+def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction,
+                      placement: Placement = PLACEMENT) -> tuple[Touch, Touch]:
     """(ft, lw) per instance node of the q ≥ 3 instance, instance time, from the closed forms
     (nodes are ranks: healthy ring position h is rank h + [h ≥ s*], S is s*)."""
     from optcc.algorithms.families.optcc import node_rank, phase_clock, piece_index, piece_keys
@@ -222,11 +232,13 @@ def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction, placement: Pla
     P = Params(q, k, Fraction(ell), s_star)
     origin, unit = phase_clock(INT, P)
     keys = piece_keys(P)
-    ft, lw = [dict() for _ in range(q)], [dict() for _ in range(q)]
+    ft: Touch = [dict() for _ in range(q)]
+    lw: Touch = [dict() for _ in range(q)]
 
-    def at(ph_slot):
+    def at(ph_slot: tuple[int, Fraction]) -> Fraction:
         ph, slot = ph_slot
-        return origin[ph] + slot * unit[ph]
+        t: Fraction = origin[ph] + slot * unit[ph]
+        return t
     for key in keys:
         c = piece_index(INT, P, key)
         for v in range(H + 1):
@@ -238,7 +250,8 @@ def optcc_touch_times(q: int, k: int, s_star: int, ell: Fraction, placement: Pla
 
 # ---- the enumeration
 
-def _instance(cluster, k: int, two_server):
+def _instance(cluster: Cluster, k: int,
+              two_server: tuple[Family, ...]) -> tuple[Schedule, list[Fraction]] | None:
     """(instance Schedule or None for q = 1, starts, ends) in instance time."""
     from optcc.algorithms.families.optcc import optcc_flows
     from optcc.algorithms.server_lift import instance_cluster, straggler_server
@@ -257,7 +270,8 @@ def _instance(cluster, k: int, two_server):
     return inst, durations(inst)
 
 
-def instance_touch_times(cluster, k: int, inst_flows, placement: Placement = PLACEMENT):
+def instance_touch_times(cluster: Cluster, k: int, inst_flows: list[Flow],
+                         placement: Placement = PLACEMENT) -> tuple[Touch, Touch]:
     """(ft, lw) per server of the construction's q-node instance, instance time, from the closed
     forms (q = 1: the one piece, touched at time 0; q = 2: `placement`'s; q ≥ 3: optcc_first_touch
     / optcc_last_landing, keyed in order of first appearance in `inst_flows` so that RS batches
@@ -270,7 +284,7 @@ def instance_touch_times(cluster, k: int, inst_flows, placement: Placement = PLA
     if q == 2:
         return two_server_touch_times(k, Fraction(ell), placement)
     cf_ft, lw = optcc_touch_times(q, k, s_star, Fraction(ell), placement)
-    ft: list[dict] = [dict() for _ in range(q)]
+    ft: Touch = [dict() for _ in range(q)]
     for f in inst_flows:
         for node in (f.src, f.dst):
             if f.piece not in ft[node]:
@@ -278,23 +292,26 @@ def instance_touch_times(cluster, k: int, inst_flows, placement: Placement = PLA
     return ft, lw
 
 
-def place_batches(A, lift: Lift, ft, lw, batch, g):
+def place_batches(A: Arith, lift: Lift, ft: list[dict[int, Any]], lw: list[dict[int, Any]], batch: list[Any],
+                  g: int) -> tuple[Any, list[tuple[int, Any, int, str]]]:
     """(D, batches) of the placement (module docstring): the lead D and every NVLink batch as
     (server, start, instance piece, op) in the schedule's order; ft, lw per server {π: instance
     time}, batch[π] the length of π's batch. The one placement every server schedule uses (the
     construction's, and lifts of other instances: optcc_servers._plan)."""
     q = len(ft)
-    rs_seq, D = [], 0
+    rs_seq: list[list[tuple[Any, int]]] = []
+    D: Any = 0
     for s in range(q):
-        t, seq = 0, []
+        t: Any = 0
+        seq: list[tuple[Any, int]] = []
         for pi in sorted(ft[s], key=lambda pi: ft[s][pi]):
             seq.append((t, pi))
             D = _max(A, D, lift.lead_need(A, t, batch[pi], ft[s][pi], g))
             t = lift.rs_next(A, t, batch[pi])
         rs_seq.append(seq)
-    batches = []
+    batches: list[tuple[int, Any, int, str]] = []
     for s in range(q):
-        free = 0
+        free: Any = 0
         for st, pi in rs_seq[s]:
             batches.append((s, st, pi, lift.rs_op))
             free = st + batch[pi]
@@ -305,15 +322,16 @@ def place_batches(A, lift: Lift, ft, lw, batch, g):
     return D, batches
 
 
-def batch_lengths(A, lift: Lift, inst_sizes, g, s_nv):
+def batch_lengths(A: Arith, lift: Lift, inst_sizes: list[Fraction], g: int,
+                  s_nv: Fraction) -> tuple[list[Fraction], list[Fraction], list[Fraction]]:
     """(global piece sizes, round lengths, batch lengths) per instance piece."""
     sizes = [lift.size(A, Fraction(x), g) for x in inst_sizes]
     rnd = [lift.round_len(A, x, s_nv) for x in sizes]
     return sizes, rnd, [lift.batch_len(A, g, r) for r in rnd]
 
 
-def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMILIES,
-                 placement: Placement = PLACEMENT):
+def server_flows(cluster: Cluster, k: int, lift: Lift = LIFT, two_server: tuple[Family, ...] = TWO_SERVER_FAMILIES,
+                 placement: Placement = PLACEMENT) -> tuple[list[Fraction], list[Flow], Fraction]:
     """(pieces, flows, lead) of optcc_server_allreduce(cluster, k), built from `lift`'s formulas,
     the proved instance families and the instance's first-touch / last-write times in closed
     form, flow by flow in Fractions (the reading prove-all's enumeration and the tests use; the
@@ -323,6 +341,8 @@ def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMIL
     g = cluster.g
     s_nv = cluster.nvlink_speedup
     got = _instance(cluster, k, two_server)
+    inst_sizes: list[Fraction]
+    inst_flows: list[Flow]
     if got is None:
         inst_sizes, inst_flows = [Fraction(1)], []
     else:
@@ -330,9 +350,9 @@ def server_flows(cluster, k: int, lift: Lift = LIFT, two_server=TWO_SERVER_FAMIL
     P = len(inst_sizes)
     ft, lw = instance_touch_times(cluster, k, inst_flows, placement)
     sizes, rnd, batch = batch_lengths(A, lift, inst_sizes, g, s_nv)
-    D, batches = place_batches(A, lift, ft, lw, batch, g)
-    D = Fraction(D)
-    flows = []
+    lead, batches = place_batches(A, lift, ft, lw, batch, g)
+    D = Fraction(lead)
+    flows: list[Flow] = []
     for f in inst_flows:
         start = lift.time(A, D, f.start, g)
         for l in range(g):
