@@ -111,18 +111,45 @@ def check_lp_bound(schedule: Schedule, time: Fraction | None = None) -> dict:
         out.update(message=f"T = {t} is below the LP optimum {optimum}: a bug in the bound or the timing",
                    counterexample={"constraint": "optimum", "T": str(t), "optimum": str(optimum)})
         return out
+    dual = _dual_bound(c, t)
+    if dual is not None and not dual["holds"]:
+        out.update(message=dual["message"], counterexample={"constraint": "dual", **dual})
+        return out
     exclusive = _exclusive_point(schedule, sent, recv, t)
     if exclusive is not None and not exclusive["holds"]:
         out.update(message=exclusive["message"], counterexample=exclusive)
         return out
     if exclusive is not None:
         out["exclusive"] = exclusive
+    if dual is not None:
+        out["dual"] = dual
+    by = (" (optimum = bound checked at instances)" if dual is None else
+          f"; for this cluster an exact LP dual gives T ≥ μ = {dual['mu']} n/B, checked in exact arithmetic "
+          f"(π per node: " + ", ".join(f"{c['nodes']} {c['pi_per_node']}" for c in dual["classes"]) + ")")
     out.update(holds=True, x=[str(v) for v in x], sent=[str(v) for v in sent], received=[str(v) for v in recv],
                max_row_load=str(max(rows)), ports=ports, lp_optimum=str(optimum),
                optimum_certified_for_all_p=certified,
                message=f"the flows induce a feasible point of the shared fluid LP at T = {t}, so T ≥ the LP "
-                       f"optimum {optimum} n/B" + ("" if certified else " (optimum = bound checked at instances)")
+                       f"optimum {optimum} n/B" + ("" if certified and dual is None else by)
                        + ("" if exclusive is None else f"; and of the exclusive LP, so T ≥ T_ex = {exclusive['lp_optimum']}"))
+    return out
+
+
+def _dual_bound(cluster: Cluster, t: Fraction) -> dict | None:
+    """The exact LP dual for the cluster (lp_models.dual_certificate), checked per node, and T ≥ μ;
+    None where the cluster has more node slowdowns than the exact search takes."""
+    from lp_models.dual_certificate import lp_dual
+    from optcc.errors import OptccError
+    try:
+        cert = lp_dual(cluster)
+    except OptccError:
+        return None
+    out = {"holds": True, **cert.to_json()}
+    bad = cert.problems()
+    if bad:
+        out.update(holds=False, message=f"the LP dual does not check: {'; '.join(bad)}")
+    elif t < cert.mu:
+        out.update(holds=False, message=f"T = {t} is below the LP dual's bound μ = {cert.mu}: a bug in the timing")
     return out
 
 
