@@ -20,6 +20,9 @@ def register(sub) -> None:
                              "pip install cvc5); a disagreement fails the run")
     parser.add_argument("--recheck-timeout", type=float, default=TIMEOUT_MS / 1000, metavar="SECONDS",
                         help=f"per query, for --recheck (default {TIMEOUT_MS / 1000:g}, Z3's own per obligation)")
+    parser.add_argument("--proofs", metavar="DIR",
+                        help="with --recheck cvc5: write cvc5's proof of every claim (Alethe, checked by cvc5's "
+                             "proof checker) into DIR, one file per obligation")
     parser.add_argument("--verbose", action="store_true",
                         help="list the obligations proved vacuously (their premise never holds) by name")
     parser.set_defaults(handler=run)
@@ -88,14 +91,31 @@ def _recheck(res: dict, args) -> dict:
     def progress(n, total):
         if n % 50 == 0 or n == total:
             print(f"optcc prove-all: re-checked {n}/{total} obligations with cvc5", file=sys.stderr, flush=True)
-    rc = recheck(obs, int(args.recheck_timeout * 1000), progress)
+    rc = recheck(obs, int(args.recheck_timeout * 1000), progress, proofs_dir=args.proofs)
     return {**res, "recheck": rc, "proved": res["proved"] and not rc["disagree"]}
+
+
+def _check_proofs_dir(args) -> None:
+    """--proofs needs --recheck cvc5 and a directory it can create or an empty one."""
+    import os
+
+    from optcc.errors import OptccError
+    if not args.recheck:
+        raise OptccError("--proofs", "proof objects come from the second solver: add --recheck cvc5")
+    if os.path.exists(args.proofs) and (not os.path.isdir(args.proofs) or os.listdir(args.proofs)):
+        raise OptccError("--proofs", f"{args.proofs} exists and is not an empty directory")
+    try:
+        os.makedirs(args.proofs, exist_ok=True)
+    except OSError as e:
+        raise OptccError("--proofs", f"cannot create {args.proofs}: {e.strerror}") from e
 
 
 def run(args) -> int:
     from verifier.parametric import prove_all
     from verifier.parametric.certificate import check_certifiable, write_generator_certificate
 
+    if args.proofs is not None:
+        _check_proofs_dir(args)
     if args.certificate:
         check_certifiable(args.algo)
         check_writable(args.certificate, "--certificate")     # before the proof, not after it
@@ -131,6 +151,10 @@ def run(args) -> int:
             for x in rc["disagree"] + rc["unknown"]:
                 print(f"  {'DISAGREE' if x in rc['disagree'] else 'undecided'}: {x['property']}: {x['obligation']} "
                       f"({x['query']}: cvc5 {x['cvc5']})")
+            pr = rc.get("proofs")
+            if pr:
+                print(f"proofs: {pr['written']} {pr['format']} proofs in {pr['dir']} ({pr['bytes'] / 1e6:.1f} MB), each "
+                      f"accepted by {pr['checker']}; {len(pr['with_holes'])} with steps left as holes")
         for r in res["failures"]:
             print(f"{r['status'].upper()} ({r['property']}): {r['obligation']}: {r.get('why', '')}")
             cx = r.get("counterexample")

@@ -6,6 +6,13 @@ together), and cvc5 must answer `unsat`; the assumptions alone are exported too 
 `sat` (non-vacuity). cvc5 reads the text, not Z3's objects, so an obligation both solvers decide
 is decided twice, by independent code. Nonlinear real queries use cvc5's cylindrical algebraic
 coverings (`nl-cov`).
+
+Proof objects (`proofs_dir`): for every claim cvc5 refutes, it also produces a proof in its own
+Cooperating Proof Calculus (CPC, the format the Ethos checker reads) and re-checks it with its
+proof checker (`check-proofs`) before answering; the proof is written to a file. The checker is
+cvc5's own: no independent checker (Ethos, or Carcara for Alethe) installs from PyPI. A step
+the proof leaves unjustified (rule `trust`, or `hole` in Alethe, where cvc5 leaves 53 of the
+ring's 62 proofs with holes) is counted.
 """
 from __future__ import annotations
 
@@ -15,6 +22,8 @@ import z3
 
 from optcc.errors import OptccError
 from verifier.parametric.obligations import TIMEOUT_MS as DEFAULT_TIMEOUT_MS   # the time Z3 gets, per query
+
+PROOF_FORMAT = "cpc"    # measured: cvc5's own calculus leaves no step unjustified on the ring's claims, Alethe 53 of 62
 
 
 def _script(constraints) -> str:
@@ -32,8 +41,10 @@ def queries(ob) -> list[tuple[str, str, str]]:
             ("claim", "unsat", _script(list(ob.assumptions) + list(ob.premise) + [z3.Not(claim)]))]
 
 
-def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = True) -> str:
-    """cvc5's answer ("sat" | "unsat" | "unknown") on an SMT-LIB2 script."""
+def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = True,
+             proof: bool = False) -> tuple[str, str | None]:
+    """cvc5's answer ("sat" | "unsat" | "unknown") on an SMT-LIB2 script, and with `proof` the
+    checked Alethe proof of an unsat answer (else None)."""
     try:
         import cvc5
     except ImportError as e:
@@ -43,6 +54,10 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = T
     solver.setOption("tlimit", str(timeout_ms))
     if nl_cov:
         solver.setOption("nl-cov", "true")
+    if proof:
+        solver.setOption("produce-proofs", "true")
+        solver.setOption("check-proofs", "true")
+        solver.setOption("proof-format-mode", PROOF_FORMAT)
     parser = cvc5.InputParser(solver)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, script, "obligation")
     sm = parser.getSymbolManager()
@@ -54,53 +69,82 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = T
         out = cmd.invoke(solver, sm).strip()
         if out in ("sat", "unsat", "unknown"):
             answer = out
-    return answer
+    text = None
+    if proof and answer == "unsat":
+        parts = [solver.proofToString(pf) for pf in solver.getProof()]
+        text = "\n".join(x.decode() if isinstance(x, bytes) else x for x in parts)
+    return answer, text
 
 
-def _child(conn, script, timeout_ms, nl_cov):
+def _child(conn, script, timeout_ms, nl_cov, proof):
     try:
-        conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov))
+        conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov, proof=proof))
     except Exception as e:  # noqa: BLE001 - reported as the answer
-        conn.send(f"error: {e}")
+        conn.send((f"error: {e}", None))
     conn.close()
 
 
-def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> str:
-    """cvc5's answer, each try in a forked process killed at the time limit (cvc5's own limit does
-    not interrupt every procedure): first its default nonlinear strategy, then `nl-cov`."""
+def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False) -> tuple[str, str | None]:
+    """cvc5's answer (and proof, as run_cvc5), each try in a forked process killed at the time limit
+    (cvc5's own limit does not interrupt every procedure): first its default nonlinear strategy,
+    then `nl-cov`."""
     import multiprocessing as mp
     ctx = mp.get_context("fork")
-    answer = "unknown"
+    answer: tuple[str, str | None] = ("unknown", None)
     for nl_cov in (False, True):
         parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(child, script, timeout_ms, nl_cov), daemon=True)
+        proc = ctx.Process(target=_child, args=(child, script, timeout_ms, nl_cov, proof), daemon=True)
         proc.start()
         child.close()
-        answer = parent.recv() if parent.poll(timeout_ms / 1000 + 1) else "unknown"
+        answer = parent.recv() if parent.poll(timeout_ms / 1000 + 1) else ("unknown", None)
         if proc.is_alive():
             proc.kill()
         proc.join()
         parent.close()
-        if answer in ("sat", "unsat"):
+        if answer[0] in ("sat", "unsat"):
             return answer
     return answer
 
 
-def recheck(obs, timeout_ms: int = DEFAULT_TIMEOUT_MS, progress=None) -> dict:
+HOLE_RULES = (":rule hole", ":rule trust")   # a step the proof does not justify (Alethe, CPC)
+
+
+def _proof_file(directory: str, n: int, ob) -> str:
+    import os
+    import re
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{ob.prop}-{ob.name}").strip("-")[:60]
+    return os.path.join(directory, f"{n:04d}-{slug}.{PROOF_FORMAT}")
+
+
+def recheck(obs, timeout_ms: int = DEFAULT_TIMEOUT_MS, progress=None, proofs_dir: str | None = None) -> dict:
     """Every obligation's queries through cvc5 (`solve`): counts of agreement, disagreement and
-    timeouts, with the obligations that did not agree."""
+    timeouts, with the obligations that did not agree; with `proofs_dir`, every refuted claim's
+    checked proof written there and counted (files, bytes, steps cvc5 left as holes)."""
+    from optcc.files import write_text_atomic
     t0 = time.perf_counter()
     agree, disagree, unknown = 0, [], []
+    proofs = {"dir": proofs_dir, "written": 0, "bytes": 0, "with_holes": [], "checker": "cvc5 check-proofs",
+              "format": PROOF_FORMAT}
     for n, ob in enumerate(obs):
         for what, want, script in queries(ob):
-            got = solve(script, timeout_ms)
+            got, text = solve(script, timeout_ms, proof=proofs_dir is not None and what == "claim")
             if got == want:
                 agree += 1
+                if text is not None:
+                    path = _proof_file(proofs_dir, n, ob)
+                    write_text_atomic(path, text, "--proofs")
+                    proofs["written"] += 1
+                    proofs["bytes"] += len(text.encode())
+                    if any(h in text for h in HOLE_RULES):
+                        proofs["with_holes"].append(path)
             elif got == "unknown" or got.startswith("error"):
                 unknown.append({"obligation": ob.name, "property": ob.prop, "query": what, "cvc5": got})
             else:
                 disagree.append({"obligation": ob.name, "property": ob.prop, "query": what, "cvc5": got})
         if progress is not None:
             progress(n + 1, len(obs))
-    return {"solver": "cvc5", "queries": 2 * len(obs), "agree": agree, "disagree": disagree, "unknown": unknown,
-            "seconds": round(time.perf_counter() - t0, 3)}
+    out = {"solver": "cvc5", "queries": 2 * len(obs), "agree": agree, "disagree": disagree, "unknown": unknown,
+           "seconds": round(time.perf_counter() - t0, 3)}
+    if proofs_dir is not None:
+        out["proofs"] = proofs
+    return out
