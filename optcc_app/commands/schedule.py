@@ -1,7 +1,9 @@
 """`optcc schedule`: build any algorithm of the registry (optcc, ring, the baselines) for a cluster, write it as JSON."""
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 from optcc.algorithms import algorithm_names, build_schedule
 from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, byte_size, cluster_from_args, segments_from_args
@@ -68,8 +70,19 @@ def run(args) -> int:
         print(f"wrote {args.output}: {generator} generated schedule (its parameters, {len(out.canonical_bytes())} "
               f"bytes), {cluster.describe()}, k={k}", file=sys.stderr)
         return 0
+    from optcc_app.commands.compare import LOUD_WORK      # p²·k flows that take seconds to build and write
+    loud = cluster.p ** 2 * k >= LOUD_WORK
+    t0 = time.perf_counter()
+    if loud:
+        print(f"optcc schedule: building {args.algo} on {cluster.describe()}, k={k} (about p²·k = "
+              f"{cluster.p ** 2 * k:,} flows)", file=sys.stderr, flush=True)
     schedule = build_schedule(args.algo, cluster, k)
+    if loud:
+        print(f"optcc schedule: built {len(schedule.flows):,} flows in {time.perf_counter() - t0:.1f} s; "
+              f"writing {args.output}", file=sys.stderr, flush=True)
     schedule.save(args.output, field="--output")
     print(f"wrote {args.output}: {args.algo}, {cluster.describe()}, k={k}, "
-          f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows", file=sys.stderr)
+          f"{len(schedule.pieces)} pieces, {len(schedule.flows)} flows"
+          + (f" ({os.path.getsize(args.output) / 1e6:.0f} MB, {time.perf_counter() - t0:.1f} s)" if loud else ""),
+          file=sys.stderr)
     return 0
