@@ -148,3 +148,17 @@ def test_a_tie_the_taint_cannot_clear_is_proved_when_every_order_gives_the_sum()
         assert all({r: c for r, c in v.items() if c} == {0: 1, 1: 1, 2: 1} for v in finals.values())
     proof = prove_allreduce(s)
     assert proof.proved, proof.counterexamples
+
+
+def test_optcc_verify_and_run_refuse_the_tie_with_its_witness(tmp_path, capsys):
+    """The documented entry points: `optcc verify FILE` exits 1 naming the order that breaks it;
+    `optcc run` refuses it before any rank starts (exit 2)."""
+    from optcc_app.cli import main
+    path = str(tmp_path / "stale.json")
+    stale_copy_and_sum().save(path)
+    assert main(["verify", path]) == 1
+    out = capsys.readouterr().out
+    assert "causality      REFUTED" in out and "applied as flows 3, 2, rank 1 ends it with x2" in out
+    assert main(["run", "--schedule", path, "--nproc", "3", "--backend", "gloo"]) == 2
+    err = capsys.readouterr().err
+    assert "causality" in err and "applied as flows 3, 2" in err
