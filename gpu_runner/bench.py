@@ -47,9 +47,16 @@ def table_rows(result: dict, cluster) -> list[dict]:
         size = r["size"]
         algbw = size / t / 1e9 if t > 0 else float("inf")
         lb_us = units_to_seconds(cluster, lb_units, size) * 1e6
-        rows.append({"size": size, "count": r["count"], "type": r["type"], "time_us": t * 1e6,
-                     "algbw": algbw, "busbw": algbw * 2 * (p - 1) / p, "wrong": r["wrong"],
-                     "lb_us": lb_us, "eff": lb_us / (t * 1e6) if t > 0 else None})
+        row = {"size": size, "count": r["count"], "type": r["type"], "time_us": t * 1e6,
+               "algbw": algbw, "busbw": algbw * 2 * (p - 1) / p, "wrong": r["wrong"],
+               "lb_us": lb_us, "eff": lb_us / (t * 1e6) if t > 0 else None}
+        if "torch_seconds" in r:          # torch's all_reduce in alternating rounds of the same run
+            tt = r["torch_seconds"]
+            row.update(torch_us=tt * 1e6, vs_torch=t / tt if tt > 0 else None)
+        for key in ("segments",):
+            if key in r:
+                row[key] = r[key]
+        rows.append(row)
     return rows
 
 
@@ -68,7 +75,8 @@ def _num(value: float, width: int) -> str:
     return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
 
 
-_WIDTHS = (12, 12, 8, 6, 6, 7, 6, 6, 6, 7, 6, 6, 6, 8, 6)   # nccl-tests' columns, then lb_us and eff
+_WIDTHS = (12, 12, 8, 6, 6, 7, 6, 6, 6, 7, 6, 6, 6, 8, 6, 8, 8, 3)   # nccl-tests' columns, then lb_us, eff,
+#                                                                    torch_us, vs_torch (alternating rounds), k
 
 
 def _line(cells, head: bool = False) -> str:
@@ -79,7 +87,9 @@ def _line(cells, head: bool = False) -> str:
 
 def nccl_lines(rows, run_line: str, notes=()) -> list[str]:
     """The benchmark as all_reduce_perf prints it (formats of nccl-tests' src/util.cu), with
-    `# ` + each of `notes` above the header and lb_us/eff as two extra columns."""
+    `# ` + each of `notes` above the header and extra columns after nccl-tests' own: lb_us, eff,
+    torch_us and vs_torch (torch's all_reduce timed in alternating rounds of the same run, and
+    time/torch_us; "-" where not timed) and k (the schedule's segments at that size)."""
     return nccl_header(run_line, notes) + [nccl_row(r) for r in rows] + nccl_footer(rows)
 
 
@@ -88,16 +98,19 @@ def nccl_header(run_line: str, notes=()) -> list[str]:
     return [f"# {run_line}", "#", *(f"# {n}" for n in notes), "#",
             "# " + " " * 50 + "           out-of-place                       in-place",
             _line(("size", "count", "type", "redop", "root") + ("time", "algbw", "busbw", "#wrong") * 2
-                  + ("lb_us", "eff"), head=True),
-            _line(("(B)", "(elements)", "", "", "") + ("(us)", "(GB/s)", "(GB/s)", "") * 2 + ("(us)", ""), head=True)]
+                  + ("lb_us", "eff", "torch_us", "vs_torch", "k"), head=True),
+            _line(("(B)", "(elements)", "", "", "") + ("(us)", "(GB/s)", "(GB/s)", "") * 2 + ("(us)", "", "(us)"),
+                  head=True)]
 
 
 def nccl_row(r: dict) -> str:
     """One size's line (a row of table_rows); printed as soon as the size is done."""
     place = (_num(r["time_us"], 7), _num(r["algbw"], 6), _num(r["busbw"], 6), f"{r['wrong']:g}")
     eff = "-" if r["eff"] is None else f"{r['eff']:.4f}"
+    torch_us = _num(r["torch_us"], 8) if r.get("torch_us") is not None else "-"
+    vs = f"{r['vs_torch']:.3f}" if r.get("vs_torch") is not None else "-"
     return _line((r["size"], r["count"], NCCL_TYPE.get(r["type"], r["type"]), "sum", -1) + place * 2
-                 + (_num(r["lb_us"], 8), eff))
+                 + (_num(r["lb_us"], 8), eff, torch_us, vs, r.get("segments", "-")))
 
 
 def nccl_footer(rows) -> list[str]:

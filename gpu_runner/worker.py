@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--iters", type=int, default=1)
     ap.add_argument("--mode", choices=("run", "bench"), default="run")
+    ap.add_argument("--alternate-torch", action="store_true",
+                    help="bench mode: time torch's all_reduce in rounds alternating with the schedule's (one "
+                         "machine state for both: their ratio is measured in one run)")
     ap.add_argument("--runner", choices=RUNNERS, default=DEFAULT_RUNNER,
                     help="streaming (default: no per-time barrier, proved safe per schedule) or step")
     ap.add_argument("--result", metavar="FILE", help="rank 0 writes the JSON result here")
@@ -186,27 +189,42 @@ def _main(args, rank: int) -> int:
         work = inp.clone()
         if executor is not None:
             executor.prepare(work)
-        times = []
-        for it in range(args.warmup + args.iters):
-            work.copy_(inp)
+        alternate = args.alternate_torch and executor is not None
+        other = inp.clone() if alternate else None
+        times, torch_times = [], []
+
+        def timed(run, buf) -> float:
+            buf.copy_(inp)
             barrier()
             if args.inject_fault:
                 inject_fault(args.inject_fault, rank, watchdog)
             t0 = time.perf_counter()
-            if executor is not None:
-                executor.run(work)
-            else:
-                watchdog.waiting("torch's all_reduce")
-                dist.all_reduce(work)
+            run(buf)
             if device.type == "cuda":
                 torch.cuda.synchronize()
             t1 = time.perf_counter()
             watchdog.beat()
+            return t1 - t0
+
+        def torch_all_reduce(buf) -> None:
+            watchdog.waiting("torch's all_reduce")
+            dist.all_reduce(buf)
+        mine = executor.run if executor is not None else torch_all_reduce
+        for it in range(args.warmup + args.iters):
+            if alternate and it % 2:                 # torch first on odd rounds: neither always goes first
+                t_torch = timed(torch_all_reduce, other)
+                t = timed(mine, work)
+            else:
+                t = timed(mine, work)
+                t_torch = timed(torch_all_reduce, other) if alternate else None
             if it >= args.warmup:
-                times.append(t1 - t0)
+                times.append(t)
+                if t_torch is not None:
+                    torch_times.append(t_torch)
         wrong, max_err = count_wrong(work, ref, absref, args.dtype, world, exact)
         stats = torch.tensor([float(wrong), 0.0, 0.0], dtype=torch.float64, device=device)
-        mx = torch.tensor([sum(times) / max(len(times), 1), max_err], dtype=torch.float64, device=device)
+        mx = torch.tensor([sum(times) / max(len(times), 1), max_err, sum(torch_times) / max(len(torch_times), 1)],
+                          dtype=torch.float64, device=device)
         watchdog.waiting("gathering the results")
         dist.all_reduce(stats)
         dist.all_reduce(mx, op=dist.ReduceOp.MAX)
@@ -214,6 +232,8 @@ def _main(args, rank: int) -> int:
         row = {"size": count * elem, "count": count, "type": args.dtype,
                "seconds": float(mx[0]), "wrong": int(stats[0]), "max_abs_error": float(mx[1]),
                "correct": int(stats[0]) == 0}
+        if alternate:
+            row["torch_seconds"] = float(mx[2])
         if args.dtype in EPS and count:      # error against the exact (float64) sum, in eps·Σ|x|
             scale = EPS[args.dtype] * absref + 1e-300
             errs = torch.tensor([float(((work.double() - exact).abs() / scale).max()),

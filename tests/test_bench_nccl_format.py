@@ -55,15 +55,15 @@ def test_layout_parses_like_nccl_tests_output():
     rows = [_row(65536, 1673.04), _row(1 << 30, 12345678.0, wrong=7), _row(8, 3.5)]
     text = "\n".join(nccl_lines(rows, "nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824", ["a note"]))
     got = parse_nccl_tests(text)
-    assert got["header"][:13] == NCCL_HEADER and got["header"][13:] == ["lb_us", "eff"]
-    assert got["units"] == ["(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)", "(GB/s)", "(us)"]
+    assert got["header"][:13] == NCCL_HEADER and got["header"][13:] == ["lb_us", "eff", "torch_us", "vs_torch", "k"]
+    assert got["units"] == ["(B)", "(elements)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(GB/s)", "(GB/s)", "(us)", "(us)"]
     assert [r["size"] for r in got["rows"]] == [65536, 1 << 30, 8]
     first = got["rows"][0]
     assert (first["count"], first["type"], first["redop"], first["root"]) == (16384, "float", "sum", -1)
     assert first["oop"] == first["ip"] == (1673.04, 0.04, 0.06, 0)   # nccl-tests' 2-decimal bandwidths
     assert got["rows"][1]["ip"][0] == 1.2e7 and got["rows"][1]["ip"][3] == 7   # 1.2e+07 us
     assert got["rows"][2]["ip"][0] == 3.5
-    assert [float(x) for x in first["extra"]] == [65.54, 0.5]
+    assert first["extra"][:2] == ["65.54", "0.5000"] and first["extra"][2:] == ["-", "-", "-"]
     assert got["oob"] == (7, "FAILED")
     assert got["avg_busbw"] == pytest.approx(sum(r["busbw"] for r in rows) / 3, rel=1e-5)
     # nccl-tests' columns line up: each value ends where its header name ends
@@ -94,7 +94,9 @@ def test_real_bench_run_parses_like_nccl_tests_output():
         (4096, 1024, "float", "sum", -1), (16384, 4096, "float", "sum", -1)]
     for r in got["rows"]:
         assert r["ip"][0] > 0 and r["ip"][3] == 0 and r["oop"] == r["ip"]
-        assert len(r["extra"]) == 2 and float(r["extra"][0]) > 0
+        lb, eff, torch_us, vs, k = r["extra"]       # torch's all_reduce timed in alternating rounds
+        assert float(lb) > 0 and float(torch_us) > 0 and float(vs) == pytest.approx(r["ip"][0] / float(torch_us), rel=2e-2)
+        assert int(k) >= 1
     assert got["oob"] == (0, "OK")
     assert got["avg_busbw"] >= 0
     assert done.stdout.splitlines()[0].startswith("# nThread 1 nGpus 1 minBytes 4096 maxBytes 16384 step: 4(factor)")

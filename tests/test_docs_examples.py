@@ -3,7 +3,7 @@ seconds runs as its own process (in a fresh directory per document, in document 
 later examples find the files earlier ones wrote) and every line of its shown output must be in
 what the command prints now, words and numbers alike. Whitespace is compared collapsed; only
 wall-clock figures are masked (proof seconds, run milliseconds, the time/algbw/busbw/eff columns
-of bench tables); lines starting with "…" or "..." are the document's own notes on what it left
+of bench tables, torch_us and vs_torch too); lines starting with "…" or "..." are the document's own notes on what it left
 out. `optcc demo` runs as `optcc demo --no-run` (its real-run rows are not compared), and every
 file an example reads must be made by an earlier example of the same document."""
 from __future__ import annotations
@@ -32,7 +32,7 @@ VOLATILE = [(re.compile(r"\b(proved|refuted)( by the verifier)?( \([^)]*\))? in 
             (re.compile(r"\b\d+(\.\d+)? ms\b"), "<ms>"),                                  # a run's wall time
             (re.compile(r"(Avg bus bandwidth\s*:)\s*\S+"), r"\1 <wall>")]
 # Columns of a benchmark table that are measured wall-clock figures (masked in its rows).
-VOLATILE_COLUMNS = {"time", "time_us", "algbw", "busbw", "eff"}
+VOLATILE_COLUMNS = {"time", "time_us", "algbw", "busbw", "eff", "torch_us", "vs_torch"}
 
 
 def examples(path: Path) -> list[tuple[str, list[str]]]:

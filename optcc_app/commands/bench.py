@@ -20,7 +20,7 @@ def register(sub) -> None:
     what.add_argument("--algo", choices=("optcc", "ring", "torch"),
                       help="build the schedule for the cluster flags ('torch' = dist.all_reduce)")
     add_cluster_args(parser, p_required=False)
-    add_segments_arg(parser, "at the largest size -e (unused with --schedule, --algo torch)")
+    add_segments_arg(parser, "auto: chosen per size, one launch per distinct k (unused with --schedule, --algo torch)")
     parser.add_argument("-b", "--minbytes", default="8K", help="smallest size (default 8K)")
     parser.add_argument("-e", "--maxbytes", default="1M", help="largest size (default 1M)")
     parser.add_argument("-f", "--stepfactor", type=int, default=2,
@@ -85,51 +85,80 @@ def run(args) -> int:
         raise OptccError("-b", f"every size must be a whole number of {args.dtype} elements ({elem} bytes), "
                                f"got {', '.join(str(s) for s in sizes if s % elem)}")
     require_cuda_for_nccl(args.backend)
-    common = ["--mode", "bench", "--sizes", ",".join(map(str, sizes)), "--dtype", args.dtype,
-              "--warmup", str(args.warmup_iters), "--iters", str(args.iters), "--backend", args.backend]
+    base = ["--mode", "bench", "--dtype", args.dtype, "--warmup", str(args.warmup_iters), "--iters", str(args.iters),
+            "--backend", args.backend]
     if args.p is None and not args.cluster:
         args.p = args.nproc                  # cluster flags default to one rank per process
-    k = None                                 # segments: only when the schedule is built here
-    schedule = None                          # torch's own all_reduce runs no schedule
+    groups = _size_groups(args, sizes)       # [(k or None, sizes)]: one launch each
+    rows: list = []
+    result: dict = {}
+    shown = None
     with private_tempdir("optcc-bench-") as tmp:
-        if args.schedule or args.algo in ("optcc", "ring"):
-            if args.schedule:
-                path = args.schedule
+        for k, mine in groups:
+            common = [*base, "--sizes", ",".join(map(str, mine))]
+            schedule = None                  # torch's own all_reduce runs no schedule
+            if args.schedule or args.algo in ("optcc", "ring"):
+                if args.schedule:
+                    path = args.schedule
+                else:
+                    from optcc.algorithms import build_schedule
+                    built = build_schedule(args.algo, cluster_from_args(args), k)
+                    path = os.path.join(tmp, f"{args.algo}-k{k}.json")
+                    built.save(path)
+                schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
+                note += "; " + check_runner(schedule, args.runner)
+                cluster = schedule.cluster
+                worker = [*attested_worker_args(schedule, path, tmp, args.runner, args.dtype, args.allow_worse_numerics),
+                          "--runner", args.runner, "--alternate-torch", *common]
+                if args.allow_worse_numerics:
+                    worker.append("--allow-worse-numerics")
+                label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
             else:
-                from optcc.algorithms import build_schedule
-                built_on = cluster_from_args(args)
-                k = segments_from_args(args, args.algo, built_on, max(sizes), real_run=True)
-                schedule = build_schedule(args.algo, built_on, k)
-                path = os.path.join(tmp, f"{args.algo}.json")
-                schedule.save(path)
-            schedule, note = prepare_schedule(path, args.nproc, None, args.dtype, args.allow_worse_numerics)
-            note += "; " + check_runner(schedule, args.runner)
-            cluster = schedule.cluster
-            worker = [*attested_worker_args(schedule, path, tmp, args.runner, args.dtype, args.allow_worse_numerics),
-                      "--runner", args.runner, *common]
-            if args.allow_worse_numerics:
-                worker.append("--allow-worse-numerics")
-            label = f"{schedule.meta.get('algorithm', 'schedule')} ({note})"
-        else:
-            cluster = cluster_from_args(args)
-            if cluster.p != args.nproc:
-                raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
-            worker = ["--algo", "torch", *common]
-            label = "torch.distributed.all_reduce"
-        say(f"starting {args.nproc} ranks ({len(sizes)} sizes)")
-        shown = _Rows(args, cluster, label, lo, hi, say)
-        res = launch(args.nproc, worker, args.timeout, schedule=schedule, progress=shown.event)
-    if not res.ok:
-        raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
-    rows = table_rows(res.result, cluster)
+                cluster = cluster_from_args(args)
+                if cluster.p != args.nproc:
+                    raise OptccError("--p", f"the cluster has p = {cluster.p} but --nproc is {args.nproc}")
+                worker = ["--algo", "torch", *common]
+                label = "torch.distributed.all_reduce"
+            say(f"starting {args.nproc} ranks ({len(mine)} sizes" + (f", k = {k}" if k is not None else "") + ")")
+            if shown is None:
+                shown = _Rows(args, cluster, label, lo, hi, say)
+            shown.segments = k
+            res = launch(args.nproc, worker, args.timeout, schedule=schedule, progress=shown.event)
+            if not res.ok:
+                raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
+            for r in res.result["rows"]:
+                if k is not None:
+                    r["segments"] = k
+            rows += table_rows(res.result, cluster)
+            result = res.result
+    rows.sort(key=lambda r: r["size"])
     if args.json:
-        print_json({"algorithm": label, "runner": res.result.get("runner"), "cluster": cluster.to_json(),
-                    "backend": res.result["backend"],
-                    "world_size": res.result["world_size"], "warmup": args.warmup_iters,
-                    "iters": args.iters, "segments": k, "rows": rows})
+        ks = sorted({k for k, _ in groups if k is not None})
+        print_json({"algorithm": label, "runner": result.get("runner"), "cluster": cluster.to_json(),
+                    "backend": result["backend"], "world_size": result["world_size"], "warmup": args.warmup_iters,
+                    "iters": args.iters, "segments": ks[0] if len(ks) == 1 else (ks or None), "rows": rows})
     else:
-        shown.finish(res.result, rows)
+        shown.finish(result, rows)
     return 0 if all(r["wrong"] == 0 for r in rows) else 1
+
+
+def _size_groups(args, sizes: list[int]) -> list[tuple[int | None, list[int]]]:
+    """The launches: for --algo optcc|ring, runs of consecutive sizes whose auto k is the same (a
+    given --segments: one k for all); else one launch of every size."""
+    if args.schedule or args.algo not in ("optcc", "ring"):
+        return [(None, sizes)]
+    from optcc_app.commands._common import segments_given
+    cluster = cluster_from_args(args)
+    if segments_given(args) and str(args.segments) != "auto":
+        return [(segments_from_args(args, args.algo, cluster, max(sizes), real_run=True), sizes)]
+    groups: list[tuple[int | None, list[int]]] = []
+    for size in sizes:                  # consecutive sizes with one k share a launch: rows stay in order
+        k = segments_from_args(args, args.algo, cluster, size, real_run=True)
+        if groups and groups[-1][0] == k:
+            groups[-1][1].append(size)
+        else:
+            groups.append((k, [size]))
+    return groups
 
 
 def say(message: str) -> None:
@@ -146,6 +175,7 @@ class _Rows:
         self.run_line = (f"nThread 1 nGpus 1 minBytes {lo} maxBytes {hi} step: {step} "
                          f"warmup iters: {args.warmup_iters} iters: {args.iters} agg iters: 1 validation: 1 graph: 0")
         self.world, self.header = None, False
+        self.segments = None            # the k of the launch in progress (its rows' k column)
 
     def _print_header(self, world, backend) -> None:
         from gpu_runner.bench import nccl_header
@@ -160,10 +190,11 @@ class _Rows:
         if event["event"] == "group":
             self.world = event["world_size"]
             self.say(f"process group formed ({event['backend']}, {self.world} ranks)")
-            if not self.args.json:
+            if not self.args.json and not self.header:
                 self._print_header(self.world, event["backend"])
         elif event["event"] == "row":
-            row, = table_rows({"world_size": self.world, "rows": [event["row"]]}, self.cluster)
+            raw = dict(event["row"], **({"segments": self.segments} if self.segments is not None else {}))
+            row, = table_rows({"world_size": self.world, "rows": [raw]}, self.cluster)
             if self.args.json:
                 self.say(f"{row['size']} bytes: {row['time_us']:.2f} us, {row['wrong']} wrong")
             else:
