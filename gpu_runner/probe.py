@@ -77,9 +77,11 @@ def fixed_cost(t_small, t_full, size: int) -> float:
 
 
 def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwidth: float | None = None,
-             min_ell: float = 1.1) -> dict:
+             min_ell: float = 1.1, fixed_cost_s: float = 0.0) -> dict:
     """From rates[rep][src][dst] (bytes/s of receiver-timed flows; the diagonal is ignored) to
-    per-rank send/receive rates, ℓ estimates and a cluster JSON (Cluster.to_json format)."""
+    per-rank send/receive rates, ℓ estimates and a cluster JSON (Cluster.to_json format) whose
+    `overhead` is the measured per-flow fixed cost (derived: the intercept c of T(x) = c + x/rate
+    is paid by every message whatever its size, the event model's o; to the nanosecond)."""
     from optcc.cluster import Cluster
     p = len(hosts)
     send = [[] for _ in range(p)]
@@ -99,8 +101,10 @@ def estimate(rates: list[list[list[float]]], size: int, hosts: list[str], bandwi
                       "send_spread": _spread(send[r]), "recv_spread": _spread(recv[r])})
     verdict = decide(ranks, len(rates), min_ell)
     stragglers = {r["rank"]: Fraction(str(round(r["ell"], 2))) for r in ranks if r["straggler"]}
-    cluster = Cluster.build(p, stragglers=stragglers, bandwidth=Fraction(round(healthy_rate)))
+    overhead = Fraction(round(max(fixed_cost_s, 0.0) * 1e9), 10**9)
+    cluster = Cluster.build(p, stragglers=stragglers, bandwidth=Fraction(round(healthy_rate)), overhead=overhead)
     return {"ranks": ranks, "cluster": cluster.to_json(), "size": size, "repeats": len(rates),
+            "fixed_cost_s": fixed_cost_s,
             "healthy_bytes_per_s": healthy_rate, "bandwidth_given": bool(bandwidth), "min_ell": min_ell,
             **verdict}
 
@@ -121,14 +125,47 @@ def decide(ranks: list[dict], repeats: int, min_ell: float) -> dict:
         else:
             r["straggler"], r["decision"] = False, f"healthy: ℓ < {min_ell:g}"
     named = [r["rank"] for r in ranks if r["straggler"]]
+    # the smallest slowdown this run names for sure: ℓ·(1 − s) ≥ min_ell ⇔ ℓ ≥ min_ell/(1 − s)
+    smallest = min_ell / (1 - spread) if spread < 1 else float("inf")
     if repeats < 2:
         line = "no straggler named: one repetition measures no spread (use --repeats 2 or more)"
+        smallest = float("inf")
     elif named:
         line = (f"stragglers {', '.join(map(str, named))}: ℓ·(1 − spread) ≥ {min_ell:g} "
                 f"at spread {spread:.1%}")
     else:
-        line = f"no straggler: no rank's ℓ·(1 − spread) reaches {min_ell:g} at spread {spread:.1%}"
-    return {"spread": spread, "decision": line}
+        line = (f"no straggler: no rank's ℓ·(1 − spread) reaches {min_ell:g} at spread {spread:.1%}; a rank "
+                f"as slow as ℓ = {smallest:.2f} would have been named, below that this run cannot tell")
+    return {"spread": spread, "decision": line, "smallest_named_ell": smallest if smallest != float("inf") else None}
+
+
+def summary_lines(res: dict) -> list[str]:
+    """What `optcc probe` and `python -m gpu_runner.probe` print without --json (the JSON holds
+    the same): the setting, one row per rank, the rule, the decision, the overhead written."""
+    shaped = res.get("testbed", {}).get("shaped_ell")
+    headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell", "ell·(1−s)", "slow"] + (
+        ["shaped ell"] if shaped else [])
+    rows = [[r["rank"], r["host"], f"{r['send_bytes_per_s'] / 1e6:.3f}", f"{r['send_spread']:.1%}",
+             f"{r['recv_bytes_per_s'] / 1e6:.3f}", f"{r['recv_spread']:.1%}", f"{r['ell']:.3f}",
+             f"{r['ell_low']:.3f}", "yes" if r["straggler"] else "no"]
+            + ([f"{shaped[r['rank']]:g}"] if shaped else []) for r in res["ranks"]]
+    return [f"# {len(res['ranks'])} ranks, {res['repeats']} repetitions of {len(res['ranks']) - 1} rounds, "
+            f"{res['size']} bytes per stream; healthy B = {res['healthy_bytes_per_s'] / 1e6:.3f} MB/s "
+            f"({'given' if res['bandwidth_given'] else 'fastest rank'})",
+            *_table(headers, rows),
+            f"# best of the repetitions; ± = spread (max − min) / max over them; spread s = {res['spread']:.1%} "
+            f"(the largest ±); slow iff ℓ·(1 − s) ≥ {res['min_ell']:g}, else ℓ = 1 is written",
+            f"# {res['decision']}",
+            f"# per-message overhead o = {res.get('fixed_cost_s', 0.0) * 1e6:.1f} us (the common intercept of "
+            f"the flows' times at S/4 and S), written as the cluster's overhead"]
+
+
+def _table(headers: list[str], rows: list[list]) -> list[str]:
+    """Aligned columns: the host left, the rest right (numbers)."""
+    cells = [headers] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return ["  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+            for r in cells]
 
 
 def _spread(xs: list[float]) -> float:
@@ -236,8 +273,8 @@ def _main(args, rank: int) -> int:
     watchdog.beat()
     if rank == 0:
         t_small, t_full = times.tolist()
-        res = estimate(flow_rates(t_small, t_full, args.size), args.size, hosts, args.bandwidth, args.min_ell)
-        res["fixed_cost_s"] = fixed_cost(t_small, t_full, args.size)
+        res = estimate(flow_rates(t_small, t_full, args.size), args.size, hosts, args.bandwidth, args.min_ell,
+                       fixed_cost(t_small, t_full, args.size))
         _write(args, res)
     watchdog.phase("shutdown")
     dist.barrier()
@@ -255,6 +292,8 @@ def _write(args, res: dict) -> None:
             os.replace(tmp, path)
     if args.json:
         print(json.dumps(res))
+    elif not args.result:              # a person under torchrun: the table optcc probe prints
+        print("\n".join(summary_lines(res)), flush=True)
 
 
 def _inject(spec: str, rank: int, watchdog) -> None:

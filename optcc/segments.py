@@ -151,6 +151,16 @@ def _check_accepts(algo: str, cluster: Cluster) -> None:
 NO_LATENCY_HINT = "give --latency-model to choose another"
 
 
+def auto_timed_cluster(cluster: Cluster) -> Cluster:
+    """The cluster auto's model times: itself, or where it states no latency, with the
+    AUTO_DEFAULT_LATENCY_MODEL preset's o, Li, L."""
+    if has_latency(cluster):
+        return cluster
+    from optcc.latency import PRESETS
+    preset = PRESETS[AUTO_DEFAULT_LATENCY_MODEL]
+    return cluster.with_latency(preset.overhead, preset.issue_delay, preset.latency, preset.name)
+
+
 def choose_segments(value: str | int, algo: str, cluster: Cluster, n_bytes: int, build: bool = True,
                     no_latency_hint: str = NO_LATENCY_HINT,
                     say_default_latency: bool = True, host_post_s: Fraction | float | None = None) -> tuple[int, list[str]]:
@@ -170,14 +180,12 @@ def choose_segments(value: str | int, algo: str, cluster: Cluster, n_bytes: int,
     if fixed is not None:            # nothing to choose: no model time needed
         return fixed, []
     notes: list[str] = []
-    timed = cluster
-    if not has_latency(cluster):
+    timed = auto_timed_cluster(cluster)
+    if timed is not cluster and say_default_latency:
         from optcc.latency import PRESETS
         preset = PRESETS[AUTO_DEFAULT_LATENCY_MODEL]
-        timed = cluster.with_latency(preset.overhead, preset.issue_delay, preset.latency, preset.name)
-        if say_default_latency:
-            notes.append(f"the cluster has no latency (o = Li = L = 0), so --segments auto chose k under the "
-                         f"'{preset.name}' latency model ({preset.source}); {no_latency_hint}")
+        notes.append(f"the cluster has no latency (o = Li = L = 0), so --segments auto chose k under the "
+                     f"'{preset.name}' latency model ({preset.source}); {no_latency_hint}")
     try:
         k, _ = auto_segments(algo, timed, n_bytes, K_MAX)
     except OptccError as e:

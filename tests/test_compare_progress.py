@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from optcc_app.commands.compare import LOUD_WORK
+from optcc_app.commands._common import LOUD_WORK
 
 
 def test_large_compare_prints_each_row_as_it_finishes(run_optcc):
@@ -46,3 +46,17 @@ def test_large_schedule_prints_its_stages(run_optcc, tmp_path):
 def test_small_schedule_prints_one_line(run_optcc, tmp_path):
     res = run_optcc("schedule", "--algo", "ring", "--p", "8", "-o", str(tmp_path / "r.json"))
     assert res.returncode == 0 and len(res.stderr.splitlines()) == 1 and res.stderr.startswith("wrote ")
+
+
+def test_schedule_from_a_cluster_file_says_what_auto_k_assumed(run_optcc, tmp_path):
+    """`optcc schedule --cluster FILE` with auto k names the message size and the per-message
+    latency its k was chosen for (a probe's file: its measured overhead), and --n changes it."""
+    import json as _json
+    cluster = tmp_path / "c.json"
+    cluster.write_text(_json.dumps({"p": 4, "stragglers": [{"rank": 0, "ell": 2}], "bandwidth": 5000000,
+                                    "overhead": "13/2000"}))
+    res = run_optcc("schedule", "--algo", "optcc", "--cluster", str(cluster), "--n", "4M", "-o", str(tmp_path / "s.json"))
+    assert res.returncode == 0, res.stderr
+    note = res.stderr.splitlines()[0]
+    assert note.startswith("optcc: note: auto k = 7: the k minimising the model time of a 4,194,304-byte message (--n)")
+    assert "per message o = 6500 us, Li = 0 us, L = 0 us" in note and "k=7," in res.stderr

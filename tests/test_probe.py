@@ -78,7 +78,9 @@ def test_identical_ranks_with_noisy_repetitions_give_no_straggler():
     assert res["spread"] == pytest.approx(0.6)
     assert res["ranks"][2]["ell_low"] == pytest.approx(0.8) and not res["ranks"][2]["straggler"]
     assert res["cluster"]["stragglers"] == []
-    assert res["decision"] == "no straggler: no rank's ℓ·(1 − spread) reaches 1.1 at spread 60.0%"
+    assert res["decision"] == ("no straggler: no rank's ℓ·(1 − spread) reaches 1.1 at spread 60.0%; a rank as slow "
+                               "as ℓ = 2.75 would have been named, below that this run cannot tell")
+    assert res["smallest_named_ell"] == pytest.approx(1.1 / 0.4)
 
 
 # `optcc probe --nproc N --json` on this machine (2 shared cores, load average ~15), identical
@@ -196,12 +198,17 @@ def test_probe_under_torchrun(tmp_path):
         pytest.skip("torchrun is not installed")
     out = tmp_path / "c.json"
     res = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "3", "-m", "gpu_runner.probe",
-                          "--size", "65536", "--repeats", "1", "--out", str(out), "--json"],
+                          "--size", "65536", "--repeats", "2", "--out", str(out)],
                          capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
-    got = json.loads(res.stdout.strip().splitlines()[-1])
-    assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
-    assert Cluster.from_json(json.loads(out.read_text())).p == 3
+    lines = res.stdout.strip().splitlines()          # without --json: the table optcc probe prints
+    assert lines[0].startswith("# 3 ranks, 2 repetitions of 2 rounds, 65536 bytes per stream")
+    assert lines[1].split()[:3] == ["rank", "host", "send"] and [x.split()[0] for x in lines[2:5]] == ["0", "1", "2"]
+    assert lines[-2].startswith(("# no straggler", "# stragglers"))
+    cluster = Cluster.from_json(json.loads(out.read_text()))
+    assert cluster.p == 3 and cluster.overhead > 0                  # the measured per-message cost, written
+    shown = float(lines[-1].split("o = ")[1].split(" us")[0])
+    assert shown == pytest.approx(float(cluster.overhead) * 1e6, abs=0.06)
 
 
 def test_fixed_cost_is_the_common_intercept():
@@ -213,3 +220,13 @@ def test_fixed_cost_is_the_common_intercept():
     t_small = [[[c + size / 4 / rate[s][d] if s != d else 0 for d in range(3)] for s in range(3)]]
     t_full = [[[c + size / rate[s][d] if s != d else 0 for d in range(3)] for s in range(3)]]
     assert abs(fixed_cost(t_small, t_full, size) - c) < 1e-12
+
+
+def test_the_measured_fixed_cost_is_written_as_the_overhead():
+    """The cluster file carries the per-message cost the probe measured (it once wrote 0, and
+    `optcc schedule --cluster` then chose k = 1024 for a 4 MB bucket)."""
+    B = 4e6
+    res = estimate(_rates([B / 2, B, B], [B / 2, B, B], reps=3, jitter=(0.0, 0.05, 0.02)), 1 << 20, ["a", "b", "c"],
+                   fixed_cost_s=0.0065)
+    from fractions import Fraction
+    assert Cluster.from_json(res["cluster"]).overhead == Fraction(13, 2000) and res["fixed_cost_s"] == 0.0065

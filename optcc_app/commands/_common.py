@@ -13,6 +13,9 @@ from optcc_app.compose.tables import print_json, print_table  # noqa: F401  (the
 from optcc_app.commands._fields import flag_for
 
 DEFAULT_N_BYTES = 2**30
+# Progress on stderr where the schedules are large enough to take seconds (p²·k flows to build,
+# time, prove or write); smaller ones finish in about a second and print only their result.
+LOUD_WORK = 10**5
 
 
 def add_cluster_args(parser, p_required: bool = True, latency: bool = True) -> None:

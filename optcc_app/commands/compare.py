@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from optcc_app.commands._common import (add_cluster_args, add_segments_arg, add_size_and_json_args, cluster_from_args, message_size,
-                                    positive_seconds, print_json, print_table, segments_from_args)
+                                    positive_seconds, print_json, print_table, segments_from_args, LOUD_WORK)
 from optcc.timing import units_to_seconds
 
 
@@ -19,9 +19,6 @@ def register(sub) -> None:
     parser.set_defaults(handler=run)
 
 
-# Progress on stderr where the schedules are large enough to take seconds (p²·k flows to build,
-# time and prove); smaller comparisons finish in about a second and print only their table.
-LOUD_WORK = 10**5
 
 
 def run(args) -> int:

@@ -5,7 +5,7 @@ import argparse
 import math
 
 from optcc.cluster import MAX_P, parse_straggler
-from optcc_app.commands._common import byte_size, positive_seconds, print_json, print_table
+from optcc_app.commands._common import byte_size, positive_seconds, print_json
 from optcc.errors import OptccError
 from optcc.needs import require
 from optcc.files import check_writable, write_text_atomic
@@ -53,19 +53,8 @@ def run(args) -> int:
     if args.json:
         print_json(res)
         return 0
-    print(f"# {len(res['ranks'])} ranks, {res['repeats']} repetitions of {len(res['ranks']) - 1} rounds, "
-          f"{res['size']} bytes per stream; healthy B = {res['healthy_bytes_per_s'] / 1e6:.3f} MB/s "
-          f"({'given' if res['bandwidth_given'] else 'fastest rank'})")
-    shaped = res.get("testbed", {}).get("shaped_ell")
-    headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell", "ell·(1−s)", "slow"] + (
-        ["shaped ell"] if shaped else [])
-    print_table(headers, [[r["rank"], r["host"], f"{r['send_bytes_per_s'] / 1e6:.3f}", f"{r['send_spread']:.1%}",
-                           f"{r['recv_bytes_per_s'] / 1e6:.3f}", f"{r['recv_spread']:.1%}", f"{r['ell']:.3f}",
-                           f"{r['ell_low']:.3f}", "yes" if r["straggler"] else "no"]
-                          + ([f"{shaped[r['rank']]:g}"] if shaped else []) for r in res["ranks"]])
-    print(f"# best of the repetitions; ± = spread (max − min) / max over them; spread s = {res['spread']:.1%} "
-          f"(the largest ±); slow iff ℓ·(1 − s) ≥ {res['min_ell']:g}, else ℓ = 1 is written")
-    print(f"# {res['decision']}")
+    from gpu_runner.probe import summary_lines
+    print("\n".join(summary_lines(res)))
     print(f"wrote {args.out}: stragglers "
           + (", ".join(f"{s['rank']}:{s['ell']}" for s in res["cluster"]["stragglers"]) or "none"))
     return 0

@@ -6,7 +6,8 @@ import sys
 import time
 
 from optcc.algorithms import algorithm_names, build_schedule
-from optcc_app.commands._common import DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, byte_size, cluster_from_args, segments_from_args
+from optcc_app.commands._common import (DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, byte_size, cluster_from_args,
+                                        segments_from_args, segments_given, LOUD_WORK)
 from optcc.errors import OptccError
 
 
@@ -52,6 +53,10 @@ def check_algo(name: str) -> str:
 FORMS = ("auto", "flows", "generated")
 
 
+def _us(seconds) -> str:
+    return f"{float(seconds) * 1e6:g} us"
+
+
 def run(args) -> int:
     from optcc.generated import GeneratedSchedule, generated_form_of
     check_algo(args.algo)
@@ -61,6 +66,15 @@ def run(args) -> int:
         from optcc.generated import why_not_generated
         raise OptccError("--form", why_not_generated(args.algo, cluster))
     k = segments_from_args(args, args.algo, cluster, args.n, build=generator is None or args.form == "flows")
+    asked = segments_given(args) and str(args.segments) == "auto"
+    if asked or (args.cluster and not segments_given(args)):      # plain runs stay quiet (docs/latency.md)
+        from optcc.segments import auto_timed_cluster
+        timed = auto_timed_cluster(cluster)
+        print(f"optcc: note: auto k = {k}: the k minimising the model time of a {args.n:,}-byte message (--n) "
+              f"at B = {float(cluster.bandwidth):g} B/s, per message o = {_us(timed.overhead)}, "
+              f"Li = {_us(timed.issue_delay)}, L = {_us(timed.latency)}"
+              + (f" (latency model {timed.latency_model})" if timed.latency_model else "")
+              + (" — the cluster states none" if timed is not cluster else ""), file=sys.stderr)
     form = args.form
     if form == "auto":
         form = "generated" if generator is not None and not buildable(cluster, k) else "flows"
@@ -70,7 +84,6 @@ def run(args) -> int:
         print(f"wrote {args.output}: {generator} generated schedule (its parameters, {len(out.canonical_bytes())} "
               f"bytes), {cluster.describe()}, k={k}", file=sys.stderr)
         return 0
-    from optcc_app.commands.compare import LOUD_WORK      # p²·k flows that take seconds to build and write
     loud = cluster.p ** 2 * k >= LOUD_WORK
     t0 = time.perf_counter()
     if loud:
