@@ -34,7 +34,7 @@ class Obligation:
     assumptions: list[Z3Term]
     goal: Z3Term
     side: list[Z3Term] = field(default_factory=list)
-    params: Params | None = None  # z3 parameters, read back for a counterexample
+    params: tuple[Any, ...] | None = None  # z3 parameters (Params or a model's own NamedTuple), read back for a counterexample
     flows: list[tuple[Family, tuple[Term, ...]]] = field(default_factory=list)   # (Family, z3 index tuple): flows involved
     premise: list[Z3Term] = field(default_factory=list)  # a relation (same port, same value, j1 < j2)
     #  that may never hold: non-vacuity is checked on `assumptions`, the claim under both
@@ -61,7 +61,8 @@ def _concrete_flow(fam: Family, P: Any, idx: tuple[Any, ...]) -> dict[str, Any]:
 def counterexample(ob: Obligation, model: Z3Term) -> dict[str, Any]:
     out: dict[str, Any] = {"obligation": ob.name}
     if ob.params is not None:
-        P = type(ob.params)(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
+        named: Any = type(ob.params)            # a NamedTuple class: built from its fields
+        P = named(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
         if isinstance(P, Params):
             out.update({"p": P.p, "k": P.k, "ell": str(P.ell), "s": P.s})
         else:
