@@ -10,20 +10,29 @@ coverings (`nl-cov`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from optcc.errors import OptccError
 from verifier.parametric.obligations import TIMEOUT_MS as DEFAULT_TIMEOUT_MS   # the time Z3 gets, per query
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
-def _script(constraints) -> str:
+    from verifier.parametric.arith import Z3Term
+    from verifier.parametric.obligations import Obligation
+
+
+def _script(constraints: Iterable[Z3Term]) -> str:
     s = z3.Solver()
     s.add(*constraints)
-    return "(set-logic ALL)\n" + s.to_smt2()
+    smt2: str = s.to_smt2()
+    return "(set-logic ALL)\n" + smt2
 
 
-def queries(ob) -> list[tuple[str, str, str]]:
+def queries(ob: Obligation) -> list[tuple[str, str, str]]:
     """(what, expected answer, SMT-LIB2 script) of one obligation."""
     claim = z3.And(*ob.side, ob.goal) if ob.side else ob.goal
     if claim is True:
@@ -57,7 +66,7 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = T
     return answer
 
 
-def _child(conn, script, timeout_ms, nl_cov):
+def _child(conn: Connection, script: str, timeout_ms: int, nl_cov: bool) -> None:
     try:
         conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov))
     except Exception as e:  # noqa: BLE001 - reported as the answer
@@ -86,11 +95,14 @@ def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> str:
     return answer
 
 
-def recheck(obs, timeout_ms: int = DEFAULT_TIMEOUT_MS, progress=None) -> dict:
+def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
+            progress: Callable[[int, int], object] | None = None) -> dict[str, Any]:
     """Every obligation's queries through cvc5 (`solve`): counts of agreement, disagreement and
     timeouts, with the obligations that did not agree."""
     t0 = time.perf_counter()
-    agree, disagree, unknown = 0, [], []
+    agree = 0
+    disagree: list[dict[str, str]] = []
+    unknown: list[dict[str, str]] = []
     for n, ob in enumerate(obs):
         for what, want, script in queries(ob):
             got = solve(script, timeout_ms)
