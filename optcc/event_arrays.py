@@ -14,10 +14,10 @@ on NVLink), one Fraction per class of equal (size, slower end, link, rate), neve
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +25,11 @@ from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from optcc.cluster import Cluster
+
+Part = tuple[Any, ...]      # (src, dst, piece, units, unit, offset, nv, (rate class array or None, rates)): ArrayBuilder.add
 
 INT64_SAFE = 2**62
 
@@ -35,7 +39,7 @@ class EventArrays:
     """Flows as arrays on one grid (module docstring). `rate` is None where every rate is 1."""
 
     p: int
-    pieces: list
+    pieces: list[Fraction]
     src: np.ndarray
     dst: np.ndarray
     piece: np.ndarray
@@ -46,16 +50,17 @@ class EventArrays:
     scale: int
     rate: np.ndarray | None = None
     rate_den: int = 1
-    ops: list = field(default_factory=list)      # (time on the grid, rank, piece)
+    ops: list[tuple[int, int, int]] = field(default_factory=list)      # (time on the grid, rank, piece)
 
     def __len__(self) -> int:
         return int(self.src.size)
 
     @property
     def dur(self) -> np.ndarray:
-        return self.dur_table[self.dur_cls]
+        out: np.ndarray = self.dur_table[self.dur_cls]
+        return out
 
-    def tuples(self) -> list[tuple]:
+    def tuples(self) -> list[tuple[Any, ...]]:
         """(src, dst, piece, start, duration, link, rate) per flow, exact (for the tests)."""
         nv = self.nv if self.nv is not None else np.zeros(len(self), dtype=np.int8)
         rate = self.rate if self.rate is not None else np.full(len(self), self.rate_den, dtype=np.int64)
@@ -64,7 +69,7 @@ class EventArrays:
                 for s, d, pc, t, u, v, r in zip(self.src, self.dst, self.piece, self.start, self.dur, nv, rate)]
 
 
-def schedule_tuples(schedule: Schedule) -> list[tuple]:
+def schedule_tuples(schedule: Schedule) -> list[tuple[Any, ...]]:
     """The same tuples of a built Schedule (optcc.timing's durations)."""
     grid = IntegerTimes(schedule)
     return [(f.src, f.dst, f.piece, Fraction(st, grid.scale), Fraction(d, grid.scale), f.link, f.rate)
@@ -78,7 +83,7 @@ def from_schedule(schedule: Schedule) -> EventArrays:
     if flows:
         grid = IntegerTimes(schedule)
         n = len(flows)
-        col = lambda name: np.fromiter((getattr(f, name) for f in flows), dtype=np.int64, count=n)  # noqa: E731
+        col: Callable[[str], np.ndarray] = lambda name: np.fromiter((getattr(f, name) for f in flows), dtype=np.int64, count=n)  # noqa: E731
         links = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int8, count=n)
         rates = sorted({f.rate for f in flows})
         rate_cls = np.fromiter((rates.index(f.rate) if len(rates) > 1 else 0 for f in flows), dtype=np.int64,
@@ -97,23 +102,24 @@ class ArrayBuilder:
     def __init__(self, cluster: Cluster, pieces: Iterable[Fraction | int]) -> None:
         self.cluster = cluster
         self.pieces = [Fraction(x) for x in pieces]
-        self.parts: list = []
-        self.ops: list = []
+        self.parts: list[Part] = []
+        self.ops: list[tuple[Fraction, int, int]] = []
 
-    def add(self, src, dst, piece, units, unit: Fraction, offset: Fraction = Fraction(0), nv=0,
-            rate=Fraction(1)) -> None:
+    def add(self, src: npt.ArrayLike, dst: npt.ArrayLike, piece: npt.ArrayLike, units: npt.ArrayLike, unit: Fraction,
+            offset: Fraction = Fraction(0), nv: npt.ArrayLike = 0,
+            rate: Fraction | int | tuple[np.ndarray | None, list[Fraction]] = Fraction(1)) -> None:
         """Flows src → dst of `piece` starting at offset + units·unit. nv: 0 / 1 or an int8 array
         (1 = NVLink); rate: a Fraction, or (class index array, list of Fractions)."""
-        src = np.asarray(src).astype(np.int32, copy=False)
-        n = src.size
+        src_a = np.asarray(src).astype(np.int32, copy=False)
+        n = src_a.size
         if n == 0:
             return
-        full = lambda a, t: np.broadcast_to(np.asarray(a).astype(t, copy=False), (n,))  # noqa: E731
+        full: Callable[[npt.ArrayLike, type[np.integer[Any]]], np.ndarray] = lambda a, t: np.broadcast_to(np.asarray(a).astype(t, copy=False), (n,))  # noqa: E731
         if isinstance(rate, Fraction) or isinstance(rate, int):
             rate = (None, [Fraction(rate)])
-        units = np.asarray(units)
-        small = units.size and -2**31 < int(units.min()) and int(units.max()) < 2**31
-        self.parts.append((src, full(dst, np.int32), full(piece, np.int32), full(units, np.int32 if small else np.int64),
+        units_a = np.asarray(units)
+        small = units_a.size and -2**31 < int(units_a.min()) and int(units_a.max()) < 2**31
+        self.parts.append((src_a, full(dst, np.int32), full(piece, np.int32), full(units_a, np.int32 if small else np.int64),
                            Fraction(unit), Fraction(offset), full(nv, np.int8), rate))
 
     def add_op(self, time: Fraction, rank: int, piece: int) -> None:
@@ -127,7 +133,7 @@ class ArrayBuilder:
         slow_cls = np.array([slows.index(x) for x in c.slowdown], dtype=np.int64)
         rates = sorted({r for part in self.parts for r in part[7][1]})
         # durations per class (size, slower end, link, rate): NIC size·ℓ/rate, NVLink size/(s_nv·rate)
-        table = {}
+        table: dict[tuple[int, int, int, int], Fraction] = {}
         for a, x in enumerate(sizes):
             for r_i, r in enumerate(rates):
                 for b_i, ell in enumerate(slows):
@@ -135,12 +141,12 @@ class ArrayBuilder:
                 for b_i in range(len(slows)):      # NVLink: no slower end (only class 0 is used)
                     table[(a, b_i, 1, r_i)] = x / (c.nvlink_speedup * r)
         scale = 1
-        for v in list(table.values()) + [t for t, _, _ in self.ops]:
-            scale = math.lcm(scale, v.denominator)
+        for x in list(table.values()) + [t for t, _, _ in self.ops]:
+            scale = math.lcm(scale, x.denominator)
         for part in self.parts:
             scale = math.lcm(scale, part[4].denominator, part[5].denominator)
         n_sl, n_r = len(slows), len(rates)
-        dur_tab = np.zeros((len(sizes), n_sl, 2, n_r), dtype=np.int64)
+        dur_tab: npt.NDArray[np.int64] = np.zeros((len(sizes), n_sl, 2, n_r), dtype=np.int64)
         for (a, b_i, v, r_i), d in table.items():
             if d.numerator * (scale // d.denominator) >= INT64_SAFE:
                 raise OverflowError("event_arrays: durations beyond int64 on this grid")

@@ -16,12 +16,19 @@ generated schedules (tests/test_event_timer.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes, event_time
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families.arrays import FlowArrays
+    from optcc.cluster import Cluster
+    from optcc.event_arrays import EventArrays
 
 INT_LIMIT = 2**62
 
@@ -33,15 +40,15 @@ def _units(x: Fraction, mult: int, scale: int) -> int:
 class GroupTimer:
     """Running maxima of write landings (per rank·piece key) and port ends (per port key)."""
 
-    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int):
+    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int) -> None:
         self.w = np.zeros(n_write_keys, dtype=np.int64)
         self.port = np.zeros(n_ports, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
-        self.pending: list = []          # [slot_end, write_key, send, recv, lands, ends] arrays
+        self.pending: list[tuple[np.ndarray, ...]] = []          # [slot_end, write_key, send, recv, lands, ends] arrays
         self.finish = 0
 
     def commit(self, t: int) -> None:
-        keep = []
+        keep: list[tuple[np.ndarray, ...]] = []
         for se, wk, sp, rp, lands, ends in self.pending:
             m = se <= t
             if m.all():
@@ -58,7 +65,8 @@ class GroupTimer:
                     keep.append((se, wk, sp, rp, lands, ends))
         self.pending = keep
 
-    def group(self, t: int, read_key, write_key, send, recv, dur, slot_end) -> None:
+    def group(self, t: int, read_key: np.ndarray, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray,
+              dur: np.ndarray, slot_end: np.ndarray) -> None:
         """Flows starting at slot time t (all arrays of one length; dur already in event units)."""
         self.commit(t)
         ready = self.w[read_key] + self.li
@@ -70,20 +78,20 @@ class GroupTimer:
             self.finish = max(self.finish, int(lands.max()))
         self.pending.append((slot_end, write_key, send, recv, lands, ends))
 
-    def read_ops(self, t: int, keys) -> None:
+    def read_ops(self, t: int, keys: np.ndarray) -> None:
         """Local ops at t: they read the committed value (after landings ≤ t), change no maximum."""
         self.commit(t)
         if len(keys):
             self.finish = max(self.finish, int(self.w[keys].max()))
 
 
-def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction):
+def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction) -> tuple[int, int, int, int, int]:
     mult = math.lcm(o.denominator, li.denominator, lat.denominator)
     return mult, grid_scale * mult, _units(o, mult, grid_scale), _units(li, mult, grid_scale), \
         _units(lat, mult, grid_scale)
 
 
-def key_t_of(p: int, n_pieces: int):
+def key_t_of(p: int, n_pieces: int) -> type[np.signedinteger[Any]]:
     """int32 index arrays where every rank·piece key fits (half the memory of int64)."""
     return np.int32 if p * max(n_pieces, 4) < 2**31 else np.int64
 
@@ -91,10 +99,12 @@ def key_t_of(p: int, n_pieces: int):
 class Prepared:
     """A schedule's flows as index arrays on its integer grid, timed under any (o, Li, L)."""
 
-    def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None):
-        self.schedule = schedule
-        self.rate, self.rate_den = None, 1
-        self.grid = grid = grid or IntegerTimes(schedule)
+    def __init__(self, schedule: Schedule, grid: IntegerTimes | None = None) -> None:
+        self.schedule: Schedule | None = schedule
+        self.rate: np.ndarray | None = None
+        self.rate_den = 1
+        self.grid: IntegerTimes | None = grid or IntegerTimes(schedule)
+        grid = self.grid
         flows = schedule.flows
         n = len(flows)
         self.fallback = n == 0 or min(grid.durs) <= 0
@@ -105,7 +115,7 @@ class Prepared:
         dst = np.fromiter((f.dst for f in flows), dtype=np.int64, count=n)
         piece = np.fromiter((f.piece for f in flows), dtype=np.int64, count=n)
         nv = np.fromiter((f.link == "nvlink" for f in flows), dtype=np.int64, count=n)
-        ops_at: dict = {}
+        ops_at: dict[int, list[int]] = {}
         for op, t in zip(schedule.local_ops, grid.op_times):
             ops_at.setdefault(t, []).append(op.rank * len(schedule.pieces) + op.piece)
         table, cls = np.unique(np.asarray(grid.durs, dtype=np.int64), return_inverse=True)
@@ -113,7 +123,7 @@ class Prepared:
                      np.asarray(grid.starts, dtype=np.int64), (cls.reshape(-1), table), ops_at)
 
     @classmethod
-    def from_arrays(cls, cluster, fa) -> Prepared:
+    def from_arrays(cls, cluster: Cluster, fa: FlowArrays | EventArrays) -> Prepared:
         """Prepared from FlowArrays (optcc.algorithms.families.arrays: NIC flows at rate 1, no
         local ops), without a Schedule: durations piece size · max(ℓ_src, ℓ_dst) (Cluster.nic_time);
         or from EventArrays (optcc.event_arrays: durations, links, rates and local ops given).
@@ -122,7 +132,7 @@ class Prepared:
         self.schedule, self.grid, self.fallback = None, None, False
         self.rate, self.rate_den = None, 1
         if hasattr(fa, "dur_cls"):
-            return self._from_event_arrays(fa)
+            return self._from_event_arrays(cast("EventArrays", fa))      # hasattr does not narrow the union
         sizes = sorted(set(fa.pieces))
         slows = sorted(set(cluster.slowdown))
         durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
@@ -137,32 +147,34 @@ class Prepared:
         if table.max() * len(fa) + (int(fa.start.max()) + 1) * (scale // fa.scale) >= INT_LIMIT / 4:
             raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
         start = fa.start if scale == fa.scale else fa.start * (scale // fa.scale)
-        cls = size_class.astype(np.int32) * len(slows) + slow_class
+        flow_cls = size_class.astype(np.int32) * len(slows) + slow_class
         self._arrays(cluster.p, len(fa.pieces), scale, fa.src, fa.dst, fa.piece, 0, start,
-                     (cls, table.reshape(-1)), {})
+                     (flow_cls, table.reshape(-1)), {})
         return self
 
-    def _from_event_arrays(self, ea) -> Prepared:
+    def _from_event_arrays(self, ea: EventArrays) -> Prepared:
         if len(ea) == 0:
             raise ValueError("event_timer: no flows")
         if int(ea.dur_table.min()) <= 0:
             raise ValueError("event_timer: every duration must be > 0")
         if int(ea.start.max()) + int(ea.dur_table.max()) >= INT_LIMIT // 4:
             raise OverflowError("event_timer: durations and starts beyond int64 on this grid")
-        ops_at: dict = {}
+        ops_at: dict[int, list[int]] = {}
         for t, rank, pc in ea.ops:
             ops_at.setdefault(t, []).append(rank * len(ea.pieces) + pc)
-        parts = [ea.src, ea.dst, ea.piece, 0 if ea.nv is None else ea.nv, ea.start, (ea.dur_cls, ea.dur_table)]
+        parts: list[Any] = [ea.src, ea.dst, ea.piece, 0 if ea.nv is None else ea.nv, ea.start, (ea.dur_cls, ea.dur_table)]
         rate = ea.rate
-        ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur_cls = ea.rate = None
+        ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur_cls = ea.rate = None  # type: ignore[assignment]  # consumed: its arrays are released
         self.rate_den = ea.rate_den
-        self._arrays(ea.p, len(ea.pieces), ea.scale, *parts, ops_at, rate=rate, consume=parts)
+        self._arrays(ea.p, len(ea.pieces), ea.scale, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], ops_at,
+                     rate=rate, consume=parts)
         from optcc.event_arrays import release_heap
         release_heap()
         return self
 
-    def _arrays(self, p, n_pieces, scale, src, dst, piece, nv, start, dur, ops_at, rate=None,
-                consume=None) -> None:
+    def _arrays(self, p: int, n_pieces: int, scale: int, src: np.ndarray, dst: np.ndarray, piece: np.ndarray,
+                nv: np.ndarray | int, start: np.ndarray, dur: tuple[np.ndarray, np.ndarray], ops_at: dict[int, list[int]],
+                rate: np.ndarray | None = None, consume: list[Any] | None = None) -> None:
         """`dur`: (class per flow, int64 duration per class): a few bytes a flow instead of eight."""
         self.p, self.n_pieces, self.scale, self.n = p, n_pieces, scale, int(src.size)
         port_t = np.int16 if 4 * p < 2**15 else key_t_of(p, n_pieces)
@@ -220,6 +232,7 @@ class Prepared:
                    lat: Fraction = Fraction(0)) -> Fraction:
         o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
         if self.fallback:
+            assert self.schedule is not None            # only a Schedule's flows fall back
             return event_time(self.schedule, o, self.grid, li, lat)
         mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
         # every value is ≤ max slot end + G·(o + Li + L), G the number of start groups (derived,
@@ -251,7 +264,7 @@ def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction 
     return Prepared(schedule, grid).event_time(o, li, lat)
 
 
-def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
+def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
                     lat: Fraction = Fraction(0)) -> Fraction:
     """Event time of NCCLNoFailure on a fault-free cluster without building its flows: the ring
     (g = 1, optcc.algorithms.ring, k = 1) or the flat ring (g > 1,
@@ -287,7 +300,7 @@ def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(
     bound = 2 * (p - 1) * (step_i * mult + oi + lii + wi) * 2
     assert bound < INT_LIMIT, "values beyond int64"
     timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi)
-    flat = lambda a: a.reshape(-1)                             # noqa: E731
+    flat: Callable[[np.ndarray], np.ndarray] = lambda a: a.reshape(-1)                             # noqa: E731
     send_f, recv_f, dur_f = flat(send), flat(recv), flat(d_int) * mult
     for t in range(2 * (p - 1)):
         offset, _ = ring_step(t, p)
@@ -298,14 +311,14 @@ def ring_event_time(cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(
     return Fraction(timer.finish, scale)
 
 
-def ring_flow_tuples(cluster) -> list[tuple]:
+def ring_flow_tuples(cluster: Cluster) -> list[tuple[int, int, int, Fraction, str]]:
     """The flows ring_event_time times, as (src, dst, piece, start, link) tuples (for the test)."""
     from optcc.algorithms.baselines_rings import flat_ring_step
     from optcc.algorithms.ring import ring_step
     p, g = cluster.p, cluster.g
     servers = p // g
     step = flat_ring_step(cluster)[0] if g > 1 else Fraction(1, p)
-    out = []
+    out: list[tuple[int, int, int, Fraction, str]] = []
     for c in range(g):
         order = [s * g + (c + i) % g for s in range(servers) for i in range(g)]
         for t in range(2 * (p - 1)):

@@ -35,16 +35,28 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Literal
 
 from verifier.events import LAND, LOCAL, READ, piece_events
 from verifier.linear import add_scaled
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def check_causality(schedule, grid, events=None):
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
+
+Event = tuple[int, int, int]            # (time, phase, index): verifier.events.piece_events
+Value = tuple[tuple[int, int], ...]     # sorted (rank, coefficient) items of an exact value
+Witness = tuple[list[int], list[int], int, Value, Value]
+
+
+def check_causality(schedule: Schedule, grid: IntegerTimes, events: list[list[Event]] | None = None,
+                    ) -> tuple[bool, dict[str, Any] | None]:
     """Return (ok, counterexample or None); `events`: verifier.events.piece_events if already made."""
     flows = schedule.flows
     ends = grid.ends
-    groups: dict[tuple, list[int]] = defaultdict(list)
+    groups: dict[tuple[int, int, int], list[int]] = defaultdict(list)
     for i, f in enumerate(flows):
         groups[(f.dst, f.piece, ends[i])].append(i)
     collisions = {k: v for k, v in groups.items() if len(v) > 1 and any(flows[i].op != "add" for i in v)}
@@ -52,7 +64,7 @@ def check_causality(schedule, grid, events=None):
         return True, None
     pieces = {k[1] for k in collisions}
     events = events if events is not None else piece_events(schedule, grid)
-    carried = {}
+    carried: dict[int, Value] = {}
     for piece in pieces:
         carried.update(_walk(schedule, events[piece])[0])
     suspects = {k: v for k, v in collisions.items()
@@ -72,13 +84,14 @@ def check_causality(schedule, grid, events=None):
     return True, None
 
 
-def _walk(schedule, events, order: dict | None = None) -> tuple[dict[int, tuple], dict[int, tuple]]:
+def _walk(schedule: Schedule, events: list[Event], order: dict[int, int] | None = None,
+          ) -> tuple[dict[int, Value], dict[int, Value]]:
     """Exact run of one piece's events: the value (sorted coefficient items) each flow carries,
     and every rank's final value. `order` (flow -> flow) puts another landing in a landing's place."""
     flows, ops = schedule.flows, schedule.local_ops
-    out: dict[int, tuple] = {}
-    values: dict[int, dict] = {}
-    live: dict[int, dict] = {}
+    out: dict[int, Value] = {}
+    values: dict[int, dict[int, int]] = {}
+    live: dict[int, dict[int, int]] = {}
     for _, phase, i in events:
         if phase == READ:
             f = flows[i]
@@ -101,7 +114,7 @@ def _walk(schedule, events, order: dict | None = None) -> tuple[dict[int, tuple]
 ORDERS_LIMIT = 5040          # derived: 7! orders of one piece's ties re-run exactly, at most
 
 
-def _every_order(schedule, events, groups: list[list[int]]):
+def _every_order(schedule: Schedule, events: list[Event], groups: list[list[int]]) -> Witness | Literal[True] | None:
     """True if every order of the tie groups gives the runners' final values (posting order);
     else a witness (the first reordered group's flows as applied, the same in posting order, a
     rank whose final value differs, that value, the runners' value); None when there are more
@@ -114,7 +127,7 @@ def _every_order(schedule, events, groups: list[list[int]]):
     position = {i: n for n, (_, phase, i) in enumerate(events) if phase == LAND}
     groups = [sorted(g, key=position.__getitem__) for g in groups]          # posting order
 
-    def differs(perms):
+    def differs(perms: Sequence[Sequence[int]]) -> Witness | None:
         order = {a: b for g, perm in zip(groups, perms) for a, b in zip(g, perm) if a != b}
         if not order:
             return None
@@ -139,16 +152,16 @@ def _every_order(schedule, events, groups: list[list[int]]):
     return True
 
 
-def _reaching_final(schedule, events, suspects: set[int]) -> set[int]:
+def _reaching_final(schedule: Schedule, events: list[list[Event]], suspects: set[int]) -> set[int]:
     """The suspect flows whose carried value may reach some rank's final value of its piece,
     under any order of same-instant landings (module docstring)."""
     flows = schedule.flows
     pieces = {flows[i].piece for i in suspects}
     live: set[int] = set()
-    empty = frozenset()
+    empty: frozenset[int] = frozenset()
     for piece in pieces:
-        taint: dict[int, frozenset] = {}
-        carried: dict[int, frozenset] = {}
+        taint: dict[int, frozenset[int]] = {}
+        carried: dict[int, frozenset[int]] = {}
         ev = events[piece]
         k = 0
         while k < len(ev):
@@ -175,18 +188,19 @@ def _reaching_final(schedule, events, suspects: set[int]) -> set[int]:
     return live & suspects
 
 
-def _flow(schedule, grid, i) -> dict:
+def _flow(schedule: Schedule, grid: IntegerTimes, i: int) -> dict[str, Any]:
     f = schedule.flows[i]
     start, end = grid.to_fraction(grid.starts[i]), grid.to_fraction(grid.ends[i])
     return {"flow": i, "src": f.src, "dst": f.dst, "piece": f.piece, "op": f.op, "start": str(start),
             "end": str(end), "text": f"flows[{i}] {f.src}->{f.dst} piece {f.piece} {f.op} [{start}, {end})"}
 
 
-def _text(value: tuple) -> str:
+def _text(value: Value) -> str:
     return " + ".join(f"x{r}" if c == 1 else f"{c}·x{r}" for r, c in value) or "0"
 
 
-def _collision(schedule, grid, key, members, witness) -> dict:
+def _collision(schedule: Schedule, grid: IntegerTimes, key: tuple[int, int, int], members: list[int],
+               witness: Witness | None) -> dict[str, Any]:
     rank, piece, _ = key
     fl = [_flow(schedule, grid, i) for i in members]
     head = (f"{'; '.join(f['text'] for f in fl)} all land on rank {rank}'s piece {piece} at {fl[0]['end']} "

@@ -26,8 +26,18 @@ It needs no Z3 and works for any Schedule (the MSCCL importer reuses it).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import execute_signature
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
+
+Node = tuple[Any, ...]           # (kind, ...): (LEAF, rank), (ADD, a, b), (AXPY, a, coef, b), (SCALE, coef, a)
 
 LEAF, ADD, AXPY, SCALE = "x", "+", "axpy", "scale"
 
@@ -36,10 +46,10 @@ class TreeTable:
     """Interned summation trees: node id -> (kind, coef, child ids / rank)."""
 
     def __init__(self) -> None:
-        self.ids: dict[tuple, int] = {}
-        self.nodes: list[tuple] = []
+        self.ids: dict[Node, int] = {}
+        self.nodes: list[Node] = []
 
-    def node(self, key: tuple) -> int:
+    def node(self, key: Node) -> int:
         i = self.ids.get(key)
         if i is None:
             i = self.ids[key] = len(self.nodes)
@@ -61,10 +71,10 @@ class TreeTable:
     def scale(self, a: int, coef: int) -> int:
         return self.node((SCALE, coef, a))
 
-    def render(self, i: int, names=None, limit: int = 400) -> str:
+    def render(self, i: int, names: Sequence[int] | None = None, limit: int = 400) -> str:
         """The tree as an expression, e.g. '((x0 + x1) + x2)', cut at `limit` characters."""
         out: list[str] = []
-        stack: list = [i]
+        stack: list[int | str] = [i]
         size = 0
         while stack and size <= limit:
             item = stack.pop()
@@ -88,22 +98,22 @@ class TreeTable:
         return text if not stack else text[:limit] + " …"
 
 
-    def _name(self, i: int, names) -> int:
+    def _name(self, i: int, names: Sequence[int] | None) -> int:
         n = self.nodes[i]
         return (n[1] if names is None else names[n[1]]) if n[0] == LEAF else i
 
 
-def execute_trees(signature: tuple, table: TreeTable) -> dict[int, int]:
+def execute_trees(signature: tuple[tuple[int, ...], ...], table: TreeTable) -> dict[int, int]:
     """Run a piece signature (verifier.events.piece_signature); final tree id per rank label."""
     return execute_signature(signature, table)
 
 
-def runner_events(schedule, grid) -> list[list[tuple[int, int, int]]]:
+def runner_events(schedule: Schedule, grid: IntegerTimes) -> list[list[tuple[int, int, int]]]:
     """Per piece, events (time, phase, index) in the runners' order: verifier.events.piece_events."""
     return piece_events(schedule, grid)
 
 
-def check_determinism(schedule, grid=None):
+def check_determinism(schedule: Schedule, grid: IntegerTimes | None = None) -> tuple[bool, dict[str, Any] | None]:
     """Return (ok, counterexample or None); see the module docstring."""
     if grid is None:
         from optcc.timing import IntegerTimes
@@ -111,7 +121,7 @@ def check_determinism(schedule, grid=None):
     events = runner_events(schedule, grid)
     p = schedule.cluster.p
     table = TreeTable()
-    seen: dict[tuple, bool] = {}
+    seen: dict[tuple[tuple[int, ...], ...], bool] = {}
     for piece, ev in enumerate(events):
         sig = piece_signature(schedule, ev)
         ok = seen.get(sig)
@@ -123,7 +133,7 @@ def check_determinism(schedule, grid=None):
     return True, None
 
 
-def _counterexample(schedule, piece, events, p) -> dict:
+def _counterexample(schedule: Schedule, piece: int, events: list[tuple[int, int, int]], p: int) -> dict[str, Any]:
     table = TreeTable()
     names = label_ranks(schedule, events)
     finals = execute_trees(piece_signature(schedule, events), table)

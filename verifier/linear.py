@@ -8,6 +8,7 @@ pass the same partial sums around builds each distinct expression once.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Protocol
 
 from verifier.events import LAND, READ
 
@@ -22,6 +23,14 @@ def add_scaled(a: dict[int, int], coef: int, b: dict[int, int]) -> dict[int, int
         else:
             out.pop(r, None)
     return out
+
+
+class ValueTable(Protocol):
+    """What execute_signature runs on: ExpressionTable here, verifier.determinism's TreeTable."""
+
+    def unit(self, rank: int) -> int: ...
+    def add(self, a: int, coef: int, b: int) -> int: ...
+    def scale(self, a: int, coef: int) -> int: ...
 
 
 class ExpressionTable:
@@ -73,7 +82,7 @@ class ExpressionTable:
         return tuple(sorted(counts.items()))
 
 
-def execute_signature(signature: tuple[tuple[int, ...], ...], table: ExpressionTable) -> dict[int, int]:
+def execute_signature(signature: tuple[tuple[int, ...], ...], table: ValueTable) -> dict[int, int]:
     """Run a piece signature (verifier.events.piece_signature); final expression id per rank label."""
     values: dict[int, int] = {}
     carried: list[int] = []

@@ -23,7 +23,9 @@ need one check `Proof.reported`):
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -37,10 +39,13 @@ from verifier.port_checks import check_capacity_property
 from verifier.sum_property import SumChecker
 from verifier.time_property import check_time
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+
 PROPERTIES = ("sum", "causality", "capacity", "time")
 
 
-def required_properties(schedule) -> tuple[str, ...]:
+def required_properties(schedule: Schedule) -> tuple[str, ...]:
     """The properties a proof of `schedule` must hold: all of PROPERTIES, less `time` where the
     schedule states no slot time (then its time is "not stated", never proved)."""
     return PROPERTIES if schedule.stated_slot_time is not None else PROPERTIES[:-1]
@@ -51,14 +56,14 @@ REPORTED = ("deterministic", "numerics")
 class Proof:
     proved: bool
     properties: dict[str, bool]
-    counterexample: dict | None
+    counterexample: dict[str, Any] | None
     seconds: float
-    counterexamples: dict[str, dict] = field(default_factory=dict)   # every failed property
-    facts: dict = field(default_factory=dict)                         # finish, bound, stats, notes
+    counterexamples: dict[str, dict[str, Any]] = field(default_factory=dict)   # every failed property
+    facts: dict[str, Any] = field(default_factory=dict)                         # finish, bound, stats, notes
     reported: dict[str, bool] = field(default_factory=dict)           # REPORTED name -> holds
-    reported_counterexamples: dict[str, dict] = field(default_factory=dict)
+    reported_counterexamples: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"proved": self.proved, "properties": dict(self.properties),
                 "counterexample": self.counterexample, "seconds": self.seconds,
                 "failed": {k: v for k, v in self.counterexamples.items()},
@@ -68,7 +73,8 @@ class Proof:
                 "reported_counterexamples": dict(self.reported_counterexamples)}
 
 
-def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "float32") -> Proof:
+def prove_allreduce(schedule: Schedule, *, properties: Iterable[str] | None = None, reported: Iterable[str] | None = None,
+                    dtype: str = "float32") -> Proof:
     """Prove (or refute, with a counterexample) that `schedule` is a correct AllReduce.
 
     `properties`: an iterable of names from PROPERTIES to check (default: all of them); the
@@ -88,14 +94,17 @@ def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "f
     schedule.validate()
     grid = IntegerTimes(schedule)
     results: dict[str, bool] = {}
-    failures: dict[str, dict] = {}
-    facts: dict = {"property_seconds": {}}
+    failures: dict[str, dict[str, Any]] = {}
+    facts: dict[str, Any] = {"property_seconds": {}}
     events = piece_events(schedule, grid) if "sum" in wanted or "causality" in wanted else None
+    ok: bool | None
+    cx: dict[str, Any] | None
     for name in PROPERTIES:
         if name not in wanted:
             continue
         started = time.perf_counter()
         if name == "sum":
+            assert events is not None
             checker = SumChecker(schedule, grid, events)
             ok, cx = checker.check()
             facts.update(checker.stats)
@@ -110,21 +119,25 @@ def prove_allreduce(schedule, *, properties=None, reported=None, dtype: str = "f
             results[name] = ok
         facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
         if ok is False:
+            assert cx is not None                # a failure has its counterexample
             failures[name] = cx
     reported_ok: dict[str, bool] = {}
-    reported_cx: dict[str, dict] = {}
+    reported_cx: dict[str, dict[str, Any]] = {}
     for name in extra:
         started = time.perf_counter()
+        holds: bool
+        why: dict[str, Any] | None
         if name == "deterministic":
-            ok, cx = check_determinism(schedule, grid)
+            holds, why = check_determinism(schedule, grid)
         else:
             report = analyze_numerics(schedule, dtype, grid)
             facts["numerics"] = report.to_json()
-            ok, cx = report.ok, {"property": "numerics", "dtype": dtype, "message": report.message}
-        reported_ok[name] = ok
+            holds, why = report.ok, {"property": "numerics", "dtype": dtype, "message": report.message}
+        reported_ok[name] = holds
         facts["property_seconds"][name] = round(time.perf_counter() - started, 4)
-        if not ok:
-            reported_cx[name] = cx
+        if not holds:
+            assert why is not None
+            reported_cx[name] = why
     first = next((failures[n] for n in PROPERTIES if n in failures), None)
     if first is not None:
         first = dict(first)

@@ -20,12 +20,20 @@ certificates, only "capacity" and "time" (performance, not values) are taken fro
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from optcc.errors import OptccError
 from optcc.files import read_json, write_text_atomic
 from optcc.jsonout import dumps
+
+if TYPE_CHECKING:
+    from optcc.schedule import LocalOp, Schedule
+    from verifier.proof import Proof
+
+Rails = tuple[dict[int, int], dict[int, list[int]], dict[int, list["LocalOp"]], list[int],
+              dict[str, tuple[list[int], "Schedule"]]]
 
 FORMAT = "optcc-rails-certificate/1"
 
@@ -36,7 +44,7 @@ def _theorem_digest() -> str:
     return obligations_digest(obligations())
 
 
-def _rails(schedule):
+def _rails(schedule: Schedule) -> Rails | dict[str, Any]:
     """(rail map, NIC flows per rail, local ops per rail, NVLink flows, {rail sha256: (rails, rail schedule)})
     or the R1 failure dict."""
     from verifier.rails_composition import _split, rail_schedule
@@ -44,7 +52,7 @@ def _rails(schedule):
     if isinstance(split, dict):
         return split
     rail, nic, ops, nv = split
-    distinct: dict = {}
+    distinct: dict[str, tuple[list[int], Schedule]] = {}
     for l in sorted(set(rail.values())):
         rs = rail_schedule(schedule, l, rail, nic.get(l, []), ops.get(l, []))
         key = hashlib.sha256(rs.canonical_bytes()).hexdigest()
@@ -61,7 +69,7 @@ def is_rails_certificate(path: str) -> bool:
     return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-rails-certificate/")
 
 
-def write_rails_certificate(proof, schedule, path: str, field: str = "certificate") -> None:
+def write_rails_certificate(proof: Proof, schedule: Schedule, path: str, field: str = "certificate") -> None:
     """Write the certificate of a composition proof (prove_rails_composition) atomically; refuses
     any other proof, or one that did not prove every required property."""
     from verifier.certificate import VERIFIER_VERSION, final_table
@@ -74,7 +82,7 @@ def write_rails_certificate(proof, schedule, path: str, field: str = "certificat
     found = _rails(schedule)
     if isinstance(found, dict):                     # cannot happen for a proved schedule: refuse loudly
         raise OptccError(field, f"not a rails schedule: {found['message']}")
-    rails = []
+    rails: list[dict[str, Any]] = []
     for key, (ls, rs) in found[4].items():
         digest, wrong = final_table(rs)
         if wrong is not None:
@@ -87,7 +95,7 @@ def write_rails_certificate(proof, schedule, path: str, field: str = "certificat
     write_text_atomic(path, dumps(data, indent=2) + "\n", field)
 
 
-def check_rails_certificate(schedule, path: str) -> tuple[bool, str]:
+def check_rails_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact rails schedule after re-checking it (module
     docstring); else (False, the reason)."""
     from optcc.timing import IntegerTimes, durations
@@ -136,6 +144,7 @@ def check_rails_certificate(schedule, path: str) -> tuple[bool, str]:
             return False, f"rail {ls[0]}'s final coefficient table's digest differs from the witness"
         ok, cx = check_causality(rs, IntegerTimes(rs))
         if not ok:
+            assert cx is not None
             return False, f"re-checking rail {ls[0]}'s causality: {cx['message']}"
     unused = set(witness) - set(distinct)
     if unused:
@@ -147,6 +156,7 @@ def check_rails_certificate(schedule, path: str) -> tuple[bool, str]:
         return False, f"R3: {cx['message']}"
     ok, cx = check_runnable(schedule, IntegerTimes(schedule, durs))
     if not ok:
+        assert cx is not None
         return False, f"re-checking 'runnable': {cx['message']}"
     if data.get("composition_obligations_sha256") != _theorem_digest():
         return False, ("the composition theorem's obligations as the sources state them now differ from the "

@@ -32,17 +32,25 @@ from __future__ import annotations
 
 import hashlib
 import time
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.timing import IntegerTimes, durations
 
+if TYPE_CHECKING:
+    from verifier.proof import Proof
 
-def _fail(why: str, **where) -> dict:
+Split = tuple[dict[int, int], dict[int, list[int]], dict[int, list[LocalOp]], list[int]]
+Times = dict[tuple[int, int], Fraction]      # (rank, piece) -> a time
+
+
+def _fail(why: str, **where: Any) -> dict[str, Any]:
     return {"property": "composition", "message": why, **where}
 
 
-def _split(schedule: Schedule):
+def _split(schedule: Schedule) -> Split | dict[str, Any]:
     """(rail of every piece, NIC flow indices per rail, local ops per rail, NVLink flow indices)
     or a failure dict (R1)."""
     g = schedule.cluster.g
@@ -73,7 +81,7 @@ def _split(schedule: Schedule):
     return rail, nic, ops, nv
 
 
-def rail_schedule(schedule: Schedule, l: int, rail: dict, nic: list[int], ops: list) -> Schedule:
+def rail_schedule(schedule: Schedule, l: int, rail: dict[int, int], nic: list[int], ops: list[LocalOp]) -> Schedule:
     """Rail l of `schedule`, relabelled onto its own q-node cluster (R2)."""
     c, g = schedule.cluster, schedule.cluster.g
     mine = [p for p in range(len(schedule.pieces)) if rail[p] == l]
@@ -90,18 +98,19 @@ def rail_schedule(schedule: Schedule, l: int, rail: dict, nic: list[int], ops: l
     return Schedule(inst, [schedule.pieces[p] / w for p in mine], flows, local, meta=meta)
 
 
-def _touches(schedule: Schedule, durs, nic_by_rail: dict, ops_by_rail: dict):
+def _touches(schedule: Schedule, durs: list[Fraction], nic_by_rail: dict[int, list[int]],
+             ops_by_rail: dict[int, list[LocalOp]]) -> tuple[Times, Times]:
     """First touch and last landing of every (rank, piece) by its rail, in global time."""
-    ft: dict = {}
-    lw: dict = {}
+    ft: Times = {}
+    lw: Times = {}
     flows = schedule.flows
 
-    def touch(key, t):
+    def touch(key: tuple[int, int], t: Fraction) -> None:
         cur = ft.get(key)
         if cur is None or t < cur:
             ft[key] = t
 
-    def land(key, t):
+    def land(key: tuple[int, int], t: Fraction) -> None:
         cur = lw.get(key)
         if cur is None or t > cur:
             lw[key] = t
@@ -118,11 +127,12 @@ def _touches(schedule: Schedule, durs, nic_by_rail: dict, ops_by_rail: dict):
     return ft, lw
 
 
-def check_brackets(schedule: Schedule, rail: dict, nv: list[int], ft: dict, lw: dict, durs) -> dict | None:
+def check_brackets(schedule: Schedule, rail: dict[int, int], nv: list[int], ft: Times, lw: Times,
+                   durs: list[Fraction]) -> dict[str, Any] | None:
     """(R3) in one pass over the NVLink flows; None when it holds, else a failure."""
     g, q = schedule.cluster.g, schedule.cluster.servers
-    rs: dict = {}
-    ag: dict = {}
+    rs: dict[tuple[int, int], set[int]] = {}
+    ag: dict[tuple[int, int], set[int]] = {}
     for i in nv:
         f = schedule.flows[i]
         l, s = rail[f.piece], f.src // g
@@ -158,7 +168,7 @@ def check_brackets(schedule: Schedule, rail: dict, nv: list[int], ft: dict, lw: 
     return None
 
 
-def _theorem_facts() -> dict:
+def _theorem_facts() -> dict[str, Any]:
     """The theorem's machine-checked part (verifier.parametric.rails, every q, g), summarised."""
     from verifier.parametric.rails import composition_theorem
     th = composition_theorem()
@@ -166,7 +176,7 @@ def _theorem_facts() -> dict:
             "controls_refuted": sum(c["status"] == "refuted" for c in th["controls"]), "argued": th["argued"]}
 
 
-def prove_rails_composition(schedule: Schedule):
+def prove_rails_composition(schedule: Schedule) -> Proof:
     """A verifier.proof.Proof of `schedule` by the composition theorem (module docstring):
     properties sum and causality by (R1)-(R3), capacity and time checked on the whole schedule.
     A schedule outside the theorem's shape is not proved (counterexample names the condition);
@@ -179,9 +189,9 @@ def prove_rails_composition(schedule: Schedule):
     t0 = time.perf_counter()
     schedule.validate()
     c = schedule.cluster
-    facts: dict = {"method": "rails composition (verifier.rails_composition)", "stage_seconds": {}}
+    facts: dict[str, Any] = {"method": "rails composition (verifier.rails_composition)", "stage_seconds": {}}
 
-    def done(ok_props: dict, cx=None):
+    def done(ok_props: dict[str, bool], cx: dict[str, Any] | None = None) -> Proof:
         return Proof(proved=cx is None and all(ok_props.values()), properties=ok_props, counterexample=cx,
                      seconds=time.perf_counter() - t0, counterexamples={cx["property"]: cx} if cx else {},
                      facts=facts)
@@ -192,7 +202,7 @@ def prove_rails_composition(schedule: Schedule):
         return done({"sum": False, "causality": False}, split)
     rail, nic, ops, nv = split
     t = time.perf_counter()
-    proved: dict = {}
+    proved: dict[str, Proof] = {}
     for l in sorted(set(rail.values())):
         rs = rail_schedule(schedule, l, rail, nic.get(l, []), ops.get(l, []))
         key = hashlib.sha256(rs.canonical_bytes()).hexdigest()
@@ -216,6 +226,7 @@ def prove_rails_composition(schedule: Schedule):
     props = {"sum": True, "causality": True}
     t = time.perf_counter()
     grid = IntegerTimes(schedule, durs)
+    ok: bool | None
     ok, cx = check_capacity_property(schedule, grid)
     props["capacity"] = ok
     first = None if ok else cx

@@ -25,12 +25,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 from optcc.schedule import posting_order
 from optcc.timing import durations
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-def _element_ranges(pieces, numel: int) -> list[tuple[int, int]]:
+    from optcc.lowering.step import RankPlan, Transfer
+    from optcc.schedule import Schedule
+    from verifier.proof import Proof
+
+Result = tuple[bool, dict[str, Any] | None]          # (ok, counterexample or None)
+
+
+def _element_ranges(pieces: Sequence[Fraction], numel: int) -> list[tuple[int, int]]:
     edges, acc = [0], Fraction(0)
     for size in pieces:
         acc += size
@@ -38,12 +48,13 @@ def _element_ranges(pieces, numel: int) -> list[tuple[int, int]]:
     return list(zip(edges, edges[1:]))
 
 
-def _fail(kind: str, rank: int, flow, message: str):
+def _fail(kind: str, rank: int, flow: int | None, message: str) -> Result:
     return False, {"property": "runnable", "kind": kind, "rank": rank, "flow": flow,
                    "message": f"rank {rank}'s runner program: {message}"}
 
 
-def check_plan(schedule, plan, durs=None, order=None, pos=None):
+def check_plan(schedule: Schedule, plan: RankPlan, durs: list[Fraction] | None = None, order: list[int] | None = None,
+               pos: dict[int, int] | None = None) -> Result:
     """B, O, S above for one RankPlan; (True, None) or (False, counterexample)."""
     flows, r, numel = schedule.flows, plan.rank, plan.numel
     durs = durations(schedule) if durs is None else durs
@@ -53,7 +64,7 @@ def check_plan(schedule, plan, durs=None, order=None, pos=None):
     if plan.world_size != schedule.cluster.p:
         return _fail("world size", r, None, f"built for {plan.world_size} ranks, the schedule has {schedule.cluster.p}")
     expected = [i for i in order if r in (flows[i].src, flows[i].dst) and ranges[flows[i].piece][0] < ranges[flows[i].piece][1]]
-    by_flow = {}
+    by_flow: dict[int, Transfer] = {}
     for t in plan.transfers:                                                            # B
         if t.flow in by_flow or not 0 <= t.flow < len(flows):
             return _fail("transfer", r, t.flow, f"flow {t.flow} is transferred twice or is not in the schedule")
@@ -68,11 +79,13 @@ def check_plan(schedule, plan, durs=None, order=None, pos=None):
     if missing or len(by_flow) != len(expected):
         i = missing[0] if missing else next(k for k in by_flow if k not in set(expected))
         return _fail("transfer", r, i, f"flow {i} is {'missing from' if missing else 'not one of'} its transfers")
-    posted, landed, waited = defaultdict(int), defaultdict(int), defaultdict(int)
-    last = None
+    posted: defaultdict[int, int] = defaultdict(int)
+    landed: defaultdict[int, int] = defaultdict(int)
+    waited: defaultdict[int, int] = defaultdict(int)
+    last: Fraction | None = None
     per_peer: dict[int, list[int]] = defaultdict(list)
     snap_at: dict[int, Fraction] = {}
-    ops_seen = []
+    ops_seen: list[tuple[Fraction, int, int, int]] = []
     writes: dict[int, list[Fraction]] = defaultdict(list)        # piece -> times this rank modifies it
     for s in plan.steps:                                                                # O
         if last is not None and s.time <= last:
@@ -118,7 +131,7 @@ def check_plan(schedule, plan, durs=None, order=None, pos=None):
     for op in schedule.local_ops:
         if op.rank == r:
             writes[op.piece].append(op.time)
-    users = []                                                                          # S
+    users: list[Transfer] = []                                                                          # S
     for t in plan.transfers:
         if t.send and t.slot is None:
             mod = next((m for m in writes[flows[t.flow].piece] if t.start < m < t.end), None)
@@ -134,10 +147,12 @@ def check_plan(schedule, plan, durs=None, order=None, pos=None):
             return _fail("buffer", r, t.flow, f"flow {t.flow} is sent from a scratch slot never snapshotted at its start")
         users.append(t)
     users.sort(key=lambda t: t.start)
-    live: list = []
+    live: list[Transfer] = []
     for t in users:
+        assert t.slot is not None                   # every user has a slot (checked above)
         live = [u for u in live if u.end > t.start]
         for u in live:
+            assert u.slot is not None
             if u.slot < t.slot + t.length and t.slot < u.slot + u.length:
                 return _fail("buffer", r, t.flow, f"flows {u.flow} and {t.flow} use overlapping scratch "
                                                   f"[{u.slot}, {u.slot + u.length}) and [{t.slot}, {t.slot + t.length}) "
@@ -146,7 +161,7 @@ def check_plan(schedule, plan, durs=None, order=None, pos=None):
     return True, None
 
 
-def check_plans(schedule, plans):
+def check_plans(schedule: Schedule, plans: Sequence[RankPlan]) -> Result:
     """check_plan for every rank's plan (plans[r] must be rank r's); the first failure."""
     if len(plans) != schedule.cluster.p:
         return _fail("world size", 0, None, f"{len(plans)} plans for {schedule.cluster.p} ranks")
@@ -161,13 +176,13 @@ def check_plans(schedule, plans):
     return True, None
 
 
-def nonempty_numel(schedule) -> int:
+def nonempty_numel(schedule: Schedule) -> int:
     """The smallest tensor length that gives every piece an element (N·size ≥ 1 for each)."""
     smallest = min(schedule.pieces)
     return max(len(schedule.pieces), -(-smallest.denominator // smallest.numerator))
 
 
-def runnable_property(schedule):
+def runnable_property(schedule: Schedule) -> Result:
     """`runnable` as `optcc verify` reports it: every rank's plan for a tensor that gives every
     piece an element, built by optcc.lowering.step and checked above; (ok, counterexample)."""
     from optcc.lowering.step import build_all_plans
@@ -177,7 +192,7 @@ def runnable_property(schedule):
 CHECK_LIMIT = 4_000_000     # policy (not from the paper): p × flows visited by runnable_property, a few seconds
 
 
-def runnable_result(schedule):
+def runnable_result(schedule: Schedule) -> Result | None:
     """"runnable" as `optcc verify` shows it: runnable_property for every rank when p × flows ≤
     CHECK_LIMIT, else None (left to each rank, which checks its own plan before it runs)."""
     if schedule.cluster.p * max(len(schedule.flows), 1) > CHECK_LIMIT:
@@ -185,7 +200,7 @@ def runnable_result(schedule):
     return runnable_property(schedule)
 
 
-def add_runnable(proof, result) -> None:
+def add_runnable(proof: Proof, result: Result | None) -> None:
     """Record runnable_result in a verifier Proof (a failure refutes it; None: a note in facts)."""
     if result is None:
         proof.facts["runnable"] = (f"not checked here (p × flows > {CHECK_LIMIT}); every rank checks its own "
@@ -194,6 +209,7 @@ def add_runnable(proof, result) -> None:
     ok, cx = result
     proof.properties["runnable"] = ok
     if not ok:
+        assert cx is not None                       # a failure has its counterexample
         proof.counterexamples["runnable"] = cx
         proof.proved = False
         if proof.counterexample is None:

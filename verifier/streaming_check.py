@@ -7,35 +7,48 @@ progress graph's topological order to prune the search; deadlock is a cycle in t
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from collections import defaultdict, deque
 
 from optcc.schedule import posting_order
 from optcc.timing import IntegerTimes
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from optcc.lowering.streaming import Event, StreamingProgram
+    from optcc.schedule import Schedule
+
+Result = tuple[bool, dict[str, Any] | None]          # (ok, counterexample or None)
+OpEvent = tuple[int, int, str]                        # (rank, op index, "S" | "C")
+Where = dict[tuple[int, str, int | None], int]        # (rank, op kind, flow or local op) -> op index
+Access = tuple[tuple[int, int, int], str, int, str, str]   # (order key, "R"|"W", op, start event, end event)
+Buffer = tuple[str, int | None]                      # ("x", piece) or ("s", scratch slot)
+
 LAND, LOCAL, READ = 0, 1, 2       # order at one instant (optcc.schedule semantics, verifier.events)
 
 
-def _fail(kind, rank, message, **extra):
+def _fail(kind: str, rank: int | None, message: str, **extra: Any) -> Result:
     return False, {"property": "streaming", "kind": kind, "rank": rank, "message": message, **extra}
 
 
-def check_streaming(schedule, program, grid: IntegerTimes | None = None):
+def check_streaming(schedule: Schedule, program: StreamingProgram, grid: IntegerTimes | None = None) -> Result:
     """(ok, counterexample or None) for `program` (verifier.streaming.StreamingProgram)."""
     grid = grid or IntegerTimes(schedule)
     p = schedule.cluster.p
     if len(program.ranks) != p:
         return _fail("shape", None, f"the program has {len(program.ranks)} ranks, the schedule {p}")
-    base, total = [], 0
+    base: list[int] = []
+    total = 0
     for rp in program.ranks:
         base.append(total)
         total += len(rp.ops)
 
-    def node(r, n, ev):
+    def node(r: int, n: int, ev: str | None) -> int:
         return 2 * (base[r] + n) + (1 if ev == "C" else 0)
 
-    def name(x):
+    def name(x: int) -> str:
         g, ev = divmod(x, 2)
         r = max(k for k in range(p) if base[k] <= g)
         op = program.ranks[r].ops[g - base[r]]
@@ -45,7 +58,7 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
     checked = _structure(schedule, program)      # (False, cx) or (True, None, where)
     if not checked[0]:
         return checked
-    where = checked[2]
+    where: Where = checked[2]
     for r, rp in enumerate(program.ranks):
         for n, op in enumerate(rp.ops):
             for m, ev in op.deps:
@@ -53,8 +66,8 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
                         (ev == "C" and rp.ops[m].kind not in ("send", "recv")):
                     return _fail("bad dependency", r, f"rank {r} op {n} depends on ({m}, {ev!r}), "
                                                       f"which is not an event of its program")
-    hb = [[] for _ in range(2 * total)]            # predecessors
-    progress = [[] for _ in range(2 * total)]
+    hb: list[list[int]] = [[] for _ in range(2 * total)]            # predecessors
+    progress: list[list[int]] = [[] for _ in range(2 * total)]
     for kind, (r, n, ev), (r2, m, ev2) in progress_edges(schedule, program, where):
         u, v = node(r2, m, ev2), node(r, n, ev)
         if kind != "send after recv posted":
@@ -70,7 +83,7 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
                      + f" (a cycle of {len(cycle)} events with window {program.window})",
                      cycle=[name(x) for x in cycle[:16]])
 
-    def before(u, v) -> bool:
+    def before(u: int, v: int) -> bool:
         if u == v:
             return False
         if u in hb[v]:
@@ -100,7 +113,8 @@ def check_streaming(schedule, program, grid: IntegerTimes | None = None):
     for r, accesses in _accesses(schedule, program, grid).items():    # H
         for buf, acc in accesses.items():
             acc.sort(key=lambda a: a[0])
-            last_w, reads = None, []
+            last_w: Event | None = None
+            reads: list[Event] = []
             for key, kind, n, start_ev, end_ev in acc:
                 s = node(r, n, start_ev)
                 if last_w is not None and not before(node(r, last_w[0], last_w[1]), s):
@@ -135,7 +149,7 @@ EDGE_KIND = {k.name: k for k in _KINDS}
 EDGE_KINDS = tuple(EDGE_KIND)
 
 
-def progress_edges(schedule, program, where):
+def progress_edges(schedule: Schedule, program: StreamingProgram, where: Where) -> Iterator[tuple[str, OpEvent, tuple[int, int, str | None]]]:
     """The progress graph's edges as (kind, event, an event it waits for), events (rank, op index,
     "S" start | "C" completion), each formed from its EdgeKind's fields; `where` maps (rank,
     "send" | "recv", flow) to the op index (_structure's). Every kind but the last also holds in
@@ -157,21 +171,22 @@ def progress_edges(schedule, program, where):
         yield send_k.name, (*send, send_k.waits), (*recv, send_k.on)
 
 
-def _hazard(r, buf, kind, first, second):
+def _hazard(r: int, buf: Buffer, kind: str, first: str, second: str) -> Result:
     what = f"piece {buf[1]}" if buf[0] == "x" else f"scratch slot {buf[1]}"
     return _fail(kind, r, f"{kind} hazard on rank {r}'s {what}: {second} may happen before {first} has "
                           f"finished", buffer=list(buf))
 
 
-def _is_post(program, base, g) -> bool:
+def _is_post(program: StreamingProgram, base: Sequence[int], g: int) -> bool:
     r = max(k for k in range(len(base)) if base[k] <= g)
     return program.ranks[r].ops[g - base[r]].kind in ("send", "recv")
 
 
-def _structure(schedule, program):
-    """M (structure): one send, recv, land per flow on the right ranks, mirrored peer lists."""
+def _structure(schedule: Schedule, program: StreamingProgram) -> tuple[Any, ...]:
+    """M (structure): one send, recv, land per flow on the right ranks, mirrored peer lists;
+    (False, counterexample) or (True, None, where)."""
     flows = schedule.flows
-    where: dict = {}
+    where: Where = {}
     for r, rp in enumerate(program.ranks):
         for n, op in enumerate(rp.ops):
             if op.kind == "scale":
@@ -182,7 +197,7 @@ def _structure(schedule, program):
                 continue
             f = flows[op.flow] if op.flow is not None and 0 <= op.flow < len(flows) else None
             mine = f is not None and (r == f.src if op.kind in ("send", "snap") else r == f.dst)
-            if not mine or op.piece != f.piece or (r, op.kind, op.flow) in where or \
+            if not mine or f is None or op.piece != f.piece or (r, op.kind, op.flow) in where or \
                     (op.kind in ("send", "recv") and op.peer != (f.dst if op.kind == "send" else f.src)):
                 return _fail("structure", r, f"rank {r} op {n}: {op.kind} of flows[{op.flow}] has the wrong "
                                              f"rank, peer or piece, or appears twice")
@@ -196,16 +211,17 @@ def _structure(schedule, program):
         if recv.slot is None or land.slot != recv.slot:
             return _fail("structure", f.dst, f"flows[{i}]: receive and landing use different slots")
         if send.slot is not None:
-            n = where.get((f.src, "snap", i))
-            if n is None or program.ranks[f.src].ops[n].slot != send.slot:
+            snap = where.get((f.src, "snap", i))
+            if snap is None or program.ranks[f.src].ops[snap].slot != send.slot:
                 return _fail("structure", f.src, f"flows[{i}]: sent from slot {send.slot} that no snapshot fills")
-    for j, op in enumerate(schedule.local_ops):
-        if (op.rank, "scale", j) not in where:
-            return _fail("structure", op.rank, f"local_ops[{j}] is never applied on rank {op.rank}")
+    for j, lop in enumerate(schedule.local_ops):
+        if (lop.rank, "scale", j) not in where:
+            return _fail("structure", lop.rank, f"local_ops[{j}] is never applied on rank {lop.rank}")
     for r, rp in enumerate(program.ranks):
-        posts = defaultdict(set)
+        posts: defaultdict[int, set[int]] = defaultdict(set)
         for n, op in enumerate(rp.ops):
             if op.kind in ("send", "recv"):
+                assert op.peer is not None          # checked above: a post's peer is its flow's other end
                 posts[op.peer].add(n)
         for peer in set(posts) | set(rp.peer_seq):
             seq = rp.peer_seq.get(peer, [])
@@ -220,19 +236,20 @@ def _structure(schedule, program):
     return True, None, where
 
 
-def _accesses(schedule, program, grid):
+def _accesses(schedule: Schedule, program: StreamingProgram, grid: IntegerTimes) -> dict[int, defaultdict[Buffer, list[Access]]]:
     """rank -> buffer -> [(order key, "R"|"W", op, start event, end event)] in schedule terms."""
     pos = {i: n for n, i in enumerate(posting_order(schedule, grid.starts))}
-    out: dict = defaultdict(lambda: defaultdict(list))
-    slot_users: dict = defaultdict(list)
+    out: defaultdict[int, defaultdict[Buffer, list[Access]]] = defaultdict(lambda: defaultdict(list))
+    slot_users: defaultdict[tuple[int, int | None], list[tuple[int, int, int, str, int, str, str]]] = defaultdict(list)
     for r, rp in enumerate(program.ranks):
         acc = out[r]
         for n, op in enumerate(rp.ops):
-            i = op.flow
+            i = cast(int, op.flow)      # None only for a scale, which reads op.local (_structure checked both)
             if op.kind == "land":
                 acc[("x", op.piece)].append(((grid.ends[i], LAND, pos[i]), "W", n, "S", "S"))
                 slot_users[(r, op.slot)].append((grid.starts[i], pos[i], 1, "R", n, "S", "S"))
             elif op.kind == "scale":
+                assert op.local is not None
                 acc[("x", op.piece)].append(((grid.op_times[op.local], LOCAL, op.local), "W", n, "S", "S"))
             elif op.kind == "snap":
                 acc[("x", op.piece)].append(((grid.starts[i], READ, pos[i]), "R", n, "S", "S"))
@@ -249,16 +266,16 @@ def _accesses(schedule, program, grid):
     return out
 
 
-def _topo(graph, live):
+def _topo(graph: Sequence[Sequence[int]], live: list[int]) -> dict[int, int] | None:
     """Topological index of every live node (predecessor lists), or None if there is a cycle."""
-    succ = defaultdict(list)
+    succ: defaultdict[int, list[int]] = defaultdict(list)
     indeg = {x: 0 for x in live}
     for x in live:
         for y in graph[x]:
             succ[y].append(x)
             indeg[x] += 1
     todo = deque(x for x in live if indeg[x] == 0)
-    topo = {}
+    topo: dict[int, int] = {}
     while todo:
         x = todo.popleft()
         topo[x] = len(topo)
@@ -269,7 +286,7 @@ def _topo(graph, live):
     return topo if len(topo) == len(live) else None
 
 
-def _cycle(graph, live):
+def _cycle(graph: Sequence[Sequence[int]], live: list[int]) -> list[int]:
     """One cycle (list of nodes, each waiting for the next) in a graph known to have one."""
     state = dict.fromkeys(live, 0)
     for root in live:

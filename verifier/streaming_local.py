@@ -43,10 +43,22 @@ from __future__ import annotations
 
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from optcc.timing import IntegerTimes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy.typing as npt
+
+    from optcc.lowering.streaming import Op, RankProgram
+    from optcc.schedule import Flow, Schedule
+
+    Ints = npt.NDArray[np.int64]
+    Bools = npt.NDArray[np.bool_]
 
 SEND, SNAP, RECV, LAND, SCALE = range(5)          # op kind codes
 _KIND = {"send": SEND, "snap": SNAP, "recv": RECV, "land": LAND, "scale": SCALE}
@@ -57,11 +69,11 @@ _ROW = 16                                          # derived: at most this many 
 _CHUNK = 1 << 18                                   # derived: happens-before queries per numpy pass (memory)
 
 
-def _fail(kind, rank, message):
+def _fail(kind: str, rank: int, message: str) -> dict[str, Any]:
     return {"property": "streaming", "kind": kind, "rank": rank, "message": message}
 
 
-def _ints(values, exact_int: bool = False):
+def _ints(values: Sequence[Any], exact_int: bool = False) -> tuple[Ints, Bools, Bools]:
     """(int64 array with 0 for None and for odd values, None mask, odd mask): odd is a value that
     is neither an int (a bool too, unless `exact_int`) nor None, or one of 2⁵³ or more."""
     n = len(values)
@@ -88,13 +100,13 @@ def _ints(values, exact_int: bool = False):
     return np.where(none | big, 0, as_float).astype(np.int64), none, odd
 
 
-def _first(mask) -> int:
+def _first(mask: Bools) -> int:
     """Index of the first True, or -1."""
     hit = np.flatnonzero(mask)
     return int(hit[0]) if hit.size else -1
 
 
-def _repeats(idx, values, n):
+def _repeats(idx: Ints, values: Ints, n: int) -> Bools:
     """Mask over n ops: the ops of `idx` whose value (values[op], ≥ 0) an earlier op of idx has."""
     out = np.zeros(n, bool)
     v = values[idx]
@@ -106,7 +118,7 @@ def _repeats(idx, values, n):
     return out
 
 
-def _lex_greater(cols):
+def _lex_greater(cols: Sequence[Ints]) -> Bools:
     """For columns c_0..c_m of equal length L: whether row n+1 > row n lexicographically (L − 1 bools)."""
     greater = np.zeros(max(len(cols[0]) - 1, 0), bool)
     tied = np.ones_like(greater)
@@ -117,7 +129,7 @@ def _lex_greater(cols):
     return greater
 
 
-def _times(grid):
+def _times(grid: IntegerTimes) -> tuple[Ints, ...]:
     """The grid's flow starts, ends and local-op times as int64 arrays; where they do not fit, their
     ranks among all three (times are only compared with each other, so the order is the same)."""
     try:
@@ -131,9 +143,19 @@ def _times(grid):
 class _Program:
     """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
 
-    def __init__(self, schedule, rp, grid):
+    # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
+    fi: Ints
+    is_scale: Bools
+    krank: Ints
+    K: Ints
+    prev_post: Ints
+    _direct: tuple[str, Ints | None] | None
+    _graph: tuple[list[int], list[int], list[int]] | None
+
+    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes) -> None:
         ops = rp.ops
-        self.ops, self.n = ops, len(ops)
+        self.ops: list[Op] = ops
+        self.n = len(ops)
         fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one pass over the ops
         kind, piece, flow, peer, slot, local, deps = zip(*map(attrgetter(*fields), ops)) if ops else [()] * 7
         self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
@@ -152,7 +174,8 @@ class _Program:
         ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
         self.dep_S, self.dep_C = ev == 0, ev == 1
         self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
-        self.flows = flows = schedule.flows
+        self.flows: list[Flow] = schedule.flows
+        flows = self.flows
         self.nf = len(flows)
         self.fsrc, self.fdst, self.fpiece = (np.fromiter(map(itemgetter(k), flows), np.int64, self.nf) for k in range(3))
         self._direct = self._graph = None        # made on first use (_before)
@@ -163,7 +186,8 @@ class _Program:
         self.lo_piece = np.array([lo.piece for lo in local_ops] or [0], dtype=np.int64)
 
 
-def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = None):
+def check_rank_program(schedule: Schedule, rp: RankProgram, window: int, grid: IntegerTimes | None = None,
+                       ) -> dict[str, Any] | None:
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
     else a counterexample dict (the condition, the rank, a message)."""
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
@@ -171,7 +195,7 @@ def check_rank_program(schedule, rp, window: int, grid: IntegerTimes | None = No
     return _structure(P, rp.rank) or _order(P, rp.rank) or _pairs_and_hazards(P, rp, window)
 
 
-def _structure(P, r):
+def _structure(P: _Program, r: int) -> dict[str, Any] | None:
     """L1 and L5: every op is one of r's flows' (or local ops') at the right end, once; every flow
     of r has its ops, a snapshot send its snapshot, a receive and its landing one slot."""
     kc, ops, nf, nl = P.kc, P.ops, P.nf, P.nl
@@ -202,7 +226,7 @@ def _structure(P, r):
             return _fail("structure", r, f"op {n}: scale of local op {op.local} is not this rank's or twice")
         return _fail("structure", r, f"op {n}: {op.kind} of flows[{op.flow}] has the wrong rank, peer or "
                                      f"piece, or appears twice")
-    at = {}
+    at: dict[int, Ints] = {}
     for code in (SEND, SNAP, RECV, LAND):            # kind -> flow -> op (each at most once now)
         a = np.full(nf, -1, np.int64)
         idx = np.flatnonzero(fl_ok & (kc == code))
@@ -241,7 +265,7 @@ def _structure(P, r):
     return None
 
 
-def _key_rank(P):
+def _key_rank(P: _Program) -> Ints:
     """Each flow's posting key K = (start, src, dst, piece) as its rank among the flows' keys
     (equal keys, equal ranks), so that K compares as one integer."""
     if not P.nf:
@@ -258,7 +282,7 @@ def _key_rank(P):
     return rank
 
 
-def _order(P, r):
+def _order(P: _Program, r: int) -> dict[str, Any] | None:
     """L2: the ops strictly in κ order; every dependency an earlier event (a completion only of a post)."""
     kc, fi, is_scale = P.kc, P.fi, P.is_scale
     P.krank = _key_rank(P)
@@ -288,7 +312,7 @@ def _order(P, r):
     return None
 
 
-def _pairs_and_hazards(P, rp, window):
+def _pairs_and_hazards(P: _Program, rp: RankProgram, window: int) -> dict[str, Any] | None:
     """L3 (the posts with each peer, their order and window) and L4 (H on r's buffers)."""
     r, kc = rp.rank, P.kc
     posts = np.flatnonzero((kc == SEND) | (kc == RECV))
@@ -343,7 +367,7 @@ def _pairs_and_hazards(P, rp, window):
     return _hazards(P, r)
 
 
-def _hazards(P, r):
+def _hazards(P: _Program, r: int) -> dict[str, Any] | None:
     """L4: H on r's buffers (its pieces, its slots), each read after the write before it, each write
     after the reads and the write before it, on r's own edges."""
     item_op, is_w, ev_e, is_slot, prev_w, next_w = _buffer_items(P)
@@ -373,7 +397,7 @@ def _hazards(P, r):
     return _fail("RAW", r, f"{buf}: op {n} may run before the write of op {last} has finished")
 
 
-def _buffer_items(P):
+def _buffer_items(P: _Program) -> tuple[Ints, Bools, Ints, Bools, Ints, Ints]:
     """Every access to r's buffers as one sequence, buffer by buffer in the order the ops first
     touch them: a piece's accesses in op order, a slot's by (their flow's start, K, 0 for the
     write / 1 for the read, R before W, op). Per item: its op, whether it writes, the event that
@@ -439,7 +463,7 @@ def _buffer_items(P):
     return item_op, is_w, ev_e, is_slot, prev_w, next_w
 
 
-def _before(P, us, vs):
+def _before(P: _Program, us: Ints, vs: Ints) -> Bools:
     """For each query, whether event us[q] happens before vs[q] (event 2·op, + 1 for a completion) on
     r's own edges: a start after its deps, a post's completion after its start and after the
     previous post's completion with its peer. Every edge goes to a larger event number."""
@@ -449,7 +473,7 @@ def _before(P, us, vs):
     return out
 
 
-def _before_chunk(P, us, vs):
+def _before_chunk(P: _Program, us: Ints, vs: Ints) -> Bools:
     us, vs = np.asarray(us, np.int64), np.asarray(vs, np.int64)
     if P._direct is None:
         P._direct = _direct_edges(P)
@@ -458,8 +482,10 @@ def _before_chunk(P, us, vs):
     hit = np.zeros(us.size, bool)
     kind, direct = P._direct
     if kind == "rows":
+        assert direct is not None
         hit[start] = (direct[vn[start]] == us[start, None]).any(axis=1)
     elif kind == "codes":
+        assert direct is not None
         q = vn * (2 * P.n + 2) + us
         at = np.minimum(np.searchsorted(direct, q), direct.size - 1)
         hit = start & (direct[at] == q)
@@ -471,12 +497,12 @@ def _before_chunk(P, us, vs):
         if P._graph is None:
             P._graph = ((2 * P.dep_m + P.dep_C).tolist(), np.concatenate([[0], np.cumsum(P.dep_count)]).tolist(),
                         P.prev_post.tolist())
-        for q in rest.tolist():
-            hit[q] = _reach(int(us[q]), int(vs[q]), *P._graph)
+        for j in rest.tolist():
+            hit[j] = _reach(int(us[j]), int(vs[j]), *P._graph)
     return hit
 
 
-def _direct_edges(P):
+def _direct_edges(P: _Program) -> tuple[str, Ints | None]:
     """Each op's dependency events: as rows of a table (-1 padded) where no op has more than _ROW,
     else as one sorted code per (op, event)."""
     dep_ev = 2 * P.dep_m + P.dep_C
@@ -490,7 +516,7 @@ def _direct_edges(P):
     return "codes", np.sort(P.dep_owner * (2 * P.n + 2) + dep_ev)
 
 
-def _reach(u, v, deps, indptr, prev_post) -> bool:
+def _reach(u: int, v: int, deps: list[int], indptr: list[int], prev_post: list[int]) -> bool:
     """u happens before v: a search back from v, never below u (edges only go up)."""
     seen, todo = {v}, [v]
     while todo:

@@ -11,6 +11,7 @@ ask Z3 whether  ∃x: E(x) ≠ Σ_r x_r;  `unsat` is the proof. Work is shared t
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -18,24 +19,32 @@ from verifier.events import piece_signature
 from verifier.linear import ExpressionTable, execute_signature
 from verifier.provenance import first_wrong_write, run_piece
 
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
+
+ClassKey = tuple[tuple[int, int], ...]     # sorted (coefficient, count) pairs: verifier.linear.ExpressionTable.class_key
+
 
 class SumChecker:
-    def __init__(self, schedule, grid, events):
+    def __init__(self, schedule: Schedule, grid: IntegerTimes, events: list[list[tuple[int, int, int]]]) -> None:
         self.schedule = schedule
         self.grid = grid
         self.events = events
         self.p = schedule.cluster.p
-        self.stats = {}
+        self.stats: dict[str, int] = {}
 
-    def check(self):
+    def check(self) -> tuple[bool, dict[str, Any] | None]:
         """Return (ok, counterexample or None)."""
         p = self.p
-        groups: dict[tuple, list[int]] = {}
+        groups: dict[tuple[tuple[int, ...], ...], list[int]] = {}
         for k, ev in enumerate(self.events):
             groups.setdefault(piece_signature(self.schedule, ev), []).append(k)
         table = ExpressionTable()
-        class_ok: dict[tuple, bool] = {}
-        bad_pieces = []
+        class_ok: dict[ClassKey, bool] = {}
+        bad_pieces: list[int] = []
         for sig, members in groups.items():
             finals = execute_signature(sig, table)
             keys = {table.class_key(i, p) for i in finals.values()}
@@ -54,7 +63,7 @@ class SumChecker:
             return True, None
         return False, self._counterexample(min(bad_pieces))
 
-    def _counterexample(self, piece: int) -> dict:
+    def _counterexample(self, piece: int) -> dict[str, Any]:
         s = self.schedule
         p = self.p
         finals = run_piece(s, self.events[piece])
@@ -72,7 +81,7 @@ class SumChecker:
         plain = not s.local_ops and all(f.coef == 1 for f in s.flows)
         culprit = first_wrong_write(v, plain, missing) if v is not None else None
         last = v.writer if v is not None else None
-        parts = []
+        parts: list[str] = []
         if missing:
             parts.append(f"it is missing the inputs of ranks {_short(missing)}")
         if extra:
@@ -80,7 +89,7 @@ class SumChecker:
                 [f"{r} (×{wrong[r]['actual']})" for r in extra]))
         message = (f"rank {rank} ends with a wrong value of piece {piece}: " + "; ".join(parts)
                    + f". With inputs x[r] = r + 1 (one moved if needed) the sum is {expected}, rank {rank} holds {actual}.")
-        cx = {
+        cx: dict[str, Any] = {
             "property": "sum",
             "rank": rank,
             "piece": piece,
@@ -105,10 +114,10 @@ class SumChecker:
         return cx
 
 
-def _prove_class(key: tuple, p: int) -> bool:
+def _prove_class(key: ClassKey, p: int) -> bool:
     """Z3: is Σ c_i x_i ≠ Σ x_i unsatisfiable over the reals? (key = sorted (coef, count) pairs)."""
     xs = [z3.Real(f"x{i}") for i in range(p)]
-    terms = []
+    terms: list[Any] = []      # z3 terms
     i = 0
     for coef, count in key:
         for _ in range(count):
@@ -120,10 +129,10 @@ def _prove_class(key: tuple, p: int) -> bool:
     solver = z3.Solver()
     lhs = z3.Sum(terms) if terms else z3.RealVal(0)
     solver.add(lhs != z3.Sum(xs))
-    return solver.check() == z3.unsat
+    return bool(solver.check() == z3.unsat)
 
 
-def _model(coefs: dict[int, int], p: int, piece: int):
+def _model(coefs: dict[int, int], p: int, piece: int) -> tuple[dict[str, str], Fraction, Fraction]:
     """Concrete inputs x_r = r + 1 (distinct small positive integers) that expose the error.
 
     Linear time, no solver: Σ c_r x_r − Σ x_r is linear in each x_r; when it happens to vanish
@@ -140,12 +149,12 @@ def _model(coefs: dict[int, int], p: int, piece: int):
     return {f"x[{r}] (rank {r}, piece {piece})": str(v) for r, v in vals.items()}, expected, actual
 
 
-def _short(items, limit=12) -> str:
-    items = [str(x) for x in items]
-    return ", ".join(items[:limit]) + (f", … ({len(items)} in all)" if len(items) > limit else "")
+def _short(items: Iterable[object], limit: int = 12) -> str:
+    texts = [str(x) for x in items]
+    return ", ".join(texts[:limit]) + (f", … ({len(texts)} in all)" if len(texts) > limit else "")
 
 
-def _describe_writer(schedule, grid, writer) -> dict:
+def _describe_writer(schedule: Schedule, grid: IntegerTimes, writer: tuple[str, int]) -> dict[str, Any]:
     kind, i = writer
     if kind == "flow":
         f = schedule.flows[i]

@@ -28,23 +28,34 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 from optcc.lowering.msccl_runtime import MAX_COUNT, MAX_NODES, MAX_TBS_PER_CHANNEL, MAX_THREAD_BLOCKS
 
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+
+Tb = tuple[int, int]                         # a rank's thread block: (peer, channel)
+Programs = list[dict[Tb, list[dict[str, Any]]]]   # per rank: thread block -> its steps (dicts) in order
+Known = dict[Tb, int]                        # thread block -> the step of it known complete
+History = dict[tuple[int, Tb], tuple[list[int], list[Known]]]   # (rank, tb) -> (step numbers, knowledge from then on)
+
 MAX_CHANNELS = 32           # what the export uses: NCCL 2.12-2.18 and RCCL's MAXCHANNELS (msccl_runtime has later NCCL's 64)
 
 
-def chunk_layout(schedule) -> tuple[int, list[list[tuple[int, int]]]]:
+def chunk_layout(schedule: Schedule) -> tuple[int, list[list[tuple[int, int]]]]:
     """D, and per piece its parts as (offset, cnt) in chunks."""
     d = 1
     for size in schedule.pieces:
         d = d * size.denominator // math.gcd(d, size.denominator)
-    parts, offset = [], 0
+    parts: list[list[tuple[int, int]]] = []
+    offset = 0
     for size in schedule.pieces:
         cnt = int(size * d)
-        mine = []
+        mine: list[tuple[int, int]] = []
         for start in range(0, cnt, MAX_COUNT - 1):
             mine.append((offset + start, min(MAX_COUNT - 1, cnt - start)))
         parts.append(mine)
@@ -52,7 +63,7 @@ def chunk_layout(schedule) -> tuple[int, list[list[tuple[int, int]]]]:
     return d, parts
 
 
-def check_expressible(schedule) -> None:
+def check_expressible(schedule: Schedule) -> None:
     if schedule.local_ops:
         op = schedule.local_ops[0]
         raise OptccError("schedule.local_ops", f"MSCCL has no step that scales a value: local_ops[0] multiplies "
@@ -65,12 +76,12 @@ def check_expressible(schedule) -> None:
             raise OptccError(f"schedule.flows[{i}].op", f"unknown op {f.op!r}")
 
 
-def check_fits(schedule, max_steps: int) -> None:
+def check_fits(schedule: Schedule, max_steps: int) -> None:
     """Refuse, before building, what no thread block layout can fit: a rank with more peers
     than thread blocks, or whose transfers need more than MAX_THREAD_BLOCKS x max_steps steps
     (a thread block is one peer's, and holds at most max_steps steps)."""
     _, parts = chunk_layout(schedule)
-    load: dict[tuple, int] = {}
+    load: dict[tuple[int, int], int] = {}
     for f in schedule.flows:
         n = len(parts[f.piece])
         load[(f.src, f.dst)] = load.get((f.src, f.dst), 0) + n
@@ -100,21 +111,21 @@ def check_fits(schedule, max_steps: int) -> None:
                              "(fewer segments, or --max-steps 256)")
 
 
-def _first_spread(schedule, max_steps: int) -> dict:
+def _first_spread(schedule: Schedule, max_steps: int) -> dict[tuple[int, int], int]:
     """Lanes per ordered pair to start from: the pair's steps (both directions share a thread
     block) over max_steps, so a balanced layout fits at the first try."""
     _, parts = chunk_layout(schedule)
-    load: dict[tuple, int] = {}
+    load: dict[tuple[int, int], int] = {}
     for f in schedule.flows:
         pair = (min(f.src, f.dst), max(f.src, f.dst))
         load[pair] = load.get(pair, 0) + len(parts[f.piece])
-    out = {}
+    out: dict[tuple[int, int], int] = {}
     for (a, b), n in load.items():
         out[(a, b)] = out[(b, a)] = max(1, -(-n // max_steps))
     return out
 
 
-def _groups(schedule) -> tuple[int, dict]:
+def _groups(schedule: Schedule) -> tuple[int, dict[tuple[int, int], int]]:
     """H channel groups and each unordered pair's group, so that no rank has more than
     MAX_TBS_PER_CHANNEL peers in one group (greedy, least-loaded group of both ends)."""
     pairs = sorted({(min(f.src, f.dst), max(f.src, f.dst)) for f in schedule.flows})
@@ -123,8 +134,8 @@ def _groups(schedule) -> tuple[int, dict]:
         degree[a], degree[b] = degree.get(a, 0) + 1, degree.get(b, 0) + 1
     h = max(1, -(-max(degree.values(), default=0) // MAX_TBS_PER_CHANNEL))
     while True:
-        load: dict[tuple, int] = {}
-        group = {}
+        load: dict[tuple[int, int], int] = {}
+        group: dict[tuple[int, int], int] = {}
         for a, b in pairs:
             j = min(range(h), key=lambda j: (max(load.get((a, j), 0), load.get((b, j), 0)), j))
             group[(a, b)] = j
@@ -134,10 +145,11 @@ def _groups(schedule) -> tuple[int, dict]:
         h += 1
 
 
-def _channels(schedule, grid, spread: dict, h: int, group: dict) -> list[int]:
+def _channels(schedule: Schedule, grid: IntegerTimes, spread: dict[tuple[int, int], int], h: int,
+              group: dict[tuple[int, int], int]) -> list[int]:
     """Each flow's channel: lane l of its pair, in channel group g, is channel l * h + g."""
     chan = [0] * len(schedule.flows)
-    by_pair: dict[tuple, list] = {}
+    by_pair: dict[tuple[int, int], list[list[int]]] = {}
     for i in sorted(range(len(schedule.flows)), key=lambda i: (grid.starts[i], i)):
         f = schedule.flows[i]
         lanes = by_pair.setdefault((f.src, f.dst), [])      # per lane: [last end, flows]
@@ -152,7 +164,9 @@ def _channels(schedule, grid, spread: dict, h: int, group: dict) -> list[int]:
     return chan
 
 
-def build_program(schedule, spread: dict | None = None, grid=None, groups=None, reduce_deps: bool = True):
+def build_program(schedule: Schedule, spread: dict[tuple[int, int], int] | None = None, grid: IntegerTimes | None = None,
+                  groups: tuple[int, dict[tuple[int, int], int]] | None = None, reduce_deps: bool = True,
+                  ) -> tuple[Programs, int]:
     """Per rank: {(peer, chan): [step dicts]} in program order, and the number of channels.
     reduce_deps=False keeps every conflict as a dependency, implied ones included."""
     check_expressible(schedule)
@@ -160,24 +174,24 @@ def build_program(schedule, spread: dict | None = None, grid=None, groups=None, 
     h, group = groups or _groups(schedule)
     _, parts = chunk_layout(schedule)
     chan = _channels(schedule, grid, spread or {}, h, group)
-    events = []                      # (time, phase, flow, rank, peer, kind): landings (0) before starts (1)
+    events: list[tuple[int, int, int, int, int, str]] = []    # (time, phase, flow, rank, peer, kind): landings (0) before starts (1)
     for i, f in enumerate(schedule.flows):
         events.append((grid.starts[i], 1, i, f.src, f.dst, "s"))
         events.append((grid.ends[i], 0, i, f.dst, f.src, "rrc" if f.op == "add" else "r"))
     events.sort()
-    tbs: list[dict] = [{} for _ in range(schedule.cluster.p)]
-    last_write: dict[tuple, tuple] = {}           # (rank, piece, part) -> (tb key, step number)
-    reads: dict[tuple, dict] = {}                 # (rank, piece, part) -> {tb key: step number}
-    waited: set = set()
-    know: dict[tuple, dict] = {}                  # (rank, tb key) -> {other tb key: step known complete}
-    hist: dict[tuple, tuple[list, list]] = {}     # (rank, tb key) -> (step numbers, knowledge from then on)
+    tbs: Programs = [{} for _ in range(schedule.cluster.p)]
+    last_write: dict[tuple[int, int, int], tuple[Tb, int]] = {}    # (rank, piece, part) -> (tb key, step number)
+    reads: dict[tuple[int, int, int], dict[Tb, int]] = {}          # (rank, piece, part) -> {tb key: step number}
+    waited: set[tuple[int, Tb, int]] = set()
+    know: dict[tuple[int, Tb], Known] = {}        # (rank, tb key) -> {other tb key: step known complete}
+    hist: History = {}                            # (rank, tb key) -> (step numbers, knowledge from then on)
     for _, _, i, rank, peer, kind in events:
         f = schedule.flows[i]
         key = (peer, chan[i])
         prog = tbs[rank].setdefault(key, [])
         for j, (off, cnt) in enumerate(parts[f.piece]):
             cell = (rank, f.piece, j)
-            deps: dict = {}
+            deps: Known = {}
             w = last_write.get(cell)
             if w is not None and w[0] != key:
                 deps[w[0]] = w[1]
@@ -216,14 +230,14 @@ def build_program(schedule, spread: dict | None = None, grid=None, groups=None, 
     return tbs, 1 + max(chan, default=0)
 
 
-def _known_at(hist: dict, rank: int, tb, k: int) -> dict:
+def _known_at(hist: History, rank: int, tb: Tb, k: int) -> Known:
     """What thread block tb knew complete (by its waits) when its step k ran."""
     nums, snaps = hist.get((rank, tb), ((), ()))
     at = bisect_right(nums, k)
     return snaps[at - 1] if at else {}
 
 
-def _reduce(deps: dict, mine: dict, hist: dict, rank: int) -> list:
+def _reduce(deps: Known, mine: Known, hist: History, rank: int) -> list[tuple[Tb, int]]:
     """The dependencies not implied by what this thread block knows, or by another one of them
     (a wait on (o, k) also covers everything o had waited for by its step k): fewer nops."""
     todo = {o: k for o, k in deps.items() if mine.get(o, -1) < k}
@@ -232,8 +246,8 @@ def _reduce(deps: dict, mine: dict, hist: dict, rank: int) -> list:
                   if not any(implied[d].get(o, -1) >= k for d in todo if d != o))
 
 
-def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None,
-               progress=None, reduce_deps: bool = True) -> tuple[str, dict]:
+def export_xml(schedule: Schedule, max_steps: int = 64, proto: str = "Simple", name: str | None = None,
+               progress: Callable[[str], object] | None = None, reduce_deps: bool = True) -> tuple[str, dict[str, Any]]:
     """The XML text and facts {D, channels, thread_blocks, steps, max_tb_steps}; OptccError if
     impossible. progress(message), when given, hears of every layout tried; reduce_deps as in
     build_program."""
@@ -268,7 +282,7 @@ def export_xml(schedule, max_steps: int = 64, proto: str = "Simple", name: str |
         for rank, progs in enumerate(tbs):            # more channels for the pairs of overfull thread blocks
             total: dict[int, int] = {}
             lanes: dict[int, int] = {}
-            over = set()
+            over: set[int] = set()
             for (peer, _), prog in progs.items():
                 total[peer] = total.get(peer, 0) + len(prog)
                 lanes[peer] = lanes.get(peer, 0) + 1

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcc.schedule import Schedule, posting_order
 from optcc.timing import durations
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 ALIGN = 16  # scratch slots start on multiples of 16 elements (64 bytes for float32)
 
@@ -48,11 +52,11 @@ class Transfer:
 @dataclass
 class Step:
     time: Fraction
-    sends_done: list = field(default_factory=list)   # Transfers (send) that end now
-    landings: list = field(default_factory=list)     # Transfers (recv) that end now
-    local_ops: list = field(default_factory=list)    # (lo, hi, coef)
-    snapshots: list = field(default_factory=list)    # Transfers (send) copied to scratch now
-    posts: list = field(default_factory=list)        # Transfers started now, in global order
+    sends_done: list[Transfer] = field(default_factory=list)   # Transfers (send) that end now
+    landings: list[Transfer] = field(default_factory=list)     # Transfers (recv) that end now
+    local_ops: list[tuple[int, int, int]] = field(default_factory=list)    # (lo, hi, coef)
+    snapshots: list[Transfer] = field(default_factory=list)    # Transfers (send) copied to scratch now
+    posts: list[Transfer] = field(default_factory=list)        # Transfers started now, in global order
 
 
 @dataclass
@@ -60,16 +64,16 @@ class RankPlan:
     rank: int
     world_size: int
     numel: int
-    steps: list
+    steps: list[Step]
     scratch_numel: int
-    transfers: list
+    transfers: list[Transfer]
 
     @property
     def n_batches(self) -> int:
         return sum(1 for s in self.steps if s.posts)
 
 
-def piece_ranges(pieces, numel: int) -> list[tuple[int, int]]:
+def piece_ranges(pieces: Sequence[Fraction | int], numel: int) -> list[tuple[int, int]]:
     """Element range [lo, hi) of every piece for a flattened tensor of `numel` elements."""
     bounds = [0]
     acc = Fraction(0)
@@ -93,7 +97,8 @@ def build_plan(schedule: Schedule, rank: int, numel: int) -> RankPlan:
                   piece_ranges(schedule.pieces, numel))
 
 
-def _build(schedule, rank, numel, durs, order, ranges) -> RankPlan:
+def _build(schedule: Schedule, rank: int, numel: int, durs: list[Fraction], order: list[int],
+           ranges: list[tuple[int, int]]) -> RankPlan:
     if numel < 0:
         raise ValueError("numel must be ≥ 0")
     p = schedule.cluster.p
@@ -111,7 +116,7 @@ def _build(schedule, rank, numel, durs, order, ranges) -> RankPlan:
         end = f.start + durs[i]
         send = rank == f.src
         transfers.append(Transfer(i, send, f.dst if send else f.src, lo, hi, f.op, f.coef, f.start, end))
-    ops = []
+    ops: list[tuple[Fraction, int, int, int, int]] = []
     for op in schedule.local_ops:
         lo, hi = ranges[op.piece]
         if op.rank == rank and hi > lo:
@@ -127,7 +132,7 @@ def _build(schedule, rank, numel, durs, order, ranges) -> RankPlan:
 
     steps: dict[Fraction, Step] = {}
 
-    def step(time):
+    def step(time: Fraction) -> Step:
         s = steps.get(time)
         if s is None:
             s = steps[time] = Step(time)

@@ -18,10 +18,21 @@ from collections import defaultdict, deque
 from itertools import repeat
 from operator import itemgetter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from optcc.errors import OptccError
 from optcc.schedule import posting_order
 from optcc.timing import IntegerTimes
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy as np
+    import numpy.typing as npt
+
+    from optcc.schedule import Schedule
+
+Event = tuple[int, str]             # (op index, "S" start | "C" completion)
 
 DEFAULT_WINDOW = 4          # derived: messages in flight per peer (docs/gpu_runner.md, "streaming")
 SLOT_SPARE = 1              # derived: one scratch slot beyond the schedule's need (measured, docs/gpu_runner.md)
@@ -37,28 +48,28 @@ class Op:
     peer: int | None = None        # send / recv
     slot: int | None = None        # recv, land: target slot; snap and snapshot send: source slot
     local: int | None = None       # scale: index in schedule.local_ops
-    deps: list = field(default_factory=list)   # [(op index, "S" | "C")]
+    deps: list[Event] = field(default_factory=list)   # [(op index, "S" | "C")]
 
 
 @dataclass
 class RankProgram:
     rank: int
-    ops: list                      # in priority order (schedule order); the runner prefers low indices
-    peer_seq: dict                 # peer -> op indices of its posts, in posting order
+    ops: list[Op]                  # in priority order (schedule order); the runner prefers low indices
+    peer_seq: dict[int, list[int]]  # peer -> op indices of its posts, in posting order
     n_slots: int
 
 
 @dataclass
 class StreamingProgram:
     window: int
-    ranks: list
+    ranks: list[RankProgram]
     recv_order: bool = False       # receives wait for the previous receive on their link
 
 
 class _Lowering:
     """What every rank's program needs of the whole schedule, computed once, as numpy columns."""
 
-    def __init__(self, schedule, grid: IntegerTimes | None):
+    def __init__(self, schedule: Schedule, grid: IntegerTimes | None) -> None:
         import numpy as np
         self.schedule = schedule
         self.grid = grid = grid or IntegerTimes(schedule)
@@ -94,10 +105,12 @@ class _Lowering:
         piece = np.empty(index.size, np.int64)
         piece[is_flow] = self.piece[index[is_flow]]
         piece[~is_flow] = self.lo_piece[index[~is_flow]]
-        peer = np.zeros(index.size, np.int64)
+        peer: Any = np.zeros(index.size, np.int64)     # an array, then its list (None where no post)
         peer[recvs] = src[index[recvs]]
         peer[sends] = dst[index[sends]]
-        flow, peer, local = index.tolist(), peer.tolist(), [None] * index.size
+        flow: list[int | None] = index.tolist()
+        peer = peer.tolist()
+        local: list[int | None] = [None] * index.size
         for n in np.flatnonzero(~is_flow).tolist():     # a local op: its index as `local`, no flow
             local[n], flow[n] = flow[n], None
         for n in np.flatnonzero(~(recvs | sends)).tolist():
@@ -109,7 +122,7 @@ class _Lowering:
         times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
         return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
 
-    def _snapshotted(self, r, send, recv):
+    def _snapshotted(self, r: int, send: npt.NDArray[np.int64], recv: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of r's sends are snapshotted: the step runner's rule too (optcc.lowering.step),
         a snapshot when r writes the piece (a landing, a local op) strictly within the flow."""
         import numpy as np
@@ -129,7 +142,7 @@ class _Lowering:
         return (after < nw) & (writes[np.minimum(after, nw - 1)] < q[nw:] * span + t[nw + ns:])
 
 
-def _time_columns(grid):
+def _time_columns(grid: IntegerTimes) -> tuple[npt.NDArray[np.int64], ...]:
     """The grid's starts, ends and local-op times as int64 columns; where they do not fit, their
     ranks among all three (the lowering only compares them, so every order is the same)."""
     import numpy as np
@@ -146,7 +159,7 @@ def check_window(window: int) -> None:
         raise OptccError("window", f"expected at least 1 message in flight per peer, got {window}")
 
 
-def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None,
+def streaming_program(schedule: Schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes | None = None,
                       port_order: bool = PORT_ORDER, recv_order: bool = False) -> StreamingProgram:
     """Every rank's streaming program."""
     check_window(window)
@@ -155,7 +168,7 @@ def streaming_program(schedule, window: int = DEFAULT_WINDOW, grid: IntegerTimes
     return StreamingProgram(window, ranks, recv_order)
 
 
-def rank_program(schedule, rank: int, window: int = DEFAULT_WINDOW, recv_order: bool = False,
+def rank_program(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW, recv_order: bool = False,
                  grid: IntegerTimes | None = None, port_order: bool = PORT_ORDER) -> RankProgram:
     """One rank's program, equal to streaming_program(...).ranks[rank] (what a worker runs)."""
     check_window(window)
@@ -164,14 +177,14 @@ def rank_program(schedule, rank: int, window: int = DEFAULT_WINDOW, recv_order: 
     return _Lowering(schedule, grid).rank(rank, window, port_order, recv_order)
 
 
-def _color(users, spare: int = SLOT_SPARE):
+def _color(users: list[tuple[int, int, int]], spare: int = SLOT_SPARE) -> tuple[dict[int, int], int]:
     """Interval colouring by start time, flow -> slot id. A freed slot joins the back of a FIFO
     and is handed out again only while more than `spare` slots are free, so a rank can post its
     next receive while the current one is still arriving: gloo's sends wait for the receiver's
     ready notice, and a receive posted only when its slot's previous user has landed costs a
     round trip of idle link per message (docs/gpu_runner.md, "Where the time goes")."""
     events = sorted([(e, 0, i) for s, e, i in users] + [(s, 1, i) for s, e, i in users])
-    free: deque = deque()
+    free: deque[int] = deque()
     slot_of: dict[int, int] = {}
     n = 0
     for _, kind, i in events:
@@ -184,7 +197,8 @@ def _color(users, spare: int = SLOT_SPARE):
     return slot_of, n
 
 
-def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = False,
+def _link(rank: int, ops: list[Op], slot_of: dict[int, int], n_slots: int, window: int,
+          times: tuple[Sequence[int], Sequence[int], Sequence[str]] | None = None, recv_order: bool = False,
           port_order: bool = True) -> RankProgram:
     """Fill in slots and deps, walking the ops in schedule order. With `times` (the grid's flow
     starts, ends and links), a send to another peer than the rank's previous send on the same link
@@ -198,20 +212,25 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
     rendezvous round trip per change of sender, against bandwidth shared between two senders
     (worth it once a message's wire time is several round trips; docs/gpu_runner.md)."""
     last_write: dict[int, int] = {}
-    last_send: dict = {}                            # link -> the rank's latest send on it so far
-    last_recv: dict = {}                            # link -> its latest receive (recv_order)
-    reads: dict[int, list] = defaultdict(list)
-    slot_done: dict[int, tuple] = {}                # slot -> (op, event) that frees it
-    peer_seq: dict[int, list] = defaultdict(list)
+    last_send: dict[str, int] = {}                  # link -> the rank's latest send on it so far
+    last_recv: dict[str, int] = {}                  # link -> its latest receive (recv_order)
+    reads: dict[int, list[Event]] = defaultdict(list)
+    slot_done: dict[int, Event] = {}                # slot -> (op, event) that frees it
+    peer_seq: dict[int, list[int]] = defaultdict(list)
     recv_at: dict[int, int] = {}
     snap_at: dict[int, int] = {}
+    starts: Any                                     # read only with port_order / recv_order (times given)
+    ends: Any
+    links: Any
     starts, ends, links = times if times is not None else (None, None, None)
     port_order = port_order and times is not None
     recv_order = recv_order and times is not None
+    slot: int | None
 
     for n, op in enumerate(ops):
         deps, kind, i = op.deps, op.kind, op.flow
         if kind == "recv":
+            assert i is not None and op.peer is not None    # a post has its flow and peer
             op.slot = slot = slot_of[i]
             if slot in slot_done:
                 deps.append(slot_done[slot])
@@ -228,6 +247,7 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
             seq.append(n)
             recv_at[i] = n
         elif kind == "send":
+            assert i is not None and op.peer is not None
             slot = op.slot = slot_of.get(i)
             if slot is None:
                 if op.piece in last_write:
@@ -250,6 +270,7 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
             else:
                 slot_done[slot] = (n, "C")
         elif kind == "snap":
+            assert i is not None
             op.slot = slot = slot_of[i]
             if slot in slot_done:
                 deps.append(slot_done[slot])
@@ -259,6 +280,7 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
             snap_at[i] = n
         else:                                           # land, scale: write the piece
             if kind == "land":
+                assert i is not None
                 op.slot = slot_of[i]
                 deps.append((recv_at[i], "C"))
             if op.piece in last_write:
@@ -266,6 +288,7 @@ def _link(rank, ops, slot_of, n_slots, window, times=None, recv_order: bool = Fa
             deps.extend(reads.pop(op.piece, []))
             last_write[op.piece] = n
             if kind == "land":
+                assert op.slot is not None
                 slot_done[op.slot] = (n, "S")
     return RankProgram(rank, ops, dict(peer_seq), n_slots)
 

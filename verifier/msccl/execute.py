@@ -19,21 +19,33 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from verifier.msccl.model import READS_SRC, RECVS, SENDS, WRITES_DST, Program
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from verifier.msccl.model import Step, ThreadBlock
+
+    Clock = npt.NDArray[np.int64]                   # a vector clock: one entry per thread block
+
+Key = tuple[Any, ...]           # ('x', rank, chunk), ('u', rank, buf, off) or ('+', a, b)
+Cell = tuple[int, str, int]     # (rank, buf, off)
+Message = tuple[list[int], "Clock", dict[str, Any]]     # (value ids, the sender's clock, the sender step)
+
 
 class Values:
     """Hash-consed trees: ('x', rank, chunk) inputs, ('u', rank, buf, off) undefined, ('+', a, b)."""
 
-    def __init__(self):
-        self.ids: dict[tuple, int] = {}
-        self.keys: list[tuple] = []
-        self._linear: dict[int, dict] = {}
+    def __init__(self) -> None:
+        self.ids: dict[Key, int] = {}
+        self.keys: list[Key] = []
+        self._linear: dict[int, dict[Key, int]] = {}
 
-    def make(self, key: tuple) -> int:
+    def make(self, key: Key) -> int:
         i = self.ids.get(key)
         if i is None:
             i = self.ids[key] = len(self.keys)
@@ -43,7 +55,7 @@ class Values:
     def add(self, a: int, b: int) -> int:
         return self.make(("+", a, b) if a <= b else ("+", b, a))
 
-    def linear(self, i: int) -> dict:
+    def linear(self, i: int) -> dict[Key, int]:
         """{('x', rank, chunk) or ('u', rank, buf, off): coefficient} (a loop: trees may be deep)."""
         todo = [i]
         while todo:
@@ -81,15 +93,15 @@ class Values:
 @dataclass
 class Run:
     values: Values
-    cells: dict                                       # (rank, buf, off) -> value id
-    writer: dict                                      # (rank, buf, off) -> step description
-    blocked: list = field(default_factory=list)       # deadlock: one dict per stuck thread block
-    leftover: list = field(default_factory=list)      # messages never received
-    race: dict | None = None
-    mismatch: dict | None = None                      # a receive whose cnt differs from the send's
+    cells: dict[Cell, int]                            # (rank, buf, off) -> value id
+    writer: dict[Cell, dict[str, Any]]                # (rank, buf, off) -> step description
+    blocked: list[dict[str, Any]] = field(default_factory=list)       # deadlock: one dict per stuck thread block
+    leftover: list[dict[str, Any]] = field(default_factory=list)      # messages never received
+    race: dict[str, Any] | None = None
+    mismatch: dict[str, Any] | None = None            # a receive whose cnt differs from the send's
 
 
-def describe(tb, st) -> dict:
+def describe(tb: ThreadBlock, st: Step) -> dict[str, Any]:
     """The step as counterexamples name it; `chunk` is the first chunk it writes (else reads)."""
     buf, off = (st.dstbuf, st.dstoff) if st.type in WRITES_DST else (st.srcbuf, st.srcoff)
     return {"rank": tb.rank, "tb": tb.id, "step": st.s, "type": st.type, "line": st.line, "buffer": buf,
@@ -99,7 +111,8 @@ def describe(tb, st) -> dict:
 
 def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
     tbs = [tb for g in prog.gpus for tb in g.tbs]
-    base, total = {}, 0
+    base: dict[int, int] = {}
+    total = 0
     for g in prog.gpus:
         base[g.id], total = total, total + len(g.tbs)
     n = len(tbs)
@@ -108,24 +121,24 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
     for g in prog.gpus:
         for c in range(g.i_chunks):
             run.cells[(g.id, "i", c)] = values.make(("x", g.id, c))
-    queues: dict[tuple, deque] = {}
-    published: list[list] = [[] for _ in range(n)]        # step numbers of the hasdep steps run, in order
-    snapshots: list[list] = [[] for _ in range(n)]        # their vector clocks
+    queues: dict[tuple[int, int, int], deque[Message]] = {}     # (sender, receiver, channel) -> messages
+    published: list[list[int]] = [[] for _ in range(n)]        # step numbers of the hasdep steps run, in order
+    snapshots: list[list[Clock]] = [[] for _ in range(n)]      # their vector clocks
     flag = [-1] * n
     vcs = [np.zeros(n, dtype=np.int64) for _ in range(n)]
     pc = [0] * n
-    access: dict[tuple, list] = {}                        # cell -> [last write, {gid: read}]
+    access: dict[Cell, list[Any]] = {}                    # cell -> [last write, {gid: read}]
 
-    def cell(rank, buf, off):
+    def cell(rank: int, buf: str, off: int) -> Cell:
         return (rank, "i" if buf == "o" and inplace else buf, off)
 
-    def get(key):
+    def get(key: Cell) -> int:
         v = run.cells.get(key)
         if v is None:
             v = run.cells[key] = values.make(("u",) + key)
         return v
 
-    def touch(key, gid, vc, info, write):
+    def touch(key: Cell, gid: int, vc: Clock, info: dict[str, Any], write: bool) -> None:
         state = access.get(key)
         if state is None:
             state = access[key] = [None, {}]
@@ -142,7 +155,7 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         else:
             reads[gid] = (gid, vc[gid], info)
 
-    def ready(gid, tb, st):
+    def ready(gid: int, tb: ThreadBlock, st: Step) -> bool:
         for dep_tb, k, _ in st.waits:
             if flag[base[tb.rank] + dep_tb] < k:
                 return False
@@ -152,15 +165,15 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
             return False
         return True
 
-    def merge(vc, other):
+    def merge(vc: Clock, other: Clock) -> None:
         np.maximum(vc, other, out=vc)
 
-    def step(gid, tb, st):
+    def step(gid: int, tb: ThreadBlock, st: Step) -> None:
         vc = vcs[gid]
         for dep_tb, k, _ in st.waits:
             target = base[tb.rank] + dep_tb
             merge(vc, snapshots[target][bisect_left(published[target], k)])
-        msg = None
+        msg: Message | None = None
         if st.type in RECVS:
             msg = queues[(tb.recv, tb.rank, tb.chan)].popleft()
             merge(vc, msg[1])
@@ -170,7 +183,7 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
         info = st.info
         if info is None:
             info = st.info = describe(tb, st)
-        out = []
+        out: list[int] = []
         for j in range(st.cnt):
             src = cell(tb.rank, st.srcbuf, st.srcoff + j)
             dst = cell(tb.rank, st.dstbuf, st.dstoff + j)
@@ -219,9 +232,10 @@ def execute(prog: Program, inplace: bool, capacity: int | None) -> Run:
     return run
 
 
-def _why(tb, st, flag, base, queues, capacity, prog) -> dict:
+def _why(tb: ThreadBlock, st: Step, flag: list[int], base: dict[int, int],
+         queues: dict[tuple[int, int, int], deque[Message]], capacity: int | None, prog: Program) -> dict[str, Any]:
     out = describe(tb, st)
-    reasons = []
+    reasons: list[str] = []
     for dep_tb, k, line in st.waits:
         have = flag[base[tb.rank] + dep_tb]
         if have < k:

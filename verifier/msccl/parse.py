@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal, NoReturn
 
 from optcc.errors import OptccError
 from optcc.lowering.msccl_runtime import MAX_ATTR_COUNT, MAX_STR_LEN, MAX_SUBS
@@ -94,13 +95,16 @@ def c_strtol(s: str) -> int:
 
 
 class _Reader:
-    def __init__(self, text: str):
+    top: list[Node]                     # set by parse_xml
+    counts: dict[str, int]
+
+    def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
         self.line = 1
         self.nodes = 0
 
-    def fail(self, message: str, line: int | None = None):
+    def fail(self, message: str, line: int | None = None) -> NoReturn:
         raise OptccError(f"line {self.line if line is None else line}", message)
 
     def getc(self) -> str:
@@ -129,7 +133,7 @@ class _Reader:
         self.pos = end + 1
         return value, self.getc()
 
-    def token(self, want_value: bool):
+    def token(self, want_value: bool) -> tuple[str, str | None, str]:
         """(name, value or None, the character that ended it); the runtime's loop, by search."""
         start = self.pos
         m = _DELIMS.search(self.text, start)
@@ -152,15 +156,17 @@ class _Reader:
             return name, value, last
         return name, None, c
 
-    def node(self):
+    def node(self) -> tuple[str, Node] | None:
         """One element: ('open'|'single'|'close', Node) or None at the end of the file."""
         while True:
             got = self._node()
             if got != "comment":
                 return got
 
-    def _node(self):
-        blank = _BLANKS.match(self.text, self.pos).end()
+    def _node(self) -> tuple[str, Node] | Literal["comment"] | None:
+        blanks = _BLANKS.match(self.text, self.pos)
+        assert blanks is not None                   # [ \n\r]* matches everywhere
+        blank = blanks.end()
         self.line += self.text.count("\n", self.pos, blank)
         self.pos = blank
         if self.pos >= len(self.text):

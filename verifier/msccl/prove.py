@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from verifier.msccl.execute import describe, execute
 from verifier.msccl.model import Program, limit_violations
+
+if TYPE_CHECKING:
+    from verifier.msccl.execute import Key, Run
+
+ClassKey = tuple[tuple[int, ...], tuple[int, ...]]     # (expected inputs' coefficients, the others'), sorted
 
 PROPERTIES = ("sum", "deadlock_free", "limits", "deterministic")
 
@@ -29,12 +35,12 @@ PROPERTIES = ("sum", "deadlock_free", "limits", "deterministic")
 class MscclProof:
     proved: bool
     properties: dict[str, bool]
-    counterexample: dict | None
+    counterexample: dict[str, Any] | None
     seconds: float
-    counterexamples: dict[str, dict] = field(default_factory=dict)
-    facts: dict = field(default_factory=dict)
+    counterexamples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"proved": self.proved,
                 "properties": {k: "proved" if v else "refuted" for k, v in self.properties.items()},
                 "counterexample": self.counterexample, "counterexamples": self.counterexamples,
@@ -43,8 +49,8 @@ class MscclProof:
 
 def prove_program(prog: Program, max_steps: int = 64) -> MscclProof:
     t0 = time.perf_counter()
-    failures: dict[str, dict] = {}
-    queries: dict[tuple, bool] = {}
+    failures: dict[str, dict[str, Any]] = {}
+    queries: dict[ClassKey, bool] = {}
     for inplace in prog.modes():
         mode = "in-place" if inplace else "out-of-place"
         unbounded = execute(prog, inplace, None)
@@ -75,7 +81,7 @@ def prove_program(prog: Program, max_steps: int = 64) -> MscclProof:
                       seconds=time.perf_counter() - t0, counterexamples=failures, facts=facts)
 
 
-def _deadlock(run, buffers: str) -> dict | None:
+def _deadlock(run: Run, buffers: str) -> dict[str, Any] | None:
     if run.mismatch:
         m = run.mismatch
         return {"buffers": buffers, **m, "rank": m["receiver"]["rank"], "tb": m["receiver"]["tb"],
@@ -98,7 +104,7 @@ def _deadlock(run, buffers: str) -> dict | None:
     return None
 
 
-def _unpublished_wait(prog: Program) -> dict | None:
+def _unpublished_wait(prog: Program) -> dict[str, Any] | None:
     """A wait on a step without hasdep="1", or on a number no step has (a `nop`'s), ends only when
     a later step of that thread block publishes: it waits longer than written, and forever if none
     does (../shared/MSCCL.md: a bug)."""
@@ -126,7 +132,7 @@ def _unpublished_wait(prog: Program) -> dict | None:
     return None
 
 
-def _sum(prog: Program, run, inplace: bool, queries: dict) -> dict | None:
+def _sum(prog: Program, run: Run, inplace: bool, queries: dict[ClassKey, bool]) -> dict[str, Any] | None:
     if run.race:
         r = run.race
         return {"kind": "race", "rank": r["rank"], "chunk": r["chunk"], "buffer": r["buffer"],
@@ -147,14 +153,14 @@ def _sum(prog: Program, run, inplace: bool, queries: dict) -> dict | None:
     return None
 
 
-def _class_key(lin: dict, chunk: int, p: int) -> tuple:
+def _class_key(lin: dict[Key, int], chunk: int, p: int) -> ClassKey:
     """The query up to renaming variables: coefficients of the p expected inputs, then of the others."""
     expected = tuple(sorted(lin.get(("x", r, chunk), 0) for r in range(p)))
     others = tuple(sorted(c for k, c in lin.items() if not (k[0] == "x" and k[2] == chunk)))
     return expected, others
 
 
-def _prove(key: tuple) -> bool:
+def _prove(key: ClassKey) -> bool:
     """Z3: is Σ a_i x_i + Σ b_j y_j != Σ x_i unsatisfiable over the reals?"""
     expected, others = key
     xs = [z3.Real(f"x{i}") for i in range(len(expected))]
@@ -162,10 +168,10 @@ def _prove(key: tuple) -> bool:
     lhs = z3.Sum([a * x for a, x in zip(expected, xs)] + [b * y for b, y in zip(others, ys)])
     solver = z3.Solver()
     solver.add(lhs != z3.Sum(xs))
-    return solver.check() == z3.unsat
+    return bool(solver.check() == z3.unsat)
 
 
-def _sum_counterexample(prog, run, rank, c, lin, buf) -> dict:
+def _sum_counterexample(prog: Program, run: Run, rank: int, c: int, lin: dict[Key, int], buf: str) -> dict[str, Any]:
     p = prog.ngpus
     coefs = {r: lin.get(("x", r, c), 0) for r in range(p)}
     missing = [r for r in range(p) if coefs[r] == 0]
@@ -176,11 +182,11 @@ def _sum_counterexample(prog, run, rank, c, lin, buf) -> dict:
     solver = z3.Solver()
     solver.add(z3.Sum([coefs[r] * xs[r] for r in range(p)]) != z3.Sum(list(xs.values())))
     solver.add(*[z3.And(x >= 1, x <= 2 * p + 1) for x in xs.values()], z3.Distinct(*xs.values()) if p > 1 else True)
-    inputs = {}
+    inputs: dict[str, int] = {}
     if not foreign and solver.check() == z3.sat:
         m = solver.model()
         inputs = {f"x{r}[{c}]": m.eval(xs[r], model_completion=True).as_long() for r in range(p)}
-    parts = []
+    parts: list[str] = []
     if missing:
         parts.append(f"it misses the inputs of ranks {missing}")
     if extra:
@@ -201,7 +207,7 @@ def _sum_counterexample(prog, run, rank, c, lin, buf) -> dict:
             "missing_ranks": missing, "inputs": inputs, "last_write": writer, "message": message}
 
 
-def _deterministic(prog: Program, run, inplace: bool) -> dict | None:
+def _deterministic(prog: Program, run: Run, inplace: bool) -> dict[str, Any] | None:
     buf = "i" if inplace else "o"
     for c in range(prog.nchunks):
         trees = [run.cells.get((rank, buf, c)) for rank in range(prog.ngpus)]

@@ -10,21 +10,29 @@
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING, Any
 
 import z3
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Term
+
+Z3Term = Any
+"""A Z3 expression or sort (z3 ships no type information; the parametric proofs name its
+objects by this alias so that they read apart from formula terms, `Term`)."""
 
 
 SPREAD = 4      # products a·b, a'·b are related exactly for |a − a'| < SPREAD, by ≥ beyond
 
 
 class Z3Arith:
-    def __init__(self):
-        self.side: list = []          # range promises of mod, to prove under the assumptions
-        self.products: list = []      # (a, b, v): v stands for a·b
-        self.defs: list = []          # definitions of fresh names (always satisfiable)
+    def __init__(self) -> None:
+        self.side: list[Z3Term] = []          # range promises of mod, to prove under the assumptions
+        self.products: list[tuple[Z3Term, Z3Term, Z3Term]] = []      # (a, b, v): v stands for a·b
+        self.defs: list[Z3Term] = []          # definitions of fresh names (always satisfiable)
         self._fresh = itertools.count()
 
-    def mod(self, x, n, qlo, qhi):
+    def mod(self, x: Term, n: Term, qlo: int, qhi: int) -> Term:
         self.side.append(z3.And(x >= qlo * n, x < (qhi + 1) * n))
         expr = x - qhi * n
         for q in range(qhi - 1, qlo - 1, -1):
@@ -32,27 +40,27 @@ class Z3Arith:
         return expr
 
     @staticmethod
-    def ite(c, a, b):
+    def ite(c: Term, a: Term, b: Term) -> Term:
         return z3.If(c, a, b)
 
     @staticmethod
-    def And(*cs):
+    def And(*cs: Term) -> Term:
         return z3.And(*cs)
 
     @staticmethod
-    def Or(*cs):
+    def Or(*cs: Term) -> Term:
         return z3.Or(*cs)
 
     @staticmethod
-    def Not(c):
+    def Not(c: Term) -> Term:
         return z3.Not(c)
 
-    def odd(self, x):
+    def odd(self, x: Term) -> Term:
         q = z3.Int(f"half{next(self._fresh)}")
         self.defs.append(z3.Or(x == 2 * q, x == 2 * q + 1))    # defines q = x div 2
         return x == 2 * q + 1
 
-    def mul(self, a, b):
+    def mul(self, a: Term, b: Term) -> Term:
         if isinstance(a, int) and isinstance(b, int):
             return a * b
         if isinstance(a, int):
@@ -67,21 +75,21 @@ class Z3Arith:
         return v
 
     @staticmethod
-    def real(x):
+    def real(x: Term) -> Term:
         if isinstance(x, int):
             return z3.RealVal(x)
         return z3.ToReal(x) if x.is_int() else x
 
     @staticmethod
-    def div(a, b):
+    def div(a: Term, b: Term) -> Term:
         return z3.ToReal(a) / b if isinstance(a, z3.ArithRef) and a.is_int() else a / b
 
-    def product_definitions(self) -> list:
+    def product_definitions(self) -> list[Z3Term]:
         """v = a·b for every product built: exact, nonlinear; for obligations that are nonlinear
         already (closed forms), where the linear lemmas do not determine a product."""
         return list(self.defs) + [v == a * b for a, b, v in self.products]
 
-    def product_lemmas(self) -> list:
+    def product_lemmas(self) -> list[Z3Term]:
         """Instances of the product lemmas for every product and pair of products on one factor,
         plus the definitions of fresh names (parities)."""
         out = list(self.defs)
@@ -101,6 +109,6 @@ class Z3RealArith(Z3Arith):
     obligations that are nonlinear real arithmetic already (closed forms), where nlsat decides the
     products directly and a fresh integer name would make the query mixed integer–real."""
 
-    def mul(self, a, b):
+    def mul(self, a: Term, b: Term) -> Term:
         return a * b
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -34,6 +35,11 @@ from optcc.proof_sources import MIN_P as _MIN_P
 from optcc.proof_sources import SOURCES as _SOURCES
 from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-exported)
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Family, Term
+    from optcc.cluster import Cluster
+    from optcc.schedule import Flow, Schedule
+
 FORMAT = "optcc-generator-certificate/2"
 def check_certifiable(algo: str) -> None:
     """Refuse (OptccError "certificate") a construction that has no generator certificate."""
@@ -42,7 +48,7 @@ def check_certifiable(algo: str) -> None:
                                         "its schedules are proved per instance by the runner's gate")
 
 
-def write_generator_certificate(result: dict, path: str) -> None:
+def write_generator_certificate(result: dict[str, Any], path: str) -> None:
     """Atomically write the certificate of a prove_all result; refuses one that did not prove."""
     check_certifiable(result["algo"])
     if not result.get("proved"):
@@ -64,8 +70,8 @@ def is_generator_certificate(path: str) -> bool:
     return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-generator-certificate/")
 
 
-_REPROVED: dict = {}      # (algo, sources digest) -> (obligations digest, None or the failure)
-_RANGE: dict = {}         # (algo, sources digest) -> the range the obligations are stated for
+_REPROVED: dict[tuple[str, str], tuple[str, str | None]] = {}      # (algo, sources digest) -> (obligations digest, None or the failure)
+_RANGE: dict[tuple[str, str], str] = {}         # (algo, sources digest) -> the range the obligations are stated for
 
 
 def reprove(algo: str) -> tuple[str, str | None]:
@@ -87,7 +93,7 @@ def reprove(algo: str) -> tuple[str, str | None]:
     return _REPROVED[key]
 
 
-def _params(algo: str, c) -> tuple[int, Fraction]:
+def _params(algo: str, c: Cluster) -> tuple[int, Fraction]:
     (s, ell), = c.stragglers.items() if c.stragglers else [(0, Fraction(1))]
     return s, Fraction(ell)
 
@@ -101,23 +107,25 @@ def expected_counts(algo: str, p: int, k: int, ell: Fraction) -> tuple[int, int]
     return flows, k * H + (k - 1 if small else 0)
 
 
-def reference(algo: str, c, k: int):
+def reference(algo: str, c: Cluster, k: int) -> tuple[list[Fraction], list[Flow], list[Fraction]]:
     """(pieces, flows, durations) enumerated by the verifier from the proved terms (module doc, 5)."""
     from optcc.algorithms.families import INT, Params
     from optcc.schedule import Flow
     s, ell = _params(algo, c)
     p = c.p
     P = Params(p, k, ell, s)
+    F: Any                          # the construction's families module, and its verifier model
+    PV: Any
     if algo == "ring":
         from optcc.algorithms.families import ring as F
         from verifier.parametric import ring as PV
         origins, units = [Fraction(0)], [F.slot(INT, P)]
         pieces = F.piece_sizes(P)
 
-        def rank(n):
+        def rank(n: Term) -> Term:
             return n
 
-        def piece_of(key):
+        def piece_of(key: tuple[Term, ...]) -> Term:
             return F.piece_index(INT, P, key)
     else:
         from optcc.algorithms.families import optcc as F
@@ -125,16 +133,18 @@ def reference(algo: str, c, k: int):
         origins, units = F.phase_clock(INT, P)
         pieces = F.piece_sizes(P)
 
-        def rank(n):
+        def rank(n: Term) -> Term:
             return F.node_rank(INT, P, n)
 
-        def piece_of(key):
+        def piece_of(key: tuple[Term, ...]) -> Term:
             return F.piece_index(INT, P, key)
-    fams = {f.name: f for f in F.FAMILIES}
-    sp = {name: [range(lo, hi + 1) for lo, hi in r] for name, r in PV.spans(P).items()}
-    flows, durs, starts = [], [], {}
+    fams: dict[str, Family] = {f.name: f for f in F.FAMILIES}
+    sp: dict[str, list[range]] = {name: [range(lo, hi + 1) for lo, hi in r] for name, r in PV.spans(P).items()}
+    flows: list[Flow] = []
+    durs: list[Fraction] = []
+    starts: dict[Fraction, Fraction] = {}
 
-    def emit(fam, idx):
+    def emit(fam: Family, idx: tuple[int, ...]) -> None:
         if not all(fam.domain(INT, P, *idx)):
             return
         T = fam.terms(INT, P, *idx)
@@ -143,7 +153,7 @@ def reference(algo: str, c, k: int):
         flows.append(Flow(rank(T.src), rank(T.dst), piece_of(T.piece), fam.op, t))
         durs.append(T.dur * units[T.phase])
 
-    def every(name, *outer):
+    def every(name: str, *outer: int) -> None:
         r = sp[name]
         if len(outer) == 0:
             for a in r[0]:
@@ -178,8 +188,8 @@ def reference(algo: str, c, k: int):
     return pieces, flows, durs
 
 
-def _semantic_meta(algo: str, schedule, k: int) -> None:
-    want = {"algorithm": algo, "segments": k, "capacity": "exclusive"}
+def _semantic_meta(algo: str, schedule: Schedule, k: int) -> None:
+    want: dict[str, object] = {"algorithm": algo, "segments": k, "capacity": "exclusive"}
     if algo == "optcc":
         want["straggler"] = _params(algo, schedule.cluster)[0]
     meta = schedule.meta
@@ -187,7 +197,7 @@ def _semantic_meta(algo: str, schedule, k: int) -> None:
         raise OptccError("meta", f"expected {want} in the schedule's meta")
 
 
-def generator_certificate_check(schedule, path: str) -> tuple[bool, str]:
+def generator_certificate_check(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
     from optcc.algorithms import check_segments, check_work
     from optcc.schedule import Schedule

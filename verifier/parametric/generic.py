@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -17,32 +18,36 @@ from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric.obligations import Obligation
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Family, Term, Terms
+    from verifier.parametric.arith import Z3Term
 
-def fresh_index(fam, tag: str) -> tuple:
+
+def fresh_index(fam: Family, tag: str) -> tuple[Z3Term, ...]:
     return tuple(z3.Int(f"{name}_{tag}") for name in fam.index)
 
 
-def _box_end(T):
+def _box_end(T: Terms) -> Term:
     return T.box + T.box_len
 
 
-def disjoint(T1, T2):
+def disjoint(T1: Terms, T2: Terms) -> Z3Term:
     """Slot boxes that cannot overlap in time: other phase, or disjoint integer intervals."""
     return z3.Or(T1.phase != T2.phase, _box_end(T1) <= T2.box, _box_end(T2) <= T1.box)
 
 
-def before(T1, T2):
+def before(T1: Terms, T2: Terms) -> Z3Term:
     """Flow 1 lands before flow 2 starts (via verifier.parametric.lemmas.box_lemma)."""
     return z3.Or(T1.phase < T2.phase, z3.And(T1.phase == T2.phase, _box_end(T1) <= T2.box))
 
 
-def _eq_key(k1, k2):
+def _eq_key(k1: Sequence[Term], k2: Sequence[Term]) -> Z3Term:
     if len(k1) != len(k2):
         return z3.BoolVal(False)
     return z3.simplify(z3.And(*[a == b for a, b in zip(k1, k2)]))
 
 
-def _distinct(f1, i1, f2, i2):
+def _distinct(f1: Family, i1: Sequence[Term], f2: Family, i2: Sequence[Term]) -> Z3Term:
     if f1 is not f2:
         return z3.BoolVal(True)
     return z3.Or(*[a != b for a, b in zip(i1, i2)])
@@ -54,16 +59,16 @@ class GeneratorModel:
     (verifier.parametric.ring / optcc / multi build one; `construction` elsewhere is a built
     Algorithm record of optcc.algorithms.registry)."""
     name: str
-    P: tuple                      # z3 Params
-    assume: list                  # parameter assumptions (the quantified range)
-    families: tuple
-    nodes: Callable               # P -> number of nodes (flows' src/dst are nodes 0..nodes−1)
-    piece_ok: Callable            # (A, P, key) -> condition: key is a piece of the schedule
-    shared: frozenset = frozenset()   # family-name pairs that may share a box, one after the other
+    P: Any                        # z3 Params (or the model's own NamedTuple: MultiParams, ServerParams)
+    assume: list[Z3Term]          # parameter assumptions (the quantified range)
+    families: tuple[Family, ...]
+    nodes: Callable[..., Term]    # P -> number of nodes (flows' src/dst are nodes 0..nodes−1)
+    piece_ok: Callable[..., Term]  # (A, P, key) -> condition: key is a piece of the schedule
+    shared: frozenset[tuple[str, str]] = frozenset()   # family-name pairs that may share a box, one after the other
 
 
 def well_formed(C: GeneratorModel) -> list[Obligation]:
-    out = []
+    out: list[Obligation] = []
     for fam in C.families:
         A = Z3Arith()
         idx = fresh_index(fam, "1")
@@ -78,8 +83,9 @@ def well_formed(C: GeneratorModel) -> list[Obligation]:
     return out
 
 
-def _pair_obligations(C, prop, relation, what, need_distinct):
-    out = []
+def _pair_obligations(C: GeneratorModel, prop: str, relation: Callable[[Terms, Terms], Z3Term], what: str,
+                      need_distinct: bool) -> list[Obligation]:
+    out: list[Obligation] = []
     fams = C.families
     for a, b in itertools.combinations_with_replacement(range(len(fams)), 2):
         for order in ((a, b),) if a == b else ((a, b), (b, a)):
@@ -112,21 +118,22 @@ def ports(C: GeneratorModel) -> list[Obligation]:
 
 def causality(C: GeneratorModel) -> list[Obligation]:
     """No read of a value overlaps a write to it; no two writes to one value overlap."""
-    def write_read(T1, T2):
+    def write_read(T1: Terms, T2: Terms) -> Z3Term:
         return z3.And(T1.dst == T2.src, _eq_key(T1.piece, T2.piece))
 
-    def write_write(T1, T2):
+    def write_write(T1: Terms, T2: Terms) -> Z3Term:
         return z3.And(T1.dst == T2.dst, _eq_key(T1.piece, T2.piece))
     return (_pair_obligations(C, "causality", write_read, "read during a write", False)
             + _pair_obligations(C, "causality", write_write, "two writes at once", True))
 
 
-def durations(C: GeneratorModel, units: Callable, size_of: Callable, rate: Callable) -> list[Obligation]:
+def durations(C: GeneratorModel, units: Callable[..., Sequence[Term]], size_of: Callable[..., Term],
+              rate: Callable[..., Term]) -> list[Obligation]:
     """Every family's duration in slots, times its phase's slot length (n/B), is its transfer time
     on the cluster: its piece's size times rate(src, dst). This ties the slot-unit statements of
     ports, causality and finish to the real clock the ranks run on (`units`, `size_of`, `rate`
     are the construction's own glue, the functions the enumeration evaluates)."""
-    out = []
+    out: list[Obligation] = []
     for fam in C.families:
         A = Z3Arith()
         idx = fresh_index(fam, "1")
@@ -145,34 +152,36 @@ def durations(C: GeneratorModel, units: Callable, size_of: Callable, rate: Calla
 class Segment:
     """Chain positions lo(P, key)..hi(P, key) (possibly empty) are flows of `fam` with indices
     idx(A, P, key, j)."""
-    fam: object
-    lo: Callable
-    hi: Callable
-    idx: Callable
+    fam: Family
+    lo: Callable[..., Term]
+    hi: Callable[..., Term]
+    idx: Callable[..., tuple[Term, ...]]
 
 
 @dataclass
 class Chain:
     """The flows that carry one piece kind, in order, and the invariant Val(node, j)."""
     name: str
-    key: tuple                    # z3 variables naming the piece
-    key_ok: Callable              # (A, P, key) -> condition
-    ring: Callable                # P -> N, the arc ring size of the values
-    length: Callable              # P -> m
-    segments: list
-    pos: Callable                 # (fam, A, P, idx) -> chain position, or None: never touches it
-    value: Callable               # (A, P, key, node, j) -> Val after the first j chain flows
-    init: Callable                # (P, node) -> Val (the node's own input)
-    final: Callable               # P -> Val (the full sum)
+    key: tuple[Z3Term, ...]       # z3 variables naming the piece
+    key_ok: Callable[..., Term]   # (A, P, key) -> condition
+    ring: Callable[..., Term]     # P -> N, the arc ring size of the values
+    length: Callable[..., Term]   # P -> m
+    segments: list[Segment]
+    pos: Callable[..., Term]      # (fam, A, P, idx) -> chain position, or None: never touches it
+    value: Callable[..., V.Val]   # (A, P, key, node, j) -> Val after the first j chain flows
+    init: Callable[..., V.Val]    # (P, node) -> Val (the node's own input)
+    final: Callable[..., V.Val]   # P -> Val (the full sum)
 
 
 def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
-    P, out = C.P, []
+    P = C.P
+    out: list[Obligation] = []
     node = z3.Int("node")
     n, N, m = C.nodes(P), ch.ring(P), ch.length(P)
     base = C.assume + [node >= 0, node < n]
 
-    def ob(name, A, assume, goal, flows, premise=()):
+    def ob(name: str, A: Z3Arith, assume: list[Z3Term], goal: Z3Term, flows: list[tuple[Family, tuple[Term, ...]]],
+           premise: Sequence[Z3Term] = ()) -> None:
         kd = ch.key_ok(A, P, ch.key)
         out.append(Obligation("sum", f"{ch.name}: {name}", base + [kd] + assume + A.product_lemmas(),
                               goal, list(A.side), P, flows, list(premise)))

@@ -13,6 +13,9 @@ agree on its posting key (start, src, dst, piece) and on everything else about i
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import z3
 
 from optcc.algorithms.families.local import free_positions, local_form
@@ -20,8 +23,12 @@ from verifier.parametric.arith import Z3Arith
 from verifier.parametric.generic import GeneratorModel, fresh_index
 from verifier.parametric.obligations import Obligation
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Term
+    from verifier.parametric.arith import Z3Term
 
-def _in_ranges(vals, spans):
+
+def _in_ranges(vals: Sequence[Term], spans: Sequence[tuple[Term, Term]]) -> Z3Term:
     return z3.And(*[z3.And(v >= lo, v <= hi) for v, (lo, hi) in zip(vals, spans)]) if vals else z3.BoolVal(True)
 
 
@@ -30,7 +37,7 @@ def obligations(C: GeneratorModel) -> list[Obligation]:
     form = local_form(C.name)
     swap = dict(zip((f.name for f in form.families), C.families))
     P = C.P
-    out = []
+    out: list[Obligation] = []
     for br in form.branches:
         fam = swap[br.family.name]
         A = Z3Arith()
@@ -52,16 +59,17 @@ def obligations(C: GeneratorModel) -> list[Obligation]:
         idx = fresh_index(fam, "1")
         PT = form.terms_params(P)
         T = fam.terms(A, PT, *idx)
-        spans = form.ranges(P).get(fam.name)
-        goals = []
+        fam_spans = form.ranges(P).get(fam.name)
+        goals: list[Z3Term] = []
         for end, r in (("src", T.src), ("dst", T.dst)):
             mine = [br for br in form.branches if swap[br.family.name] is fam and br.end == end]
-            hits = []
+            hits: list[Z3Term] = []
             for br in mine:
+                assert fam_spans is not None                # a family with branches has ranges
                 free_pos = free_positions(br)
                 again = br.solve(A, PT, r, *[idx[i] for i in free_pos])
                 hits.append(z3.And(br.applies(A, P, r), _in_ranges([idx[i] for i in free_pos],
-                                                                   [spans[i] for i in free_pos]),
+                                                                   [fam_spans[i] for i in free_pos]),
                                    *[a == b for a, b in zip(again, idx)]))
             goals.append(z3.Or(*hits) if hits else z3.BoolVal(False))          # found by one branch
             goals += [z3.Not(z3.And(mine[a].applies(A, P, r), mine[b].applies(A, P, r)))

@@ -23,7 +23,9 @@ k ≥ 1, ℓ ≥ 1 and so for all integers; the control over integers p, k):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -31,12 +33,15 @@ from optcc.algorithms.families import Params
 from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
 from verifier.parametric.optcc import closed_form
 
+if TYPE_CHECKING:
+    from verifier.parametric.arith import Z3Term
+
 FOR_ALL = ("all p ≥ 2, k ≥ 1, ℓ ≥ 1 (proved over the reals, so for every integer p, k; "
            "T = optcc_slot_time's closed form)")
 PROPERTY = "near_optimal"
 
 
-def params(integers: bool = False):
+def params(integers: bool = False) -> tuple[Params, list[Z3Term]]:
     """p, k real by default: every statement is proved for all real p ≥ 2, k ≥ 1 (so for every
     integer), which keeps the query in nonlinear real arithmetic, where Z3's nlsat is complete;
     `integers` for the control, whose counterexample must be a real instance."""
@@ -45,41 +50,42 @@ def params(integers: bool = False):
     return Params(p, k, ell, 0), [p >= 2, k >= 1, ell >= 1]
 
 
-def slot_time(P):
+def slot_time(P: Params) -> Z3Term:
     """optcc_slot_time (derived) as a Z3 term: ℓ at p = 2, the construction's closed form above."""
     H, k = _real(P.p - 1), _real(P.k)
     return z3.If(P.p == 2, P.ell, closed_form(H, k, P.ell))
 
 
-def _real(x):
+def _real(x: Z3Term) -> Z3Term:
     return z3.ToReal(x) if x.is_int() else x
 
 
-def theorem1(P):
+def theorem1(P: Params) -> Z3Term:
     """Theorem 1 (paper): max(ℓ, 2ℓ(p−1)/(ℓ(p−1)+1))."""
     H, ell = _real(P.p - 1), P.ell
     vol = 2 * ell * H / (ell * H + 1)
     return z3.If(ell >= vol, ell, vol)
 
 
-def exclusive_optimum(P):
+def exclusive_optimum(P: Params) -> Z3Term:
     """T_ex (derived, bounds.closed_form.exclusive_single_straggler_optimum)."""
     H, ell = _real(P.p - 1), P.ell
     vol = 2 * ell * H / (ell * (H - 1) + 2)
     return z3.If(ell >= vol, ell, vol)
 
 
-def _ob(name, extra, goal, integers: bool = False):
+def _ob(name: str, extra: Callable[[Params], list[Z3Term]], goal: Callable[[Params], Z3Term],
+        integers: bool = False) -> Obligation:
     P, assume = params(integers)
     return Obligation(PROPERTY, name, assume + extra(P), goal(P), [], P)
 
 
 def obligations() -> list[Obligation]:
     """The true ratio statements (module docstring), each over the whole range."""
-    def H(P):
+    def H(P: Params) -> Z3Term:
         return _real(P.p - 1)
 
-    def k(P):
+    def k(P: Params) -> Z3Term:
         return _real(P.k)
     return [
         _ob("ℓ ≥ 2, p ≥ 3: T = ℓ(1 + 1/k) − (ℓ−2)(p−2)/(k(p−1))",
@@ -109,7 +115,7 @@ def control() -> Obligation:
                lambda P: slot_time(P) <= (1 + 2 / z3.ToReal(P.k)) * theorem1(P), integers=True)
 
 
-def control_point_check(p: int, k: int, ell) -> dict:
+def control_point_check(p: int, k: int, ell: Fraction | int | str) -> dict[str, Any]:
     """Re-evaluate the control's counterexample with the project's exact Fractions; where the
     schedule is small, also time the generated schedule (optcc.timing.slot_time)."""
     from bounds.closed_form import exclusive_single_straggler_optimum, lower_bound_single_straggler
@@ -120,7 +126,7 @@ def control_point_check(p: int, k: int, ell) -> dict:
     cluster = Cluster.build(p, stragglers={0: ell})
     t = optcc_slot_time(cluster, k)
     b1 = lower_bound_single_straggler(p, ell)
-    out = {"p": p, "k": k, "ell": str(ell), "T": str(t), "theorem1": str(b1),
+    out: dict[str, Any] = {"p": p, "k": k, "ell": str(ell), "T": str(t), "theorem1": str(b1),
            "T_ex": str(exclusive_single_straggler_optimum(p, ell)),
            "bound_1_plus_2_over_k_theorem1": str((1 + Fraction(2, k)) * b1),
            "violates": t > (1 + Fraction(2, k)) * b1}
@@ -131,29 +137,33 @@ def control_point_check(p: int, k: int, ell) -> dict:
     return out
 
 
-def _small_control_point(ob: Obligation, timeout_ms: int):
+def _small_control_point(ob: Obligation, timeout_ms: int) -> tuple[int, int, Fraction] | None:
     """A counterexample to the control (Z3 model of assumptions ∧ ¬goal), first among small p, k
     (for a readable check), else anywhere; None when Z3 finds none."""
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
     solver.add(*ob.assumptions, z3.Not(ob.goal))
+    P = ob.params
+    assert isinstance(P, Params)                # _ob states every obligation over Params
     for cap in (8, 16, 64, 256, None):
         solver.push()
         if cap is not None:
-            solver.add(ob.params.p <= cap, ob.params.k <= 4 * cap)
+            solver.add(P.p <= cap, P.k <= 4 * cap)
         if solver.check() == z3.sat:
             m = solver.model()
-            val = m.eval(ob.params.ell, model_completion=True)
+            val = m.eval(P.ell, model_completion=True)
             if not z3.is_rational_value(val):       # an algebraic ℓ: look further for a rational one
                 solver.pop()
                 continue
             ell = Fraction(val.as_fraction().numerator, val.as_fraction().denominator)
-            return m.eval(ob.params.p).as_long(), m.eval(ob.params.k).as_long(), ell
+            p: int = m.eval(P.p).as_long()
+            k: int = m.eval(P.k).as_long()
+            return p, k, ell
         solver.pop()
     return None
 
 
-def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
+def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """JSON-ready: each obligation's result, the control's refutation and its exact check.
     `proved` is true iff every true statement is proved and the control is refuted at a point
     that the exact re-evaluation confirms."""
@@ -174,13 +184,13 @@ def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def extend_prove_all(res: dict, timeout_ms: int = TIMEOUT_MS) -> dict:
+def extend_prove_all(res: dict[str, Any], timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """Add near-optimality to a `prove_all("optcc")` result: property `near_optimal`, the
     obligation count, failures, and the report under "near_optimal"."""
     return merge_report(res, near_optimal_report(timeout_ms))
 
 
-def merge_report(res: dict, rep: dict) -> dict:
+def merge_report(res: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:
     """`res` with a near-optimality report `rep` merged in (also used for servers)."""
     res = dict(res)
     res["properties"] = {**res["properties"], PROPERTY: rep["status"]}

@@ -26,7 +26,9 @@ so for every integer; the control over integers g, k):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -37,13 +39,16 @@ from verifier.parametric.arith import Z3Arith
 from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
 from verifier.parametric.servers import ServerParams
 
+if TYPE_CHECKING:
+    from verifier.parametric.arith import Z3Term
+
 FOR_ALL = ("all q ≥ 2 servers, g ≥ 2, k ≥ 1, ℓ ≥ 1, s_nv > 0 (proved over the reals); q = 2: T is the "
            "proved finish; q ≥ 3: T is optcc_server_slot_time's closed form (s_nv ≥ g − 1, W ≤ T_1/g), "
            "equal to the schedule per instance")
 PROPERTY = "near_optimal"
 
 
-def params(integers: bool = False):
+def params(integers: bool = False) -> tuple[ServerParams, list[Z3Term]]:
     q = z3.Real("q")
     g, k = z3.Ints("g k") if integers else z3.Reals("g k")
     ell, s_nv = z3.Reals("ell s_nv")
@@ -51,17 +56,17 @@ def params(integers: bool = False):
     return P, [q >= 2, g >= 2, k >= 1, z3.Or(k == 1, k >= 2), ell >= 1, s_nv > 0]
 
 
-def _r(x):
+def _r(x: Z3Term) -> Z3Term:
     return z3.ToReal(x) if x.is_int() else x
 
 
-def nvlink_work(P):
+def nvlink_work(P: ServerParams) -> Z3Term:
     """ν = W = 2(g−1)/(g·s_nv): the LP's NVLink row (lp_models.duals)."""
     g = _r(P.g)
     return 2 * (g - 1) / (g * P.s_nv)
 
 
-def theorem3(P):
+def theorem3(P: ServerParams) -> Z3Term:
     """Theorem 3 (paper) at p = q·g."""
     g, ell = _r(P.g), P.ell
     n = P.q * g - g
@@ -69,59 +74,60 @@ def theorem3(P):
     return z3.If(vol >= ell / g, vol, ell / g)
 
 
-def _single(P):
+def _single(P: ServerParams) -> Params:
     return Params(P.q, _r(P.k), P.ell, 0)
 
 
-def two_server_time(P):
+def two_server_time(P: ServerParams) -> Z3Term:
     """q = 2: families.servers.PLACEMENT.finish (the proved finish)."""
     return S.PLACEMENT.finish(Z3Arith(), _r(P.g), _r(P.k), P.ell, P.s_nv)
 
 
-def shard(P):
+def shard(P: ServerParams) -> Z3Term:
     """δ of the q-node instance: families.optcc.shard_size over real q."""
     from optcc.algorithms.families import optcc as F
     return F.shard_size(Z3Arith(), _single(P))
 
 
-def fill(P):
+def fill(P: ServerParams) -> Z3Term:
     """c = (g−1)δ/(g·s_nv): one NVLink batch of a shard."""
     g = _r(P.g)
     return (g - 1) * shard(P) / (g * P.s_nv)
 
 
-def t_ex(P):
+def t_ex(P: ServerParams) -> Z3Term:
     return NO.exclusive_optimum(_single(P))
 
 
-def servers_time(P):
+def servers_time(P: ServerParams) -> Z3Term:
     """q ≥ 3: T_1(q)/g + 3c (optcc_server_slot_time's closed form)."""
     return NO.slot_time(_single(P)) / _r(P.g) + 3 * fill(P)
 
 
-def valid(P):
+def valid(P: ServerParams) -> list[Z3Term]:
     """optcc_server_slot_time's conditions for q ≥ 3: s_nv ≥ g − 1 and W ≤ T_1/g."""
     g = _r(P.g)
     return [P.s_nv >= g - 1, nvlink_work(P) <= NO.slot_time(_single(P)) / g]
 
 
-def _ob(name, extra, goal, integers: bool = False):
+def _ob(name: str, extra: Callable[[ServerParams], list[Z3Term]], goal: Callable[[ServerParams], Z3Term],
+        integers: bool = False) -> Obligation:
     P, assume = params(integers)
     return Obligation(PROPERTY, f"servers: {name}", assume + extra(P), goal(P), [], P)
 
 
-def _max(a, b):
+def _max(a: Z3Term, b: Z3Term) -> Z3Term:
     return z3.If(a >= b, a, b)
 
 
 def obligations() -> list[Obligation]:
-    def H(P):
+    def H(P: ServerParams) -> Z3Term:
         return P.q - 1
 
-    def k(P):
+    def k(P: ServerParams) -> Z3Term:
         return _r(P.k)
 
-    def lp(P):
+    def lp(P: ServerParams) -> Z3Term:
         return _max(theorem3(P), nvlink_work(P))
     return [
         _ob("Theorem 3 at p = q·g is Theorem 1 at p = q divided by g", lambda P: [],
@@ -163,7 +169,7 @@ def control() -> Obligation:
                lambda P: two_server_time(P) <= (1 + 1 / _r(P.k)) * theorem3(P), integers=True)
 
 
-def control_point_check(g: int, k: int, ell, s_nv) -> dict:
+def control_point_check(g: int, k: int, ell: Fraction | int | str, s_nv: Fraction | int | str) -> dict[str, Any]:
     """Re-evaluate the control's point with exact Fractions; time the generated schedule."""
     from bounds.closed_form import lower_bound_straggler_server
     from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
@@ -176,7 +182,7 @@ def control_point_check(g: int, k: int, ell, s_nv) -> dict:
     t = optcc_server_slot_time(cluster, k)
     b3 = lower_bound_straggler_server(2 * g, g, ell)
     bound = (1 + Fraction(1, k)) * b3
-    out = {"q": 2, "g": g, "k": k, "ell": str(ell), "s_nv": str(s_nv), "T": str(t), "theorem3": str(b3),
+    out: dict[str, Any] = {"q": 2, "g": g, "k": k, "ell": str(ell), "s_nv": str(s_nv), "T": str(t), "theorem3": str(b3),
            "bound_1_plus_1_over_k_theorem3": str(bound), "violates": t > bound}
     if g * g * k <= 4000:
         out["schedule_time"] = str(timed(optcc_server_allreduce(cluster, k)))
@@ -184,7 +190,7 @@ def control_point_check(g: int, k: int, ell, s_nv) -> dict:
     return out
 
 
-def _frac(m, term):
+def _frac(m: Z3Term, term: Z3Term) -> Fraction | None:
     v = m.eval(term, model_completion=True)
     if not z3.is_rational_value(v):
         return None
@@ -192,12 +198,13 @@ def _frac(m, term):
     return Fraction(f.numerator, f.denominator)
 
 
-def _control_point(ob: Obligation, timeout_ms: int):
+def _control_point(ob: Obligation, timeout_ms: int) -> tuple[int, int, Fraction, Fraction] | None:
     """A counterexample (g, k, ℓ, s_nv) of the control, small g, k first; None if Z3 finds none."""
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
     solver.add(*ob.assumptions, z3.Not(ob.goal))
     P = ob.params
+    assert isinstance(P, ServerParams)          # _ob states every obligation over ServerParams
     for cap in (8, 64, None):
         solver.push()
         if cap is not None:
@@ -206,12 +213,14 @@ def _control_point(ob: Obligation, timeout_ms: int):
             m = solver.model()
             ell, s_nv = _frac(m, P.ell), _frac(m, P.s_nv)
             if ell is not None and s_nv is not None:
-                return m.eval(P.g).as_long(), m.eval(P.k).as_long(), ell, s_nv
+                g: int = m.eval(P.g).as_long()
+                k: int = m.eval(P.k).as_long()
+                return g, k, ell, s_nv
         solver.pop()
     return None
 
 
-def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
+def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """JSON-ready, as verifier.parametric.near_optimal.near_optimal_report."""
     t0 = time.perf_counter()
     results = [discharge(ob, timeout_ms) for ob in obligations()]
@@ -230,6 +239,6 @@ def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict:
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
-def extend_prove_all(res: dict, timeout_ms: int = TIMEOUT_MS) -> dict:
+def extend_prove_all(res: dict[str, Any], timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """Add near-optimality to a `prove_all("servers")` result (property near_optimal)."""
     return NO.merge_report(res, near_optimal_report(timeout_ms))

@@ -12,11 +12,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from optcc.algorithms.families import INT, Params
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Family, Term
+    from verifier.parametric.arith import Z3Term
 
 TIMEOUT_MS = 20000
 RETRY_FACTOR = 4      # policy: an obligation that timed out is tried once more with 4x the time (the
@@ -27,41 +31,43 @@ RETRY_FACTOR = 4      # policy: an obligation that timed out is tried once more 
 class Obligation:
     prop: str                     # the property it belongs to (sum, ports, ...)
     name: str                     # what it states, for people
-    assumptions: list
-    goal: Any
-    side: list = field(default_factory=list)
-    params: Params | None = None  # z3 parameters, read back for a counterexample
-    flows: list = field(default_factory=list)   # (Family, z3 index tuple): flows involved
-    premise: list = field(default_factory=list)  # a relation (same port, same value, j1 < j2)
+    assumptions: list[Z3Term]
+    goal: Z3Term
+    side: list[Z3Term] = field(default_factory=list)
+    params: tuple[Any, ...] | None = None  # z3 parameters (Params or a model's own NamedTuple), read back for a counterexample
+    flows: list[tuple[Family, tuple[Term, ...]]] = field(default_factory=list)   # (Family, z3 index tuple): flows involved
+    premise: list[Z3Term] = field(default_factory=list)  # a relation (same port, same value, j1 < j2)
     #  that may never hold: non-vacuity is checked on `assumptions`, the claim under both
 
 
-def _value(model, term):
+def _value(model: Z3Term, term: Z3Term) -> int | Fraction | str:
     v = model.eval(term, model_completion=True)
     if z3.is_int_value(v):
-        return v.as_long()
+        n: int = v.as_long()
+        return n
     if z3.is_rational_value(v):
         f = v.as_fraction()
         return Fraction(f.numerator, f.denominator)
     return str(v)
 
 
-def _concrete_flow(fam, P, idx) -> dict:
+def _concrete_flow(fam: Family, P: Any, idx: tuple[Any, ...]) -> dict[str, Any]:
     T = fam.terms(INT, P, *idx)
     return {"family": fam.name, "index": dict(zip(fam.index, idx)), "src": T.src, "dst": T.dst,
             "piece": list(T.piece), "op": fam.op, "start_slots": str(T.box + T.offset),
             "duration_slots": str(T.dur)}
 
 
-def counterexample(ob: Obligation, model) -> dict:
-    out: dict = {"obligation": ob.name}
+def counterexample(ob: Obligation, model: Z3Term) -> dict[str, Any]:
+    out: dict[str, Any] = {"obligation": ob.name}
     if ob.params is not None:
-        P = type(ob.params)(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
+        named: Any = type(ob.params)            # a NamedTuple class: built from its fields
+        P = named(*(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in ob.params))
         if isinstance(P, Params):
             out.update({"p": P.p, "k": P.k, "ell": str(P.ell), "s": P.s})
         else:
             out.update({name: v if isinstance(v, int) else str(v) for name, v in P._asdict().items()})
-        flows = []
+        flows: list[dict[str, Any]] = []
         for fam, idx in ob.flows:
             cidx = tuple(_value(model, t) if isinstance(t, z3.ExprRef) else t for t in idx)
             try:
@@ -72,7 +78,7 @@ def counterexample(ob: Obligation, model) -> dict:
     return out
 
 
-def discharge(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> dict:
+def discharge(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """{"status": proved|refuted|unknown, "seconds", "counterexample" (refuted), "why"}; an
     `unknown` from a timeout is retried once with RETRY_FACTOR times the time."""
     out = _discharge(ob, timeout_ms)
@@ -84,14 +90,14 @@ def discharge(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> dict:
     return out
 
 
-def _discharge(ob: Obligation, timeout_ms: int) -> dict:
+def _discharge(ob: Obligation, timeout_ms: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     solver = z3.Solver()
     solver.set(timeout=timeout_ms)
     solver.add(*ob.assumptions)
 
-    def done(status, why=None, model=None):
-        out = {"property": ob.prop, "obligation": ob.name, "status": status,
+    def done(status: str, why: str | None = None, model: Z3Term = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"property": ob.prop, "obligation": ob.name, "status": status,
                "seconds": round(time.perf_counter() - t0, 4)}
         if why:
             out["why"] = why

@@ -14,6 +14,9 @@ after j uploads; healthy v holds the full sum once j ≥ 2H − v.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import z3
 
 from optcc.algorithms.families import Params
@@ -24,30 +27,37 @@ from verifier.parametric import generic as G
 from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Arith, Family, Term
+    from verifier.parametric.arith import Z3Term
+
+Witness = tuple[Callable[[Params], list["Z3Term"]], "Family", Callable[[Params], tuple["Term", ...]]]
+# (case assumptions, family, index): a flow that ends exactly at the limit in that case
+
 FOR_ALL = "all p ≥ 3, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (p = 2: per instance)"
 
 
-def params():
+def params() -> tuple[Params, list[Z3Term]]:
     p, k, s = z3.Ints("p k s")
     ell = z3.Real("ell")
     return Params(p, k, ell, s), [p >= 3, k >= 1, ell >= 1, s >= 0, s < p]
 
 
-def _piece_ok(A, P, key):
+def _piece_ok(A: Arith, P: Params, key: tuple[Term, ...]) -> Z3Term:
     H = P.p - 1
     if len(key) == 2:
         return z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < H)
     return z3.And(key[0] >= 0, key[0] <= P.k - 2, P.ell < 2)
 
 
-def generator_model(families=F.FAMILIES) -> GeneratorModel:
+def generator_model(families: tuple[Family, ...] = F.FAMILIES) -> GeneratorModel:
     P, assume = params()
     f = dict(zip(("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi"), families))
     shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
     return GeneratorModel("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared)
 
 
-def _shard_value(A, P, key, v, j):
+def _shard_value(A: Arith, P: Params, key: tuple[Term, Term], v: Term, j: Term) -> V.Val:
     sigma, c = key
     H = P.p - 1
     full = V.full(H, 1)
@@ -59,25 +69,25 @@ def _shard_value(A, P, key, v, j):
     return V.ite(v == H, V.ite(j >= H, full, V.Val(0, 0, 1)), healthy)
 
 
-def _p2p_value(A, P, key, v, j):
+def _p2p_value(A: Arith, P: Params, key: tuple[Term], v: Term, j: Term) -> V.Val:
     H = P.p - 1
     full = V.full(H, 1)
     s_val = V.ite(j >= H, full, V.Val(z3.If(j == 0, 0, H - j), j, 1))
     return V.ite(v == H, s_val, V.ite(j >= 2 * H - v, full, V.unit(v)))
 
 
-def _init(P, v):
+def _init(P: Params, v: Term) -> V.Val:
     return V.ite(v == P.p - 1, V.Val(0, 0, 1), V.unit(v))
 
 
-def shard_chain(families=F.FAMILIES) -> Chain:
+def shard_chain(families: tuple[Family, ...] = F.FAMILIES) -> Chain:
     pro, rs, up, down, _, _, ag, epi = families
     sigma, c = z3.Ints("sigma_piece c_piece")
 
-    def H(P):
+    def H(P: Params) -> Term:
         return P.p - 1
 
-    def pos(fam, A, P, idx):
+    def pos(fam: Family, A: Arith, P: Params, idx: tuple[Term, ...]) -> Term:
         if fam is pro:
             return idx[0]
         if fam is rs:
@@ -103,14 +113,14 @@ def shard_chain(families=F.FAMILIES) -> Chain:
                  _shard_value, _init, lambda P: V.full(H(P), 1))
 
 
-def p2p_chain(families=F.FAMILIES) -> Chain:
+def p2p_chain(families: tuple[Family, ...] = F.FAMILIES) -> Chain:
     p2p_up, p2p_down = families[4], families[5]
     sigma = z3.Int("sigma_p2p")
 
-    def H(P):
+    def H(P: Params) -> Term:
         return P.p - 1
 
-    def pos(fam, A, P, idx):
+    def pos(fam: Family, A: Arith, P: Params, idx: tuple[Term, ...]) -> Term:
         return (H(P) - 1 - idx[1]) if fam is p2p_up else (2 * H(P) - 1 - idx[1])
     segs = [Segment(p2p_up, lambda P, key: 0, lambda P, key: H(P) - 1,
                     lambda A, P, key, j: (key[0], H(P) - 1 - j)),
@@ -120,19 +130,21 @@ def p2p_chain(families=F.FAMILIES) -> Chain:
                  _p2p_value, _init, lambda P: V.full(H(P), 1))
 
 
-def _real(P):
+def _real(P: Params) -> tuple[Z3Term, Z3Term, Z3Term]:
     H, k, ell = z3.ToReal(P.p - 1), z3.ToReal(P.k), P.ell
     return H, k, ell
 
 
-def closed_form(H, k, ell):
+def closed_form(H: Term, k: Term, ell: Term) -> Z3Term:
     """optcc_slot_time's closed form (derived, optcc_single docstring), for Z3 terms."""
     return z3.If(ell >= 2, (2 * (H - 1) + (H * k + 1) * ell) / (k * H),
                  z3.If(k == 1, (4 * H - 2 + ell) / H, (2 * H * k + 2 * H) / (k * H + (k - 1) * (2 / ell - 1))))
 
 
-def _ends_by(C, fams, limit, name, witnesses):
-    P, out = C.P, []
+def _ends_by(C: GeneratorModel, fams: Sequence[Family], limit: Callable[[Arith, Params], Term], name: str,
+             witnesses: Sequence[Witness]) -> list[Obligation]:
+    P = C.P
+    out: list[Obligation] = []
     for fam in fams:
         A = Z3Arith()
         idx = fresh_index(fam, "1")
@@ -141,17 +153,17 @@ def _ends_by(C, fams, limit, name, witnesses):
         out.append(Obligation("finish", f"{fam.name} ends by {name}",
                               C.assume + fam.domain(A, P, *idx) + A.product_lemmas(),
                               goal, list(A.side), P, [(fam, idx)]))
-    for case, fam, idx in witnesses:
+    for case, fam, at in witnesses:
         A = Z3Arith()
-        T = fam.terms(A, P, *idx(P))
-        goal = z3.And(*fam.domain(A, P, *idx(P)), T.box + T.offset + T.dur == limit(A, P))
-        out.append(Obligation("finish", f"{fam.name} {idx.__doc__} ends at {name}",
+        T = fam.terms(A, P, *at(P))
+        goal = z3.And(*fam.domain(A, P, *at(P)), T.box + T.offset + T.dur == limit(A, P))
+        out.append(Obligation("finish", f"{fam.name} {at.__doc__} ends at {name}",
                               C.assume + case(P) + A.product_lemmas(), goal, list(A.side), P,
-                              [(fam, idx(P))]))
+                              [(fam, at(P))]))
     return out
 
 
-def _pipeline_len(A, P):
+def _pipeline_len(A: Arith, P: Params) -> Term:
     """L in pipeline slots: the families' pipeline_slots, in A (products shared with the boxes')."""
     return F.pipeline_slots(A, P)
 
@@ -159,15 +171,15 @@ def _pipeline_len(A, P):
 def finish(C: GeneratorModel) -> list[Obligation]:
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = C.families
 
-    def last_step(P):
+    def last_step(P: Params) -> tuple[Term, ...]:
         """(t = H−2, i = 0)"""
         return (P.p - 3, 0)
 
-    def last_down(P):
+    def last_down(P: Params) -> tuple[Term, ...]:
         """(σ = k−1, o = 0)"""
         return (P.k - 1, 0)
 
-    def last_p2p(P):
+    def last_p2p(P: Params) -> tuple[Term, ...]:
         """(σ = k−2, o = 0)"""
         return (P.k - 2, 0)
     out = _ends_by(C, [pro], lambda A, P: P.p - 2, "prologue slot H−1", [(lambda P: [], pro, last_step)])
@@ -191,23 +203,23 @@ def bound(C: GeneratorModel) -> list[Obligation]:
                        z3.And(T >= ell, T >= 2 * ell * H / (ell * H + 1)), [], C.P)]
 
 
-def rank_of(A, n, H, s):
+def rank_of(A: Arith, n: Term, H: Term, s: Term) -> Term:
     """Node ↦ rank (node H is the straggler S): the families' node_rank."""
     return F.node_rank(A, Params(H + 1, None, None, s), n)
 
 
-def piece_of(P, key):
+def piece_of(P: Params, key: tuple[Term, ...]) -> Term:
     """Piece key ↦ schedule index: the families' piece_index, as Z3 terms."""
     return F.piece_index(Z3Arith(), P, key)
 
 
-def sizes(P):
+def sizes(P: Params) -> tuple[Term, Term]:
     """(shard size δ, P2P piece size x): the families' terms, as Z3 terms."""
     A = Z3Arith()
     return F.shard_size(A, P), F.p2p_size(A, P)
 
 
-def spans(P):
+def spans(P: Params) -> dict[str, list[tuple[Any, Any]]]:
     """Index ranges (inclusive) the instance check enumerates, per family name; `span_lemmas`
     proves every domain point lies inside them, so enumerating them misses no flow."""
     H, k = P.p - 1, P.k
@@ -219,7 +231,7 @@ def spans(P):
 
 
 def span_lemmas(C: GeneratorModel) -> list[Obligation]:
-    out = []
+    out: list[Obligation] = []
     sp = spans(C.P)
     for fam in C.families:
         A = Z3Arith()
@@ -276,7 +288,7 @@ def piece_lemma() -> Obligation:
                              z3.Implies(q1 == q2, s1 == s2), q1 >= k * H, q1 < k * H + k))
 
 
-def obligations(families=None) -> list[Obligation]:
+def obligations(families: tuple[Family, ...] | None = None) -> list[Obligation]:
     from verifier.parametric import generic as G
     fams = families or F.FAMILIES
     C = generator_model(fams)

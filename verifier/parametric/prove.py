@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import z3
 
@@ -11,7 +13,7 @@ from verifier.parametric import generic as G
 from verifier.parametric import lemmas
 from verifier.parametric import local as L
 from verifier.parametric import streaming_order as SO
-from verifier.parametric.obligations import TIMEOUT_MS, discharge
+from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
 
 PROPERTIES = ("lemmas", "well_formed", "sum", "ports", "causality", "finish", "duration", "bound", "local",
               "streaming_order")
@@ -21,21 +23,23 @@ REPORTED = PROPERTIES + ("instance", "finish_q_le_2")
 ALGOS = ("ring", "optcc", "servers")
 
 
-def obligations(algo: str, families=None):
+def obligations(algo: str, families: Any = None) -> tuple[str, list[Obligation]]:
     """(for_all text, [Obligation]) for `algo`; `families` replaces its families (mutants; for
     "servers" a `Lift` replaces the lift's formulas, a `Placement` the closed-form placement
     times, a tuple the q = 2 swap families)."""
     common = lemmas.product_lemmas() + [lemmas.box_lemma()] + lemmas.arc_lemmas()
     if algo == "ring":
+        from optcc.algorithms.families import ring as ring_families
         from verifier.parametric import ring as R
-        fams = families or R.R.FAMILIES
+        fams = families or ring_families.FAMILIES
         C = R.generator_model(fams)
         obs = (common + [R.piece_lemma()] + R.span_lemmas(C) + G.well_formed(C) + G.sum_property(C, R.chain(fams))
                + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C) + L.obligations(C) + SO.obligations())
         return R.FOR_ALL, obs
     if algo == "optcc":
+        from optcc.algorithms.families import optcc as optcc_families
         from verifier.parametric import optcc as O
-        fams = families or O.F.FAMILIES
+        fams = families or optcc_families.FAMILIES
         return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams)) + SO.obligations()
     if algo == "servers":
         from optcc.algorithms.families.servers import Lift, Placement
@@ -47,7 +51,7 @@ def obligations(algo: str, families=None):
     raise OptccError("algo", f"unknown construction {algo!r} (known: {', '.join(ALGOS)})")
 
 
-def obligations_digest(obs) -> str:
+def obligations_digest(obs: Sequence[Obligation]) -> str:
     """sha256 of exactly what is proved: every obligation's property, name, assumptions, side
     conditions, premise and goal (Z3 s-expressions)."""
     h = hashlib.sha256()
@@ -58,18 +62,18 @@ def obligations_digest(obs) -> str:
     return h.hexdigest()
 
 
-def prove_all(algo: str, families=None, timeout_ms: int = TIMEOUT_MS, fail_fast: bool = False) -> dict:
+def prove_all(algo: str, families: Any = None, timeout_ms: int = TIMEOUT_MS, fail_fast: bool = False) -> dict[str, Any]:
     """Discharge every obligation; JSON-ready result (no NaN): proved, for_all, properties
     (each proved | refuted | unknown), obligations (count), seconds, failures (with
     counterexamples). `fail_fast`: stop at the first obligation not proved (mutation tests)."""
     t0 = time.perf_counter()
     for_all, obs = obligations(algo, families)
-    results = []
+    results: list[dict[str, Any]] = []
     for ob in obs:
         results.append(discharge(ob, timeout_ms))
         if fail_fast and results[-1]["status"] != "proved":
             break
-    props = {}
+    props: dict[str, str] = {}
     for name in REPORTED:
         mine = [r["status"] for r in results if r["property"] == name]
         if not mine:

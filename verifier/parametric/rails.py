@@ -25,26 +25,31 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
 
+if TYPE_CHECKING:
+    from verifier.parametric.arith import Z3Term
+
 FOR_ALL = "all q ≥ 2 servers, g ≥ 2 GPUs per server, every rail l < g, server s < q and input x_{s0, j0}"
 PROPERTY = "composition"
 
 
-def _params():
+def _params() -> tuple[tuple[Z3Term, ...], list[Z3Term]]:
     q, g, l, s, s0, j0 = z3.Ints("q g l s s0 j0")
     return (q, g, l, s, s0, j0), [q >= 2, g >= 2, l >= 0, l < g, s >= 0, s < q, s0 >= 0, s0 < q, j0 >= 0, j0 < g]
 
 
-def _ob(name, assume, goal, premise=()):
+def _ob(name: str, assume: Iterable[Z3Term], goal: Z3Term, premise: Iterable[Z3Term] = ()) -> Obligation:
     _, base = _params()
     return Obligation(PROPERTY, f"rails: {name}", base + list(assume), goal, [], None, [], list(premise))
 
 
-def _inp(s, j, s0, j0):
+def _inp(s: Z3Term, j: Z3Term, s0: Z3Term, j0: Z3Term) -> Z3Term:
     return z3.If(z3.And(s == s0, j == j0), 1, 0)
 
 
@@ -73,7 +78,7 @@ def timing_obligations(r1: bool = True, ag_after_lw: bool = True) -> list[Obliga
     return out
 
 
-def value_obligations(skip=None, ag_adds: bool = False) -> list[Obligation]:
+def value_obligations(skip: Z3Term = None, ag_adds: bool = False) -> list[Obligation]:
     """`skip` (an int term): the bracket misses GPU `skip`'s add (control); `ag_adds`: the
     all-gather adds to the receiver's value instead of copying (control)."""
     (q, g, l, s, s0, j0), _ = _params()
@@ -81,7 +86,7 @@ def value_obligations(skip=None, ag_adds: bool = False) -> list[Obligation]:
     acc = z3.Function("acc", z3.IntSort(), z3.IntSort(), z3.IntSort())      # home's value after GPUs j < n
     tot = z3.Function("tot", z3.IntSort(), z3.IntSort())                    # Σ over servers < n
 
-    def inv(sv, nv):
+    def inv(sv: Z3Term, nv: Z3Term) -> Z3Term:
         return acc(sv, nv) == z3.If(z3.And(sv == s0, j0 < nv), 1, 0)
 
     term = _inp(s, n, s0, j0)
@@ -96,7 +101,7 @@ def value_obligations(skip=None, ag_adds: bool = False) -> list[Obligation]:
     ]
     u = z3.If(n == s0, 1, 0)                                                 # node n's value at its first touch
 
-    def tinv(nv):
+    def tinv(nv: Z3Term) -> Z3Term:
         return tot(nv) == z3.If(s0 < nv, 1, 0)
     out += [
         _ob("rail: Σ over no server is 0", [tot(0) == 0], tinv(0)),
@@ -129,7 +134,7 @@ def obligations() -> list[Obligation]:
 
 
 @functools.lru_cache(maxsize=1)
-def composition_theorem(timeout_ms: int = TIMEOUT_MS) -> dict:
+def composition_theorem(timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     """JSON-ready: every obligation's status, every control's, and `status` "proved (Z3, all q, g)"
     iff all obligations are proved and all controls refuted (cached: it does not depend on the schedule)."""
     t0 = time.perf_counter()

@@ -17,6 +17,8 @@ ring's 62 proofs with holes) is counted.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -25,14 +27,21 @@ from verifier.parametric.obligations import TIMEOUT_MS as DEFAULT_TIMEOUT_MS   #
 
 PROOF_FORMAT = "cpc"    # measured: cvc5's own calculus leaves no step unjustified on the ring's claims, Alethe 53 of 62
 
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
-def _script(constraints) -> str:
+    from verifier.parametric.arith import Z3Term
+    from verifier.parametric.obligations import Obligation
+
+
+def _script(constraints: Iterable[Z3Term]) -> str:
     s = z3.Solver()
     s.add(*constraints)
-    return "(set-logic ALL)\n" + s.to_smt2()
+    smt2: str = s.to_smt2()
+    return "(set-logic ALL)\n" + smt2
 
 
-def queries(ob) -> list[tuple[str, str, str]]:
+def queries(ob: Obligation) -> list[tuple[str, str, str]]:
     """(what, expected answer, SMT-LIB2 script) of one obligation."""
     claim = z3.And(*ob.side, ob.goal) if ob.side else ob.goal
     if claim is True:
@@ -76,7 +85,7 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = T
     return answer, text
 
 
-def _child(conn, script, timeout_ms, nl_cov, proof):
+def _child(conn: Connection, script: str, timeout_ms: int, nl_cov: bool, proof: bool) -> None:
     try:
         conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov, proof=proof))
     except Exception as e:  # noqa: BLE001 - reported as the answer
@@ -109,34 +118,37 @@ def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False
 HOLE_RULES = (":rule hole", ":rule trust")   # a step the proof does not justify (Alethe, CPC)
 
 
-def _proof_file(directory: str, n: int, ob) -> str:
+def _proof_file(directory: str, n: int, ob: Obligation) -> str:
     import os
     import re
     slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{ob.prop}-{ob.name}").strip("-")[:60]
     return os.path.join(directory, f"{n:04d}-{slug}.{PROOF_FORMAT}")
 
 
-def recheck(obs, timeout_ms: int = DEFAULT_TIMEOUT_MS, progress=None, proofs_dir: str | None = None) -> dict:
+def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
+            progress: Callable[[int, int], object] | None = None, proofs_dir: str | None = None) -> dict[str, Any]:
     """Every obligation's queries through cvc5 (`solve`): counts of agreement, disagreement and
     timeouts, with the obligations that did not agree; with `proofs_dir`, every refuted claim's
     checked proof written there and counted (files, bytes, steps cvc5 left as holes)."""
     from optcc.files import write_text_atomic
     t0 = time.perf_counter()
-    agree, disagree, unknown = 0, [], []
-    proofs = {"dir": proofs_dir, "written": 0, "bytes": 0, "with_holes": [], "checker": "cvc5 check-proofs",
-              "format": PROOF_FORMAT}
+    agree = 0
+    disagree: list[dict[str, str]] = []
+    unknown: list[dict[str, str]] = []
+    written, size, holes = 0, 0, []
+
     for n, ob in enumerate(obs):
         for what, want, script in queries(ob):
             got, text = solve(script, timeout_ms, proof=proofs_dir is not None and what == "claim")
             if got == want:
                 agree += 1
-                if text is not None:
+                if text is not None and proofs_dir is not None:
                     path = _proof_file(proofs_dir, n, ob)
                     write_text_atomic(path, text, "--proofs")
-                    proofs["written"] += 1
-                    proofs["bytes"] += len(text.encode())
+                    written += 1
+                    size += len(text.encode())
                     if any(h in text for h in HOLE_RULES):
-                        proofs["with_holes"].append(path)
+                        holes.append(path)
             elif got == "unknown" or got.startswith("error"):
                 unknown.append({"obligation": ob.name, "property": ob.prop, "query": what, "cvc5": got})
             else:
@@ -146,5 +158,6 @@ def recheck(obs, timeout_ms: int = DEFAULT_TIMEOUT_MS, progress=None, proofs_dir
     out = {"solver": "cvc5", "queries": 2 * len(obs), "agree": agree, "disagree": disagree, "unknown": unknown,
            "seconds": round(time.perf_counter() - t0, 3)}
     if proofs_dir is not None:
-        out["proofs"] = proofs
+        out["proofs"] = {"dir": proofs_dir, "written": written, "bytes": size, "with_holes": holes,
+                         "checker": "cvc5 check-proofs", "format": PROOF_FORMAT}
     return out

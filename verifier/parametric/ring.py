@@ -11,6 +11,8 @@ k·2(p−1)·ℓ/(kp) = 2(p−1)ℓ/p; Theorem 1 (paper) bounds it below by max(
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import z3
 
 from optcc.algorithms.families import Params
@@ -21,22 +23,26 @@ from verifier.parametric import generic as G
 from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Arith, Family, Term
+    from verifier.parametric.arith import Z3Term
+
 FOR_ALL = "all p ≥ 2, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p"
 
 
-def params():
+def params() -> tuple[Params, list[Z3Term]]:
     p, k, s = z3.Ints("p k s")
     ell = z3.Real("ell")
     return Params(p, k, ell, s), [p >= 2, k >= 1, ell >= 1, s >= 0, s < p]
 
 
-def generator_model(families=R.FAMILIES) -> GeneratorModel:
+def generator_model(families: tuple[Family, ...] = R.FAMILIES) -> GeneratorModel:
     P, assume = params()
     return GeneratorModel("ring", P, assume, tuple(families), lambda P: P.p,
                         lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p))
 
 
-def _value(A, P, key, v, j):
+def _value(A: Arith, P: Params, key: tuple[Term, Term], v: Term, j: Term) -> V.Val:
     sigma, c = key
     p = P.p
     d = A.mod(v - c, p, -1, 0)
@@ -47,11 +53,11 @@ def _value(A, P, key, v, j):
     return V.ite(j <= p - 1, rs, ag)
 
 
-def chain(families=R.FAMILIES) -> Chain:
+def chain(families: tuple[Family, ...] = R.FAMILIES) -> Chain:
     rs, ag = families
     sigma, c = z3.Ints("sigma_piece c_piece")
 
-    def pos(fam, A, P, idx):
+    def pos(fam: Family, A: Arith, P: Params, idx: tuple[Term, ...]) -> Term:
         return idx[1] if fam is rs else P.p - 1 + idx[1]
     return Chain(
         "ring piece (σ, c)", (sigma, c),
@@ -64,18 +70,19 @@ def chain(families=R.FAMILIES) -> Chain:
         pos, _value, lambda P, v: V.unit(v), lambda P: V.full(P.p, 0))
 
 
-def closed_form(p, ell):
+def closed_form(p: Term, ell: Term) -> Term:
     """Derived (ring docstring): the ring's finish time, ℓ·T0 = 2(p−1)ℓ/p (units n/B)."""
     return 2 * (p - 1) * ell / p
 
 
-def lower_bound(p, ell):
+def lower_bound(p: Term, ell: Term) -> tuple[Term, Term]:
     """Theorem 1 (paper), as bounds.closed_form.single_straggler_terms (tested equal on a grid)."""
     return ell, 2 * ell * (p - 1) / (ell * (p - 1) + 1)
 
 
 def finish(C: GeneratorModel) -> list[Obligation]:
-    P, out = C.P, []
+    P = C.P
+    out: list[Obligation] = []
     for fam in C.families:
         A = Z3Arith()
         idx = fresh_index(fam, "1")
@@ -111,29 +118,29 @@ def bound(C: GeneratorModel) -> list[Obligation]:
                        z3.And(T >= cut, T >= volume), [], P)]
 
 
-def unit(P):
+def unit(P: Params) -> Term:
     """One slot in time (n/B): the families' slot (a shard at the slowest rate ℓ), as Z3 terms."""
     return R.slot(Z3Arith(), P)
 
 
-def shard_size(P):
+def shard_size(P: Params) -> Term:
     """The families' shard size, as a Z3 term."""
     return R.shard_size(Z3Arith(), P)
 
 
-def piece_of(P, key):
+def piece_of(P: Params, key: tuple[Term, ...]) -> Term:
     """The families' piece map (σ, c) ↦ index, as Z3 terms (the lemma states it is a bijection)."""
     return R.piece_index(Z3Arith(), P, key)
 
 
-def spans(P):
+def spans(P: Params) -> dict[str, list[tuple[Any, Any]]]:
     """Index ranges (inclusive) the instance check enumerates; `span_lemmas` proves the domains lie inside."""
     rng = [(0, P.k - 1), (0, P.p - 2), (0, P.p - 1)]
     return {"ring.reduce_scatter": rng, "ring.all_gather": rng}
 
 
 def span_lemmas(C: GeneratorModel) -> list[Obligation]:
-    out = []
+    out: list[Obligation] = []
     for fam in C.families:
         A = Z3Arith()
         idx = fresh_index(fam, "1")

@@ -46,8 +46,9 @@ the straggler bit stands for "plus the other servers' sums" (0 when q = 1), so F
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import z3
 
@@ -57,6 +58,10 @@ from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric.generic import GeneratorModel, fresh_index
 from verifier.parametric.obligations import Obligation
+
+if TYPE_CHECKING:
+    from optcc.algorithms.families import Family, Term
+    from verifier.parametric.arith import Z3Term
 
 FOR_ALL = ("all q ≥ 1 servers, g ≥ 2 GPUs per server, k ≥ 1, real ℓ ≥ 1, straggler server 0 ≤ s < q, "
            "NVLink speed-up s_nv > 0 (finish time in closed form: q ≤ 2; q ≥ 3 per instance)")
@@ -75,23 +80,24 @@ class NLArith(Z3Arith):
     """Z3 namespace whose products are real products (the lift's few nonlinear lemmas are
     small; Z3's nonlinear arithmetic proves them directly)."""
 
-    def mul(self, a, b):
+    def mul(self, a: Term, b: Term) -> Term:
         return a * b
 
 
-def params():
+def params() -> tuple[ServerParams, list[Z3Term]]:
     q, g, k, s = z3.Ints("q g k s")
     ell, s_nv = z3.Reals("ell s_nv")
     return ServerParams(q, g, k, ell, s, s_nv), [q >= 1, g >= 2, k >= 1, ell >= 1, s >= 0, s < q, s_nv > 0]
 
 
-def _ob(prop, name, P, assume, goal, A=None, premise=()):
+def _ob(prop: str, name: str, P: tuple[Any, ...], assume: list[Z3Term], goal: Z3Term, A: Z3Arith | None = None,
+        premise: Sequence[Z3Term] = ()) -> Obligation:
     side = list(A.side) if A is not None else []
     extra = A.product_lemmas() if A is not None else []
     return Obligation(prop, f"servers: {name}", assume + extra, goal, side, P, [], list(premise))
 
 
-def _in(x, lo, hi):
+def _in(x: Term, lo: Term, hi: Term) -> Z3Term:
     return z3.And(x >= lo, x <= hi)
 
 
@@ -157,7 +163,7 @@ def bracket_obligations(L: S.Lift) -> list[Obligation]:
     g, q = P.g, P.q
     t, t1, t2, j, j1, j2, d, l = z3.Ints("t t1 t2 j j1 j2 d l")
     st, rnd, x = z3.Reals("st rnd x")
-    out = []
+    out: list[Obligation] = []
     A = Z3Arith()
     lo, hi = L.rounds(A, g)
     rng = [_in(t, lo, hi), _in(j, 0, g - 1)]
@@ -187,7 +193,7 @@ def bracket_obligations(L: S.Lift) -> list[Obligation]:
                    rounds + [_in(t1, lo, hi), _in(t2, lo, hi)],
                    L.round_start(A, st, t1, r) + r <= L.round_start(A, st, t2, r), A, [t1 < t2]))
     # reduce-scatter chain: after rounds ≤ t, GPU d holds inputs d−t..d of its instance's piece
-    def rs_val(A, d, t):
+    def rs_val(A: Z3Arith, d: Term, t: Term) -> V.Val:
         return V.Val(A.mod(d - t, g, -1, 0), t + 1, 0)
     A = Z3Arith()
     _, _, inst = L.round_flow(A, g, t, j, L.rs_op)
@@ -236,7 +242,7 @@ def placement_obligations(L: S.Lift) -> list[Obligation]:
     P, base = params()
     g = P.g
     st, x, D, ft, lw, free = z3.Reals("st x D ft lw free")
-    out = []
+    out: list[Obligation] = []
     A = NLArith()
     b = L.batch_len(A, g, L.round_len(A, L.size(A, x, g), P.s_nv))
     ctx = base + [x > 0, st >= 0, D >= 0, ft >= 0, lw >= 0, free >= 0]
@@ -262,7 +268,7 @@ def placement_obligations(L: S.Lift) -> list[Obligation]:
 FINISH = "finish_q_le_2"
 
 
-def _cf_params(q: int):
+def _cf_params(q: int) -> tuple[ServerParams, list[Z3Term]]:
     """q fixed; g, k and the index i real (a statement for all reals g ≥ 2 and k = 1 or k ≥ 2 holds
     for every integer), which keeps each query in nonlinear real arithmetic."""
     qv, s = z3.Ints("q s")
@@ -271,13 +277,14 @@ def _cf_params(q: int):
                                                   s < qv, s_nv > 0]
 
 
-def two_server_touch_obligations(PL: S.Placement, families=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+def two_server_touch_obligations(PL: S.Placement, families: tuple[Family, ...] = S.TWO_SERVER_FAMILIES,
+                                 ) -> list[Obligation]:
     """ft(i), lw(i) (slots of ℓ/k) are the first touch and the last landing of segment i at each
     server: no swap flow on (s, i) starts before ft or lands after lw, and flow (i, 1 − s) attains both."""
     C = _swap_model(families)
     P = C.P
     srv = z3.Int("server")
-    out = []
+    out: list[Obligation] = []
     for fam in C.families:
         A = Z3Arith()
         idx = fresh_index(fam, "1")
@@ -311,21 +318,21 @@ def two_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation
     g, k, ell, s_nv = P.g, P.k, P.ell, P.s_nv
     i = z3.Real("i")
     u = ell / k
-    out = []
+    out: list[Obligation] = []
 
-    def ctx(A):
+    def ctx(A: Z3Arith) -> tuple[Term, Term, Term]:
         c = L.batch_len(A, g, L.round_len(A, L.size(A, 1 / k, g), s_nv))
         N = L.dur(A, u, g)
         D = PL.lead(A, k, c, N)
         return c, N, D
 
-    def ft(A, j):
+    def ft(A: Z3Arith, j: Term) -> Term:
         return PL.first_touch(A, k, j) * u
 
-    def rel(A, j, D):
+    def rel(A: Z3Arith, j: Term, D: Term) -> Term:
         return L.time(A, D, PL.last_write(A, k, j) * u, g)
 
-    def ag(A, j):
+    def ag(A: Z3Arith, j: Term) -> Term:
         c, N, D = ctx(A)
         return PL.ag_start(A, j, k, c, N, D)
     seg = [i >= 0, i <= k - 1]
@@ -389,7 +396,7 @@ def one_server_finish_obligations(L: S.Lift, PL: S.Placement) -> list[Obligation
                 base, z3.And(st + b == T, b <= T, b > 0), A)]
 
 
-def _lex_ge(a, b):
+def _lex_ge(a: Sequence[Term], b: Sequence[Term]) -> Z3Term:
     return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
 
 
@@ -397,11 +404,12 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     """q ≥ 3: no instance flow touches node v on a piece before first(v, piece), none lands at v
     after last(v, piece), both (phase, slot) lie in their phase's window, and (phase, slot)
     order there is time order; so the RS deadline D + ft/g and the AG release D + lw/g are safe."""
+    from optcc.algorithms.families import optcc as F
     from verifier.parametric import optcc as O
     first, last = PL.optcc_first, PL.optcc_last
     C = O.generator_model()
     P = C.P
-    out = []
+    out: list[Obligation] = []
     for fam in C.families:
         for end in ("src", "dst"):
             A = Z3Arith()
@@ -421,7 +429,7 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
         A = Z3Arith()
         pts = [first(A, P, v, key), last(A, P, v, key)]
 
-        def window(pt):
+        def window(pt: Sequence[Term]) -> Z3Term:
             lim = z3.If(pt[0] == 1, O._pipeline_len(A, P), z3.ToReal(H - 1))
             return z3.And(pt[0] >= 0, pt[0] <= 2, pt[1] >= 0, pt[1] <= lim)
         goal = z3.And(*[window(pt) for pt in pts])          # before product_lemmas: it builds products
@@ -431,13 +439,13 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     ph1, ph2 = z3.Ints("ph1 ph2")
     s1, s2 = z3.Reals("slot1 slot2")
     A = Z3Arith()
-    (o0, o1, o2), units = O.F.phase_clock(A, P)
-    L_ = O.F.pipeline_slots(A, P)                           # the pipeline length the origins use
+    (o0, o1, o2), units = F.phase_clock(A, P)
+    L_ = F.pipeline_slots(A, P)                           # the pipeline length the origins use
 
-    def t(ph, sl):
+    def t(ph: Term, sl: Term) -> Z3Term:
         return z3.If(ph == 0, o0 + sl * units[0], z3.If(ph == 1, o1 + sl * units[1], o2 + sl * units[2]))
 
-    def win(ph, sl):
+    def win(ph: Term, sl: Term) -> Z3Term:
         return z3.And(ph >= 0, ph <= 2, sl >= 0, sl <= z3.If(ph == 1, L_, z3.ToReal(H - 1)))
     out.append(Obligation("causality", "servers: q ≥ 3: in the phase windows, (phase, slot) order is time order",
                           C.assume + [win(ph1, s1), win(ph2, s2)] + A.product_lemmas(),
@@ -457,9 +465,10 @@ def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
     shard = [sg >= 0, sg < P.k, o >= 0, o < H]
     p2p = [P.ell < 2, sg >= 0, sg <= P.k - 2]
 
-    def x(A):
+    def x(A: Z3Arith) -> Term:
         return A.mod(v - o - 1, H, -1, 0)
-    cases = [   # (what, conditions, family, index, end touching v, "first" | "last", key)
+    cases: list[tuple[str, Callable[[Z3Arith], list[Z3Term]], Family, Callable[[Z3Arith], tuple[Term, ...]], str, str,
+                      tuple[Z3Term, ...]]] = [   # (what, conditions, family, index, end touching v, "first" | "last", key)
         ("S, shard: its upload", lambda A: [v == H], F.UP, lambda A: (sg, o), "dst", "first", (sg, o)),
         ("healthy, σ = 0, x = 0: prologue step 0 from v", lambda A: [v < H, v >= 0, sg == 0, x(A) == 0], F.PRO,
          lambda A: (0, v), "src", "first", (sg, o)),
@@ -481,7 +490,7 @@ def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
         ("healthy, P2P: its download lands", lambda A: [v < H, v >= 0], F.P2P_DOWN, lambda A: (sg, v), "dst",
          "last", (sg,)),
     ]
-    out = []
+    out: list[Obligation] = []
     for what, cond, fam, idx, end, which, key in cases:
         A = Z3Arith()
         i = idx(A)
@@ -503,14 +512,15 @@ def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
     return out
 
 
-def finish_obligations(L: S.Lift, PL: S.Placement, two_server=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+def finish_obligations(L: S.Lift, PL: S.Placement, two_server: tuple[Family, ...] = S.TWO_SERVER_FAMILIES,
+                       ) -> list[Obligation]:
     return (optcc_touch_obligations(PL) + optcc_touch_witnesses(PL) + two_server_touch_obligations(PL, two_server)
             + two_server_finish_obligations(L, PL) + one_server_finish_obligations(L, PL))
 
 
 # ---- 1. the instance
 
-def _swap_model(families) -> GeneratorModel:
+def _swap_model(families: Sequence[Family]) -> GeneratorModel:
     k, s = z3.Ints("k s")
     ell = z3.Real("ell")
     P = Params(2, k, ell, s)
@@ -518,7 +528,7 @@ def _swap_model(families) -> GeneratorModel:
                           lambda A, P, key: z3.And(len(key) == 1, key[0] >= 0, key[0] < P.k))
 
 
-def two_server_obligations(families=S.TWO_SERVER_FAMILIES) -> list[Obligation]:
+def two_server_obligations(families: tuple[Family, ...] = S.TWO_SERVER_FAMILIES) -> list[Obligation]:
     from verifier.parametric import generic as G
     C = _swap_model(families)
     P = C.P
@@ -559,7 +569,8 @@ def optcc_instance_obligations() -> list[Obligation]:
     return [replace(ob, prop="instance", name="q ≥ 3 OptCC (p = q): " + ob.prop + ": " + ob.name) for ob in obs]
 
 
-def obligations(lift: S.Lift | None = None, two_server=None, placement: S.Placement | None = None) -> list[Obligation]:
+def obligations(lift: S.Lift | None = None, two_server: tuple[Family, ...] | None = None,
+                placement: S.Placement | None = None) -> list[Obligation]:
     L = lift or S.LIFT
     two = two_server or S.TWO_SERVER_FAMILIES
     from verifier.parametric import lemmas

@@ -26,37 +26,44 @@ tests/test_streaming_order.py is L1-L5's.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
 import z3
 
 from verifier.parametric.obligations import Obligation
 from verifier.streaming_check import EDGE_KIND
 
+if TYPE_CHECKING:
+    from verifier.parametric.arith import Z3Term
+    from verifier.streaming_check import EdgeKind
+
 PROPERTY = "streaming_order"
 SEND_CLASS = 3                 # κ's class of a post (verifier.streaming_local)
 
 
-def lex_less(a, b):
+def lex_less(a: Sequence[Z3Term], b: Sequence[Z3Term]) -> Z3Term:
     """a < b lexicographically (tuples of z3 Int terms of equal length)."""
     if not a:
         return z3.BoolVal(False)
     return z3.Or(a[0] < b[0], z3.And(a[0] == b[0], lex_less(a[1:], b[1:])))
 
 
-def _kappa(name: str):
+def _kappa(name: str) -> tuple[Z3Term, ...]:
     t, c, k0, k1, k2, k3 = z3.Ints(" ".join(f"{name}_{x}" for x in ("time", "class", "Kstart", "Ksrc", "Kdst",
                                                                       "Kpiece")))
     return (t, c, k0, k1, k2, k3)
 
 
-def _event(kappa, e):
+def _event(kappa: tuple[Z3Term, ...], e: Z3Term) -> tuple[Z3Term, ...]:
     return (*kappa, e)
 
 
-def _bit(e):
+def _bit(e: Z3Term) -> Z3Term:
     return z3.Or(e == 0, e == 1)
 
 
-def _ob(name, assumptions, goal):
+def _ob(name: str, assumptions: Iterable[Z3Term], goal: Z3Term) -> Obligation:
     return Obligation(PROPERTY, name, list(assumptions), goal)
 
 
@@ -85,7 +92,7 @@ def obligations(controls: bool = False) -> list[Obligation]:
 _E = {"S": 0, "C": 1}
 
 
-def edge_obligation(kind) -> Obligation:
+def edge_obligation(kind: EdgeKind) -> Obligation:
     """The waited-for event's key is below the waiting event's, for one EdgeKind of the checker
     (verifier.streaming_check), stated from its fields: op b waits (event `kind.waits`) for op a
     (event `kind.on`, or any event for a dependency), related by `kind.relation` under L1-L3."""
