@@ -4,20 +4,14 @@ schedule's end without fill that the closed form and the fill both use (derived,
 docs/optcc_multi.md "Fill and drain")."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from optcc.algorithms.optcc_multi_pattern import Pattern
 
-
-@dataclass
-class DrainJob:
-    """All-gather hops still to place for job (σ, a): the next hop and the slot it may start."""
-
-    sigma: int
-    a: int
-    hop: int
-    ready: int
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 
 def drain_last_slot(H: int, m: int, k: int, spread: int = 1) -> int:
@@ -41,7 +35,7 @@ def nofill_end(H: int, k: int, ells: list[Fraction], spread: int = 1) -> Fractio
     m = len(ells)
     mu = max(Fraction(1), ells[0] / 2)
     pat = Pattern(H, m, spread)
-    ends = [max(pat.f_slot(k - 1, a, i) for a in range(H)) * mu + ell for i, ell in enumerate(ells)]
+    ends: list[Fraction] = [max(int(pat.f_slot(k - 1, a, i)) for a in range(H)) * mu + ell for i, ell in enumerate(ells)]
     if H >= 2:
         ends.append(drain_last_slot(H, m, k, spread) * mu + 1)
     return max(ends)
@@ -57,55 +51,107 @@ def drain_slots(H: int, m: int, k: int, spread: int = 1) -> dict[tuple[int, int,
     k−2, k−1, the all-gather hops of segments k−3, k−2 and the rest blocks of periods ≤ k (every
     straggler flow of a healthy node, fill included, lies in its link's rest block). Job a is
     ready when its reduce-scatter and the stragglers' raws have landed. The hops are placed slot
-    by slot, each free link taking the ready job with the most hops left (ties: smallest a).
-    O(H²) per call; `optcc_multi_slot_time` uses its closed form `drain_last_slot` instead.
+    by slot, each free link taking the ready job with the most hops left (ties: smallest a):
+    `drain_slot_arrays`. `optcc_multi_slot_time` uses its closed form `drain_last_slot` instead.
     """
+    s, a, j, t = drain_slot_arrays(H, m, k, spread)
+    placed = sorted(zip(t.tolist(), ((a + j) % H).tolist(), s.tolist(), a.tolist(), j.tolist()))
+    return {(x, y, z): w for w, _, x, y, z in placed}       # in placement order: slot, then link
+
+
+def drain_slot_arrays(H: int, m: int, k: int, spread: int = 1) -> tuple[npt.NDArray[np.int64], ...]:
+    """The drain as arrays (σ, a, j, slot) of every drained all-gather hop (`drain_slots` for the
+    rule). Per slot, every free link takes its ready job with the fewest hops done (ties: the job
+    listed first). A job placed at slot t is ready at t + 1, so the links of one slot decide
+    independently and each link needs only the jobs now waiting on it (its bucket): O(slots ·
+    links), where placing job by job costs O(slots · links · jobs) (tests/multi_drain_reference.py
+    keeps that reading, and the tests hold the two equal)."""
+    import numpy as np
+
+    from optcc.algorithms.families.arrays import NP
+    empty = np.zeros(0, dtype=np.int64)
     if H < 2:
-        return {}
+        return empty, empty, empty, empty
     pat = Pattern(H, m, spread)
     L = pat.L
-    busy: list[set[int]] = [set() for _ in range(H)]
-    w = pat.windows
     lo = L * max(0, k - 2)
-    back = 2 if spread == 1 else 4    # segments whose hops may still be on the links (spread 3: 3 periods a job)
-    for sigma in range(max(0, k - back), k):                    # reduce-scatter hops
-        for a in range(H):
-            for j in range(1, H):
-                busy[(a + j) % H].add(pat.rs_slot(sigma, a, j))
+    back = 2 if spread == 1 else 4
     tail = pat.moved_tail()
-    for sigma in range(max(0, k - 2 - back), k - 1):            # all-gather hops
-        for a in range(H):
-            for j in range(H - 1):
-                if not (sigma == k - 2 and a in tail and j >= tail[a]):
-                    busy[(a + j) % H].add(pat.ag_slot(sigma, a, j))
-    for f in range(max(0, k - 3), k + 2):                       # rest blocks
-        for b in range(H):
-            for i in range(m):
-                busy[b].update(range(L * f + 2 * w[i][b], L * f + 2 * w[i][b] + 2))
-    jobs = []
+    jobs = []                       # [sigma, a, hop, ready]
     for a in range(H):
         rs_end = pat.rs_slot(k - 1, a, H - 1) + 1
         raw_land = max(pat.raw_slot(k - 1, a, i) for i in range(m)) + 2
-        jobs.append(DrainJob(k - 1, a, 0, max(rs_end, raw_land)))
+        jobs.append([k - 1, a, 0, max(rs_end, raw_land)])
     if k >= 2:
         for a, j0 in tail.items():
-            jobs.append(DrainJob(k - 2, a, j0, pat.ag_slot(k - 2, a, j0 - 1) + 1))
-    out: dict[tuple[int, int, int], int] = {}
-    left = sum(H - 1 - jb.hop for jb in jobs)
-    t = max(lo, min(jb.ready for jb in jobs))
+            jobs.append([k - 2, a, j0, pat.ag_slot(k - 2, a, j0 - 1) + 1])
+    t0 = max(lo, min(jb[3] for jb in jobs))
+    # busy slots (≥ t0) of every link, as one bytearray row per link
+    link_parts: list[npt.NDArray[np.int64]] = []
+    slot_parts: list[npt.NDArray[np.int64]] = []
+    aa, jj = np.meshgrid(np.arange(H, dtype=np.int64), np.arange(1, H, dtype=np.int64), indexing="ij")
+    for sigma in range(max(0, k - back), k):
+        link_parts.append(((aa + jj) % H).ravel())
+        slot_parts.append(pat.rs_slot(sigma, aa, jj, NP).ravel())
+    aa, jj = np.meshgrid(np.arange(H, dtype=np.int64), np.arange(H - 1, dtype=np.int64), indexing="ij")
+    for sigma in range(max(0, k - 2 - back), k - 1):
+        keep = np.ones(aa.shape, dtype=bool)
+        if sigma == k - 2:
+            for a, j0 in tail.items():
+                keep[a, j0:] = False
+        link_parts.append(((aa + jj) % H)[keep])
+        slot_parts.append(pat.ag_slot(sigma, aa, jj, NP)[keep])
+    w = pat.windows_array
+    for f in range(max(0, k - 3), k + 2):
+        for i in range(m):
+            for d in (0, 1):
+                link_parts.append(np.arange(H, dtype=np.int64))
+                slot_parts.append(L * f + 2 * w[i] + d)
+    links, slots = np.concatenate(link_parts), np.concatenate(slot_parts)
+    del link_parts, slot_parts
+    keep = slots >= t0
+    links, slots = links[keep], slots[keep] - t0
+    width = int(slots.max()) + 1 if slots.size else 1
+    busy = np.zeros((H, width), dtype=np.uint8)
+    busy[links, slots] = 1
+    rows = [bytes(r) for r in busy]
+    del busy, links, slots
+    buckets: dict[int, list[int]] = {}
+    left = 0
+    for idx, jb in enumerate(jobs):
+        if jb[2] < H - 1:
+            buckets.setdefault((jb[1] + jb[2]) % H, []).append(idx)
+            left += H - 1 - jb[2]
+    out_s, out_a, out_j, out_t = [], [], [], []
+    t = t0
     while left:
-        for b in range(H):
-            if t in busy[b]:
+        rel = t - t0
+        moves = []
+        for b, bucket in buckets.items():
+            if rel < width and rows[b][rel]:
                 continue
             best = None
-            for jb in jobs:
-                if jb.hop < H - 1 and (jb.a + jb.hop) % H == b and jb.ready <= t:
-                    if best is None or jb.hop < best.hop:
-                        best = jb
+            for idx in bucket:
+                jb = jobs[idx]
+                if jb[3] <= t and (best is None or (jb[2], idx) < (jobs[best][2], best)):
+                    best = idx
             if best is not None:
-                out[(best.sigma, best.a, best.hop)] = t
-                best.hop += 1
-                best.ready = t + 1
-                left -= 1
+                moves.append((b, best))
+        for b, idx in moves:
+            jb = jobs[idx]
+            out_s.append(jb[0])
+            out_a.append(jb[1])
+            out_j.append(jb[2])
+            out_t.append(t)
+            jb[2] += 1
+            jb[3] = t + 1
+            left -= 1
+            buckets[b].remove(idx)
+            if not buckets[b]:
+                del buckets[b]
+            if jb[2] < H - 1:
+                buckets.setdefault((b + 1) % H, []).append(idx)
         t += 1
-    return out
+    return tuple(np.array(x, dtype=np.int64) for x in (out_s, out_a, out_j, out_t))
+
+

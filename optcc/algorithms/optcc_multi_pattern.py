@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
+
+from optcc.algorithms.families import INT, Arith, Term
 
 COINCIDE_MIN_H = 3
 
@@ -64,37 +67,50 @@ class Pattern:
         segment k−2 the drain places these hops instead, so they do not outlast it."""
         return {1: self.H - 2, 2: self.H - 3} if self.coincide else {}
 
-    def rs_slot(self, sigma: int, a: int, j: int) -> int:
+    @cached_property
+    def windows_array(self) -> Any:
+        """`windows` as an int64 array [i, a] (the numpy reading of `window`)."""
+        import numpy as np
+        return np.array(self.windows, dtype=np.int64)
+
+    def window(self, i: Term, a: Term, A: Arith = INT) -> Term:
+        """w[i][a], on ints (INT) or index arrays (families.arrays.NP)."""
+        return self.windows[i][a] if A is INT else self.windows_array[i, a]
+
+    # The slot formulas, written once over an arithmetic namespace `A` (optcc.algorithms.families):
+    # INT for the builder (ints), families.arrays.NP for optcc.algorithms.arrays_multi (index arrays).
+
+    def rs_slot(self, sigma: Term, a: Term, j: Term, A: Arith = INT) -> Term:
         """Reduce-scatter hop j (link a+j) of job (σ, a)."""
         H, m = self.H, self.m
+        wrap = (2 * m - 2) * (a + j >= H)
         if self.spread == 3:   # relative offset 2m + H − 2 + j on link a + j: the block [2m + H − 1, L)
-            return self.L * sigma + 2 * a + 2 * m + H - 2 + 3 * j + (2 * m - 2) * (a + j >= H)
-        return self.L * sigma + 2 * a + j + (2 * m - 2) * (a + j >= H)
+            return self.L * sigma + 2 * a + 2 * m + H - 2 + 3 * j + wrap
+        return self.L * sigma + 2 * a + j + wrap
 
-    def ag_slot(self, sigma: int, a: int, j: int) -> int:
+    def ag_slot(self, sigma: Term, a: Term, j: Term, A: Arith = INT) -> Term:
         """All-gather hop j of job (σ, a). The coincide rotation moves two hops off link H−1's
         window 0 into its freed window H one period later (job 1's hop H−2, job 2's hop H−3; job
         2's last hop follows one period later): found by a CP-SAT search that kept every other
         offset, checked by the port test for every H the tests try (derived, not proved in general)."""
         H, m, L = self.H, self.m, self.L
+        wrap = (2 * m - 2) * (a + j >= H)
         if self.spread == 3:   # relative offset 2m + j: the block [2m, 2m + H − 1), two periods on
-            return L * (sigma + 2) + 2 * a + 2 * m + 3 * j + (2 * m - 2) * (a + j >= H)
-        t = L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + (2 * m - 2) * (a + j >= H)
+            return L * (sigma + 2) + 2 * a + 2 * m + 3 * j + wrap
+        t = L * (sigma + 1) + 2 * a + 2 * m + H - 2 + j + wrap
         if self.coincide:
-            if (a == 1 and j == H - 2) or (a == 2 and j == H - 3):
-                t += L - 2
-            elif a == 2 and j == H - 2:
-                t += L
+            moved = A.Or(A.And(a == 1, j == H - 2), A.And(a == 2, j == H - 3))
+            t = t + A.ite(moved, L - 2, A.ite(A.And(a == 2, j == H - 2), L, 0))
         return t
 
-    def f_slot(self, sigma: int, a: int, i: int) -> int:
+    def f_slot(self, sigma: Term, a: Term, i: Term, A: Arith = INT) -> Term:
         """F of job (σ, a) to straggler i: its window of period σ+1, or σ+2 if that window comes
         before the job's own (coincide rotation, link H−1)."""
-        w = self.windows
+        w = self.window(i, a, A)
         if self.spread == 3:   # the reduce-scatter ends by L(σ+2) + 2a − 2
-            return self.L * (sigma + 2) + 2 * w[i][a]
-        return self.L * (sigma + 1) + 2 * w[i][a] + self.L * (w[i][a] < a)
+            return self.L * (sigma + 2) + 2 * w
+        return self.L * (sigma + 1) + 2 * w + self.L * (w < a)
 
-    def raw_slot(self, sigma: int, a: int, i: int) -> int:
+    def raw_slot(self, sigma: Term, a: Term, i: Term, A: Arith = INT) -> Term:
         """Raw of job (σ, a) from straggler i: when it serves link a−1 in period σ."""
-        return self.L * sigma + 2 * self.windows[i][(a - 1) % self.H]
+        return self.L * sigma + 2 * self.window(i, (a - 1) % self.H, A)
