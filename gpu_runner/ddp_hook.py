@@ -164,8 +164,8 @@ class OptccHookState:
         if self._comm is not None:
             jobs, thread = self._comm
             done = _stop(jobs, thread, self._executor, timeout)
-        elif isinstance(self._executor, streaming.StreamingExecutor):
-            done = self._executor.close(timeout) or self._executor._failed
+        elif self._executor is not None:
+            done = self._executor.close(timeout) or self._executor.failed
         if self._own_watchdog is not None:
             done = self._own_watchdog.stop(timeout) and done
         if not done:
@@ -226,9 +226,7 @@ def _stop(jobs: queue.Queue, thread: threading.Thread, executor, timeout: float 
     thread.join(timeout)
     if thread.is_alive():
         return False
-    if isinstance(executor, streaming.StreamingExecutor):
-        return executor.close(timeout) or executor._failed   # after a failure: best effort
-    return True
+    return executor.close(timeout) or executor.failed   # after a failure: best effort
 
 
 _open: dict = {}     # communication threads not yet ended -> (job queue, executor)

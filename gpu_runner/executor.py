@@ -120,6 +120,12 @@ class Executor:
         bound = self._bound[key] = _BoundPlan(plan, flat, scratch, self.group, self.group_ranks)
         return bound
 
+    failed = False                           # the step runner holds nothing a failed run leaves behind
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Nothing to end: the step runner starts no thread (gpu_runner.runners.RankExecutor)."""
+        return True
+
     def run(self, tensor: torch.Tensor) -> torch.Tensor:
         """AllReduce `tensor` in place by executing the schedule; returns the tensor."""
         bound = self.prepare(tensor)

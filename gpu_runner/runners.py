@@ -6,6 +6,7 @@ executor is made.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from optcc.errors import OptccError
 from optcc.lowering.streaming import DEFAULT_WINDOW
@@ -41,8 +42,26 @@ def program_key(name: str) -> tuple[int, bool] | None:
     return (DEFAULT_WINDOW, r.recv_order) if r.streaming else None
 
 
+class RankExecutor(Protocol):
+    """What every runner's executor is to its users (the worker, the DDP hook, bench): one rank's
+    AllReduce of a proved schedule, in place."""
+
+    def prepare(self, tensor: Any) -> Any:
+        """Build (or reuse) what running on this tensor needs (plans, scratch, views)."""
+
+    def run(self, tensor: Any) -> Any:
+        """AllReduce `tensor` in place; returns it."""
+
+    def close(self, timeout: float | None = None) -> bool:
+        """End the executor's own threads, if any; False if they did not end within `timeout`."""
+
+    @property
+    def failed(self) -> bool:
+        """A run raised: a later close() does not wait for work a dead peer left in flight."""
+
+
 def make_executor(schedule, rank: int, runner: str = DEFAULT_RUNNER, *, group=None, group_ranks=None,
-                  watchdog=None, certificate: str | None = None, unsafe: bool = False, program=None):
+                  watchdog=None, certificate: str | None = None, unsafe: bool = False, program=None) -> RankExecutor:
     """The executor of `schedule` for schedule rank `rank` under `runner`. Both kinds pass
     gpu_runner.proof.gate; a streaming one runs only its rank's proved program
     (gpu_runner.proof.rank_program_of: built for this rank alone, compared by digest; a

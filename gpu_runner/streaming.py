@@ -180,6 +180,11 @@ class StreamingExecutor:
                                         for peer in self.rp.peer_seq})
         return route
 
+    @property
+    def failed(self) -> bool:
+        """A run raised (gpu_runner.runners.RankExecutor)."""
+        return self._failed
+
     def close(self, timeout: float | None = None) -> bool:
         """Wait for the run in progress (if any), then end and join the waiter threads. Idempotent;
         a later run() starts new ones. False if a run or a thread did not end within `timeout`.

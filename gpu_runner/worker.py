@@ -249,7 +249,7 @@ def _main(args, rank: int) -> int:
         rows.append(one_size(s))
         tell({"event": "row", "row": rows[-1]})
     watchdog.phase("shutdown")
-    if hasattr(executor, "close"):
+    if executor is not None:
         executor.close()                # join the streaming waiter threads before the group goes
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),

@@ -15,11 +15,22 @@ torch = pytest.importorskip("torch")
 
 
 class SlowDouble:
-    """Stand-in executor: doubles the tensor in place after `delay_s` (a bucket still in flight)."""
+    """Stand-in executor (gpu_runner.runners.RankExecutor): doubles the tensor in place after
+    `delay_s` (a bucket still in flight)."""
+
+    failed = False
 
     def __init__(self, delay_s):
         self.delay_s = delay_s
         self.ran = []
+        self.closed = 0
+
+    def prepare(self, tensor):
+        return None
+
+    def close(self, timeout=None):
+        self.closed += 1
+        return True
 
     def run(self, tensor):
         import time
