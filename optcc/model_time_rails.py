@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from optcc.cluster import Cluster
 
 if TYPE_CHECKING:
+    from optcc.algorithms.rails_layout import ArrayRail
     from optcc.schedule import Schedule
 
 NO_KNEE = Fraction(10**9)          # model_time's "no knee" (the ring's)
@@ -64,7 +65,7 @@ class RailsCounts:
 _CACHE: dict[tuple[object, ...], RailsCounts] = {}
 
 
-def rail_latency(sched: Schedule, k: int) -> tuple[str, Fraction, Fraction]:
+def rail_latency(sched: Schedule | ArrayRail, k: int) -> tuple[str, Fraction, Fraction]:
     """(kind, B_rail, KNEE_rail) of one rail schedule (module docstring)."""
     from optcc.model_time import knee_fraction, latency_count
     inst = sched.cluster

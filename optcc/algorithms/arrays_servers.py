@@ -87,7 +87,8 @@ def lifted_event_arrays(cluster: Cluster, plan: dict[str, Any]) -> EventArrays:
     return b.finish()
 
 
-def _batches(b: ArrayBuilder, batches: list[tuple[int, int, int, str]], g: int, P: int, rnd: np.ndarray, unit: Fraction) -> None:
+def _batches(b: ArrayBuilder, batches: list[tuple[int, int, int, str]], g: int, P: int, rnd: npt.NDArray[np.int64],
+             unit: Fraction) -> None:
     """optcc_servers._batch for every (server, start, piece, op), on arrays: the rounds, their
     starts and flows are families.servers.LIFT's."""
     lo, hi = FS.LIFT.rounds(NP, g)
@@ -142,6 +143,7 @@ def rails_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
             b.add_op(D + time * w, rank * g + l, off + pi)
     # NVLink streams: (server, rail, piece, start on the plan's grid, half rate?, add?), g−1 flows
     # each; listed for one rail per class of equal rails, the same for every rail of the class
+    assert plan.records is not None                    # materialize="records" lists them
     cols = [np.frombuffer(c, dtype=np.int64) for c in plan.records]
     plan.records = None
     if cols[0].size:

@@ -27,6 +27,7 @@ the all-gather reads the owner's value at the next round's start, after they all
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 from optcc.algorithms.stated import states_slot_time
@@ -43,17 +44,17 @@ def _check(cluster: Cluster) -> None:
         raise OptccError("g", "the direct AllReduce covers one GPU per server (g = 1)")
 
 
-def _m(ell, i: int, j: int) -> Fraction:
+def _m(ell: Sequence[Fraction], i: int, j: int) -> Fraction:
     return max(ell[i], ell[j])
 
 
-def loads(ell, x) -> list[Fraction]:
+def loads(ell: Sequence[Fraction], x: Sequence[Fraction]) -> list[Fraction]:
     """T_i(x) = Σ_{j≠i} (x_i + x_j)·max(ℓ_i, ℓ_j) for every node i (send = receive load)."""
     q = len(ell)
     return [sum(((x[i] + x[j]) * _m(ell, i, j) for j in range(q) if j != i), Fraction(0)) for i in range(q)]
 
 
-def _simplex(A, b, c):
+def _simplex(A: Sequence[Sequence[Fraction]], b: Sequence[Fraction], c: Sequence[Fraction]) -> list[Fraction]:
     """min c·z s.t. A z = b, z ≥ 0 (b ≥ 0), exact two-phase simplex with Bland's rule.
     Returns the optimal z (the problem here is always feasible and bounded)."""
     m, n = len(A), len(c)
@@ -71,10 +72,10 @@ def _simplex(A, b, c):
                 T[rr] = [a - f * v for a, v in zip(T[rr], pr)]
         basis[r] = col
 
-    def run(cost, allowed) -> None:
+    def run(cost: list[Fraction], allowed: int) -> None:
         while True:
             # reduced costs c_j − c_B·column_j, Bland: the smallest improving index enters
-            enter = None
+            enter: int | None = None
             for col in range(allowed):
                 if col in basis:
                     continue
@@ -84,13 +85,14 @@ def _simplex(A, b, c):
                     break
             if enter is None:
                 return
-            best = None
+            best: tuple[Fraction, int] | None = None
             for r in range(m):
                 if T[r][enter] > 0:
                     ratio = T[r][-1] / T[r][enter]
                     if best is None or ratio < best[0] or (ratio == best[0] and basis[r] < basis[best[1]]):
                         best = (ratio, r)
-            pivot(best[1], enter)          # bounded: the caller's problems always have a row
+            assert best is not None        # bounded: the caller's problems always have a row
+            pivot(best[1], enter)
 
     zero = Fraction(0)
     run([zero] * n + [Fraction(1)] * m, n + m)          # phase 1: drive the artificials out
@@ -107,7 +109,7 @@ def _simplex(A, b, c):
     return z
 
 
-def shard_lp(ell) -> list[Fraction]:
+def shard_lp(ell: Sequence[Fraction]) -> list[Fraction]:
     """The exact optimal shard sizes x for slowdowns `ell` (module docstring's LP)."""
     ell = [Fraction(v) for v in ell]
     q = len(ell)
@@ -144,7 +146,7 @@ def fluid_time(cluster: Cluster) -> Fraction:
     return max(loads(cluster.slowdown, shards(cluster)))
 
 
-def _round_loads(ell, x, k: int) -> tuple[Fraction, Fraction, Fraction]:
+def _round_loads(ell: Sequence[Fraction], x: Sequence[Fraction], k: int) -> tuple[Fraction, Fraction, Fraction]:
     """Largest port load L of round 0 (RS only), a middle round (RS + AG) and round k (AG only)."""
     q = len(ell)
     rs_send = [sum((x[j] * _m(ell, i, j) for j in range(q) if j != i), Fraction(0)) for i in range(q)]
@@ -155,7 +157,7 @@ def _round_loads(ell, x, k: int) -> tuple[Fraction, Fraction, Fraction]:
     return first, middle, first
 
 
-def _check_lag(lag) -> int:
+def _check_lag(lag: object) -> int:
     if isinstance(lag, bool) or not isinstance(lag, int) or lag < 1:
         raise OptccError("lag", f"expected a positive integer, got {lag!r}")
     return lag

@@ -47,7 +47,7 @@ g·q-GPU schedule (`slot_time`); `build` returns the schedule, whose timing equa
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 import math
 from array import array
 from fractions import Fraction
@@ -58,6 +58,21 @@ from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.timing import IntegerTimes
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from typing_extensions import TypeIs
+
+    from optcc.algorithms.rails_layout import ArrayRail, Ints
+
+    Rail = Schedule | ArrayRail                      # a rail's g = 1 schedule, built or held as arrays
+    Dicts = list[dict[int, int]]                     # per node: piece -> time on the rail's grid
+    # a rail's (first touch, last write, scale): per-node dicts (_touches) or q × P matrices (ArrayRail)
+    RailTouches = tuple[Dicts, Dicts, int] | tuple[Ints, Ints, int]
+    RailEntry = tuple[Rail, IntegerTimes | None, Fraction]     # (schedule, its grid where built, slot time)
+    Rails = tuple[list[RailEntry], list[RailTouches]]         # _rails: per rail l
+    RailBase = tuple[Rail, Fraction | None, IntegerTimes | None]   # _rail_base
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
@@ -82,7 +97,7 @@ def rail_cluster(cluster: Cluster, l: int) -> Cluster:
                          issue_delay=cluster.issue_delay, latency=cluster.latency)
 
 
-def rail_schedule(inst: Cluster, k: int, direct: bool = True, base=None) -> Schedule:
+def rail_schedule(inst: Cluster, k: int, direct: bool = True, base: RailBase | None = None) -> Rail:
     """The g = 1 schedule rail `inst` runs (module docstring); `direct=False` leaves the direct
     AllReduce out (`_best_plan` compares the whole cluster with and without it). `base`: this
     rail's `_rail_base(inst, k)` when already computed (then only direct is tried)."""
@@ -96,7 +111,7 @@ def rail_schedule(inst: Cluster, k: int, direct: bool = True, base=None) -> Sche
     return sched
 
 
-def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, IntegerTimes | None]:
+def _rail_base(inst: Cluster, k: int) -> RailBase:
     """(the rail's schedule without the direct AllReduce, its slot time where direct may still
     replace it: q ≤ RING_MAX_Q, q ≠ 2, else None; its IntegerTimes where computed, else None)."""
     q = inst.p
@@ -109,6 +124,7 @@ def _rail_base(inst: Cluster, k: int) -> tuple[Schedule, Fraction | None, Intege
         from optcc.algorithms.rails_layout import array_rail
         return array_rail(inst, k) or build_schedule("optcc", inst, k), None, None
     sched = build_schedule("optcc", inst, k)
+    grid: IntegerTimes | None                        # (None where the ring replaces it)
     grid = IntegerTimes(sched)
     best = Fraction(max(grid.ends), grid.scale)      # the latest flow end, exact on the grid
     if len(inst.stragglers) >= 2:
@@ -127,15 +143,16 @@ class _Plan:
     instead of their flows. The times only are laid out by optcc.algorithms.rails_layout's numpy
     passes (`layout="python"`: by the loop that lays out the flows, the tests' reference)."""
 
-    def __init__(self, cluster: Cluster, k: int, materialize: bool = True, rates: str = "equal",
-                 rails=None, layout: str = "arrays"):
+    def __init__(self, cluster: Cluster, k: int, materialize: bool | Literal["records"] = True, rates: str = "equal",
+                 rails: Rails | None = None, layout: str = "arrays") -> None:
         g, q = cluster.g, cluster.servers
         self.cluster, self.k, self.rates = cluster, k, rates
         self.rails, touches = rails or _rails(cluster, k)
         inv = [1 / t for _, _, t in self.rails]
         self.shares = [x / sum(inv) for x in inv]                    # w_l
-        self.nic_time = 1 / sum(inv)                                 # T_NIC = w_l·T_l for every l
-        self.offsets = []
+        self.nic_time = cast(Fraction, 1 / sum(inv))                 # T_NIC = w_l·T_l for every l
+        # (cast: sum() of Fractions is typed Fraction | Literal[0], and int / int is typed float)
+        self.offsets: list[int] = []
         off = 0
         for sched, _, _ in self.rails:
             self.offsets.append(off)
@@ -148,17 +165,22 @@ class _Plan:
         # rails (the lead D, the first all-gather, the last reduce-scatter, the end) is a max or
         # min over rails. So the times need one representative per class of equal rails; the
         # flows (materialize) need every rail.
-        classes: dict = {}
+        classes: dict[tuple[int, int, Fraction, Fraction, Fraction], int] = {}
         rep = [classes.setdefault((id(self.rails[l]), id(touches[l]), self.shares[l], half[l], full[l]), l)
                for l in range(g)]
         reps = list(range(g)) if materialize is True else sorted(set(rep))
         self.rep, self.half_rates, self.full_rates = rep, half, full
+        # per rail, None where not a representative: piece -> size class, and the durations (Fractions
+        # per size class, then integers on the grid per size class, then per piece)
+        size_cls: list[Any]
+        durf: list[Any]
+        durh: list[Any]
         # a task's duration at rail l's rate r (g−1 flows of w_l·|π| at once): w_l·|π|/(s_nv·r),
         # computed once per distinct piece size
         size_cls, durf, durh = [None] * g, [None] * g, [None] * g
         for l in reps:
             w, pieces = self.shares[l], self.rails[l][0].pieces
-            index: dict = {}
+            index: dict[Fraction, int] = {}
             size_cls[l] = [index.setdefault(x, len(index)) for x in pieces]
             durf[l] = [w * x / (s_nv * full[l]) for x in index]
             durh[l] = [w * x / (s_nv * half[l]) for x in index]
@@ -173,7 +195,7 @@ class _Plan:
             M = math.lcm(M, touches[l][2] * self.shares[l].denominator)
         M <<= LEAD_STEPS
         self.grid = M
-        grid_int = lambda x: x.numerator * (M // x.denominator)    # noqa: E731
+        grid_int: Callable[[Fraction], int] = lambda x: x.numerator * (M // x.denominator)    # noqa: E731
         for l in reps:
             durf[l] = [grid_int(d) for d in durf[l]]
             durh[l] = [grid_int(d) for d in durh[l]]
@@ -181,7 +203,7 @@ class _Plan:
         mults = {l: self.shares[l].numerator * (M // (touches[l][2] * self.shares[l].denominator)) for l in reps}
         nic = grid_int(self.nic_time)
         self.nvlink: list[Flow] = []
-        self.records = [array("q") for _ in range(6)]
+        self.records: list[array[int]] | None = [array("q") for _ in range(6)]   # arrays_servers drops them
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
         # NICs, sets the time.
@@ -207,8 +229,8 @@ class _Plan:
             durf[l] = [durf[l][c] for c in size_cls[l]]
             durh[l] = [durh[l][c] for c in size_cls[l]]
         # first touch / last write per (server, rail, piece), in global time without the lead
-        ft = [dict() for _ in range(q)]
-        lw = [dict() for _ in range(q)]
+        ft: list[dict[tuple[int, int], int]] = [dict() for _ in range(q)]      # (rail, piece) -> time on M
+        lw: list[dict[tuple[int, int], int]] = [dict() for _ in range(q)]
         for l in reps:
             ft_l, lw_l = _touch_dicts(touches[l])
             mult = mults[l]
@@ -235,7 +257,7 @@ class _Plan:
             D = _smallest_lead(D, order, ft, lw, durf, durh, g)
         self.lead = Fraction(D, M)
         end = D + nic
-        at = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
+        at: Callable[[int], Fraction] = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
         # materialize="records": columns server, rail, piece, start on M, half rate (1) or full (0),
         # "add" (1) or "copy" (0), each the g − 1 flows below, for the representative rails only
         # (every rail of its class has the same records; optcc.algorithms.arrays_servers)
@@ -273,7 +295,9 @@ class _Plan:
         self.end = Fraction(end, M)
 
 
-def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None = None) -> int:
+def _smallest_lead(hi: int, order: Sequence[Sequence[tuple[int, int]]], ft: Sequence[dict[tuple[int, int], int]],
+                   lw: Sequence[dict[tuple[int, int], int]], durf: Sequence[Sequence[int]], durh: Sequence[Sequence[int]],
+                   g: int, steps: int | None = None) -> int:
     """A smaller lead than `hi` (all reduce-scatters at the half rate) that still meets every
     first touch when reduce-scatter flows that end before the server's first all-gather run at
     the one-kind rate, exactly as `_Plan` lays them out. need(D), the latest finish − first touch
@@ -297,7 +321,7 @@ def _smallest_lead(hi: int, order, ft, lw, durf, durh, g: int, steps: int | None
     return bisect_lead(hi, need, steps)
 
 
-def bisect_lead(hi: int, need, steps: int) -> int:
+def bisect_lead(hi: int, need: Callable[[int], int], steps: int) -> int:
     """`steps` halvings of [0, hi] keeping need(hi) ≤ hi (`_smallest_lead`'s rule; need does not
     grow with the lead). Every midpoint is exact: the grid holds 2^steps."""
     lo = 0
@@ -311,14 +335,17 @@ def bisect_lead(hi: int, need, steps: int) -> int:
     return hi
 
 
-def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = None):
+def _rails(cluster: Cluster, k: int, direct: bool = True,
+           bases: dict[tuple[Fraction, ...], list[Any]] | None = None) -> Rails:
     """Per rail l: (its g = 1 schedule, its IntegerTimes, slot time) and its per-node touches.
     `bases`: a dict shared by the calls of one (cluster, k) (`_best_plan` computes the rails
     without and with direct): each rail's schedule without direct, with its ends and touches,
     is computed once and reused where direct does not replace it (the same values)."""
     bases = {} if bases is None else bases
-    cache: dict = {}
-    rails, touches = [], []
+    cache: dict[tuple[Fraction, ...], tuple[RailEntry, RailTouches]] = {}
+    rails: list[RailEntry] = []
+    touches: list[RailTouches] = []
+    # bases[slowdown]: [its _rail_base, its cache entry where direct does not replace it (else None)]
     for l in range(cluster.g):
         inst = rail_cluster(cluster, l)
         if inst.slowdown not in cache:
@@ -343,7 +370,7 @@ def _rails(cluster: Cluster, k: int, direct: bool = True, bases: dict | None = N
     return rails, touches
 
 
-def _rates(shares, g: int, rates: str):
+def _rates(shares: Sequence[Fraction], g: int, rates: str) -> tuple[list[Fraction], list[Fraction]]:
     """Per-rail NVLink flow rates (half: while a server may have both kinds active; full: one
     kind only). A port of GPU l carries at once at most its own stream's g − 1 flows and one flow
     of each other GPU's stream of the other kind: with per-rail rate r_l for both kinds that is
@@ -361,17 +388,17 @@ def _rates(shares, g: int, rates: str):
     return [ch * w for w in shares], [cf * w for w in shares]
 
 
-def _is_array_rail(sched) -> bool:
+def _is_array_rail(sched: Rail) -> TypeIs[ArrayRail]:
     """A rails_layout.ArrayRail: a rail is that or a built Schedule (no numpy import to tell)."""
     return not isinstance(sched, Schedule)
 
 
-def rail_algorithm(sched) -> str | None:
+def rail_algorithm(sched: Rail) -> str | None:
     """The algorithm a rail runs (its meta's), without building an ArrayRail's schedule."""
-    return sched.algorithm if _is_array_rail(sched) else sched.meta.get("algorithm")
+    return sched.algorithm if _is_array_rail(sched) else cast("str | None", sched.meta.get("algorithm"))
 
 
-def _uses_direct(rails) -> bool:
+def _uses_direct(rails: Rails) -> bool:
     return any(rail_algorithm(sched) == "direct" for sched, _, _ in rails[0])
 
 
@@ -381,6 +408,8 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool | Literal["records"])
     more than its rails save) and the two NVLink rate rules; ties keep the earlier (no direct,
     "equal"), so schedules where direct does not win are unchanged. With equal shares the two
     rate rules are the same rule, so only "equal" is computed."""
+    best: _Plan | None
+    bases: dict[tuple[Fraction, ...], list[Any]]
     best, bases = None, {}
     for use_direct in (False, True):
         rails = _rails(cluster, k, use_direct, bases)
@@ -396,12 +425,13 @@ def _best_plan(cluster: Cluster, k: int, materialize: bool | Literal["records"])
                 plan = other
         if best is None or plan.end < best.end:
             best, best_rails = plan, rails
+    assert best is not None                         # the first pass (no direct) always sets it
     if materialize:
         best = _Plan(cluster, k, materialize=materialize, rates=best.rates, rails=best_rails)
     return best
 
 
-def _borrow_time(cluster: Cluster, k: int):
+def _borrow_time(cluster: Cluster, k: int) -> Fraction | None:
     """Slot time of the borrowing sub-rails (optcc.algorithms.rails_borrow) where a GPU at ℓ > 2
     has a faster GPU on its server (its rail is cut-bound there; at ℓ ≤ 2 the rails already reach
     the pooled LP, docs/failures.md) and the share LP has ≤ BORROW_MAX_COLUMNS columns; else None."""
@@ -426,12 +456,12 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     return borrow if borrow is not None and borrow < end else end
 
 
-def _touches(sched: Schedule, grid: IntegerTimes, q: int):
+def _touches(sched: Schedule, grid: IntegerTimes, q: int) -> tuple[Dicts, Dicts, int]:
     """(first touch, last write, scale): per node, piece -> first touch (start of its first flow,
     either end) and piece -> last write (end of the last flow into it), in the rail's own time as
     integers on the schedule's grid (time = value / scale)."""
-    ft = [dict() for _ in range(q)]
-    lw = [dict() for _ in range(q)]
+    ft: Dicts = [dict() for _ in range(q)]
+    lw: Dicts = [dict() for _ in range(q)]
     for f, start, end in zip(sched.flows, grid.starts, grid.ends):
         piece = f.piece
         for node in (f.src, f.dst):
@@ -444,22 +474,20 @@ def _touches(sched: Schedule, grid: IntegerTimes, q: int):
     return ft, lw, grid.scale
 
 
-def _touch_dicts(touches) -> tuple[list, list]:
+def _touch_dicts(touches: RailTouches) -> tuple[Dicts, Dicts]:
     """A rail's touches as per-node dicts (`_touches`), from either form."""
-    ft, lw, _ = touches
-    if isinstance(ft, list):
-        return ft, lw
+    if isinstance(touches[0], list):                 # tested on the tuple: mypy narrows both forms with it
+        return touches[0], touches[1]
     from optcc.algorithms.rails_layout import matrix_dicts
-    return matrix_dicts(ft, lw)
+    return matrix_dicts(touches[0], touches[1])
 
 
-def _touch_matrices(touches, P: int) -> tuple:
+def _touch_matrices(touches: RailTouches, P: int) -> tuple[Ints, Ints]:
     """A rail's touches as q × P matrices (rails_layout.touch_matrices), from either form."""
-    ft, lw, _ = touches
-    if not isinstance(ft, list):
-        return ft, lw
+    if not isinstance(touches[0], list):             # tested on the tuple: mypy narrows both forms with it
+        return touches[0], touches[1]
     from optcc.algorithms.rails_layout import dict_matrices
-    return dict_matrices(ft, lw, P)
+    return dict_matrices(touches[0], touches[1], P)
 
 
 def nvlink_limited(cluster: Cluster, k: int) -> bool:

@@ -25,6 +25,7 @@ Derivation (derived):
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
 
@@ -52,7 +53,7 @@ def subrails(cluster: Cluster, borrow: bool = True) -> list[tuple[int, ...]]:
     return out
 
 
-def _node_rows(ell, nodes):
+def _node_rows(ell: Sequence[Fraction], nodes: Sequence[int]) -> list[list[Fraction]]:
     """Coefficients of T_{X,a}(y) over the sub-rail's own y, one row per node a."""
     q = len(nodes)
     rows = []
@@ -67,7 +68,8 @@ def _node_rows(ell, nodes):
     return rows
 
 
-def share_lp(cluster: Cluster, borrow: bool = True, layout: str = "sum"):
+def share_lp(cluster: Cluster, borrow: bool = True,
+             layout: str = "sum") -> tuple[list[tuple[int, ...]], list[list[Fraction]], Fraction]:
     """Exact optimum of the share LP: (sub-rails, y per sub-rail, t).
     layout "sum": NIC v carries Σ_X T_{X,v}(y) ≤ t (what the round layout achieves);
     "rates": sub-rail X takes z_X ≥ max_a T_{X,a}(y) of each of its NICs, Σ_{X ∋ v} z_X ≤ t."""
@@ -78,14 +80,15 @@ def share_lp(cluster: Cluster, borrow: bool = True, layout: str = "sum"):
 
 
 @lru_cache(maxsize=16)
-def _share_lp(cluster: Cluster, borrow: bool, layout: str):
+def _share_lp(cluster: Cluster, borrow: bool,
+              layout: str) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[Fraction, ...], ...], Fraction]:
     ell = [Fraction(v) for v in cluster.slowdown]
     subs = subrails(cluster, borrow)
     q, nx = cluster.servers, len(subs)
     ny = nx * q
     nz = nx if layout == "rates" else 0
-    nic_rows = {}                                    # NIC v -> list of (column, coefficient)
-    rows_zy = []                                     # rates: T_{X,a}(y) − z_X ≤ 0
+    nic_rows: dict[int, list[tuple[int, Fraction]]] = {}     # NIC v -> list of (column, coefficient)
+    rows_zy: list[list[tuple[int, Fraction]]] = []           # rates: T_{X,a}(y) − z_X ≤ 0
     for x, nodes in enumerate(subs):
         for a, coefs in enumerate(_node_rows(ell, nodes)):
             terms = [(x * q + b, c) for b, c in enumerate(coefs) if c != 0]
@@ -100,8 +103,8 @@ def _share_lp(cluster: Cluster, borrow: bool, layout: str):
     A, b = [], []
     for i, terms in enumerate(ineq):                 # terms ≤ 0 with a slack: terms + s_i = 0
         row = [Fraction(0)] * n
-        for col, c in terms:
-            row[col] += c
+        for col, coef in terms:
+            row[col] += coef
         row[t_col + 1 + i] = Fraction(1)
         A.append(row)
         b.append(Fraction(0))
@@ -114,7 +117,7 @@ def _share_lp(cluster: Cluster, borrow: bool, layout: str):
     return tuple(subs), ys, z[t_col]
 
 
-def nic_loads(cluster: Cluster, subs, ys) -> dict[int, Fraction]:
+def nic_loads(cluster: Cluster, subs: Sequence[Sequence[int]], ys: Sequence[Sequence[Fraction]]) -> dict[int, Fraction]:
     """Σ_{X ∋ v} T_{X,v}(y) for every NIC v a sub-rail uses (send load = receive load)."""
     ell = [Fraction(v) for v in cluster.slowdown]
     out: dict[int, Fraction] = {}
@@ -124,10 +127,12 @@ def nic_loads(cluster: Cluster, subs, ys) -> dict[int, Fraction]:
     return out
 
 
-def _round_loads(cluster: Cluster, subs, ys, k: int):
+def _round_loads(cluster: Cluster, subs: Sequence[Sequence[int]], ys: Sequence[Sequence[Fraction]],
+                 k: int) -> tuple[Fraction, Fraction, Fraction]:
     """Largest summed port load of round 0 (RS only), a middle round and round k (AG only)."""
     ell = cluster.slowdown
-    send, recv = {}, {}                              # reduce-scatter loads per NIC
+    send: dict[int, Fraction] = {}                   # reduce-scatter loads per NIC
+    recv: dict[int, Fraction] = {}
     for nodes, y in zip(subs, ys):
         q = len(nodes)
         for a in range(q):
@@ -193,9 +198,9 @@ class _Plan:
         self.nic = nic_schedule(cluster, k)
         ends = [f.start + d for f, d in zip(self.nic.flows, durations(self.nic))]
         self.nic_time = max(ends)
-        ft = [dict() for _ in range(q)]
-        lw = [dict() for _ in range(q)]
-        ep = [dict() for _ in range(q)]
+        ft: list[dict[int, Fraction]] = [dict() for _ in range(q)]
+        lw: list[dict[int, Fraction]] = [dict() for _ in range(q)]
+        ep: list[dict[int, int]] = [dict() for _ in range(q)]
         for f, end in zip(self.nic.flows, ends):
             for node in (f.src, f.dst):
                 s = node // g
@@ -209,7 +214,7 @@ class _Plan:
                 lw[s][f.piece] = end
         half, full = Fraction(1, 2 * (g - 1)), Fraction(1, g - 1)
         sizes = self.nic.pieces
-        order = [sorted(ft[s], key=lambda pi, s=s: (ft[s][pi], pi)) for s in range(q)]
+        order = [sorted(ft[s], key=lambda pi: (ft[s][pi], pi)) for s in range(q)]
         D = Fraction(0)                               # lead, every reduce-scatter at the half rate
         for s in range(q):
             free = [Fraction(0)] * g
@@ -243,7 +248,7 @@ class _Plan:
                 self.end = max(self.end, free[e])
         # NVLink-limited as in optcc_rails: a GPU's stream (its endpoint pieces at the half rate)
         # needs longer than the NIC part
-        work: dict = {}
+        work: dict[tuple[int, int], Fraction] = {}
         for s in range(q):
             for pi, e in ep[s].items():
                 work[(s, e)] = work.get((s, e), Fraction(0)) + sizes[pi] / (s_nv * half)

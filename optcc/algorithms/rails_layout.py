@@ -21,11 +21,23 @@ its full-rate one (half ≤ full, optcc_rails._rates) and start times only grow:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from optcc.event_arrays import INT64_SAFE
+from optcc.event_arrays import INT64_SAFE as INT64_SAFE    # re-exported: optcc_rails reads rails_layout.INT64_SAFE
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from optcc.cluster import Cluster
+    from optcc.event_arrays import EventArrays
+    from optcc.schedule import Flow, LocalOp, Schedule
+
+    Ints = npt.NDArray[np.int64]
+    Touches = tuple[Ints, Ints, int]        # (first touch, last write, scale): q × P matrices on a grid
 
 MISSING = -1                     # a (node, piece) no flow touches (dense for every AllReduce rail)
 
@@ -36,31 +48,31 @@ class ArrayRail:
 
     algorithm = "optcc"          # what build_schedule("optcc", …) states in meta
 
-    def __init__(self, inst, k: int, arrays):
+    def __init__(self, inst: Cluster, k: int, arrays: EventArrays) -> None:
         self.cluster, self.k, self.arrays = inst, k, arrays
         self.pieces = arrays.pieces
-        self._schedule = None
+        self._schedule: Schedule | None = None
 
     @property
-    def schedule(self):
+    def schedule(self) -> Schedule:
         if self._schedule is None:
             from optcc.algorithms import build_schedule
             self._schedule = build_schedule("optcc", self.cluster, self.k)
         return self._schedule
 
     @property
-    def flows(self):
+    def flows(self) -> list[Flow]:
         return self.schedule.flows
 
     @property
-    def local_ops(self):
+    def local_ops(self) -> list[LocalOp]:
         return self.schedule.local_ops
 
     @property
-    def meta(self):
+    def meta(self) -> dict[str, Any]:
         return self.schedule.meta
 
-    def slot_and_touches(self, q: int):
+    def slot_and_touches(self, q: int) -> tuple[Fraction, Touches]:
         """(the latest flow end, exact: what optcc_rails reads from IntegerTimes for a Schedule;
         (first touch, last write, scale) as q × P matrices on the arrays' grid)."""
         a = self.arrays
@@ -69,7 +81,7 @@ class ArrayRail:
         return Fraction(int(ends.max()), a.scale), touches
 
 
-def array_rail(inst, k: int):
+def array_rail(inst: Cluster, k: int) -> ArrayRail | None:
     """`inst`'s OptCC schedule as an ArrayRail where its construction has an array form (EventArrays,
     or FlowArrays, whose NIC durations ArrayBuilder computes as optcc.timing does), else None."""
     from optcc.algorithms import check_work
@@ -88,7 +100,8 @@ def array_rail(inst, k: int):
     return ArrayRail(inst, k, arrays)
 
 
-def touch_matrices(src, dst, piece, start, end, q: int, P: int) -> tuple[np.ndarray, np.ndarray]:
+def touch_matrices(src: npt.ArrayLike, dst: npt.ArrayLike, piece: npt.ArrayLike, start: npt.ArrayLike,
+                   end: npt.ArrayLike, q: int, P: int) -> tuple[Ints, Ints]:
     """Per (node, piece): the start of its first flow (either end) and the end of the last flow
     into it, as q × P int64 matrices (MISSING where none)."""
     src, dst, piece = (np.asarray(x, dtype=np.int64) for x in (src, dst, piece))
@@ -102,7 +115,7 @@ def touch_matrices(src, dst, piece, start, end, q: int, P: int) -> tuple[np.ndar
     return ft.reshape(q, P), lw.reshape(q, P)
 
 
-def dict_matrices(ft, lw, P: int) -> tuple[np.ndarray, np.ndarray]:
+def dict_matrices(ft: Sequence[dict[int, int]], lw: Sequence[dict[int, int]], P: int) -> tuple[Ints, Ints]:
     """optcc_rails._touches' per-node dicts as touch_matrices' matrices."""
     out = []
     for rows in (ft, lw):
@@ -114,7 +127,7 @@ def dict_matrices(ft, lw, P: int) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
-def matrix_dicts(ft: np.ndarray, lw: np.ndarray) -> tuple[list, list]:
+def matrix_dicts(ft: Ints, lw: Ints) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
     """touch_matrices' matrices as optcc_rails._touches' per-node dicts."""
     out = []
     for m in (ft, lw):
@@ -126,7 +139,7 @@ class _Rail:
     """One representative rail on the plan's grid: touches in global units (× mult) and its
     tasks' durations, sorted by (first touch, piece) and by (last write, piece) per server."""
 
-    def __init__(self, ft: np.ndarray, lw: np.ndarray, mult: int, durf: np.ndarray, durh: np.ndarray):
+    def __init__(self, ft: Ints, lw: Ints, mult: int, durf: Ints, durh: Ints) -> None:
         o1 = np.argsort(ft, axis=1, kind="stable")          # ties: by piece, as the loop's (time, key)
         self.ft = np.take_along_axis(ft, o1, 1) * mult
         self.rs_full, self.rs_half = durf[o1], durh[o1]
@@ -138,7 +151,8 @@ class _Rail:
         self.lw_min = self.lw[:, 0]
 
 
-def fits(reps_touches, mults, durf, durh, nic: int) -> bool:
+def fits(reps_touches: Sequence[tuple[Ints, Ints]], mults: Sequence[int], durf: Sequence[Ints], durh: Sequence[Ints],
+         nic: int) -> bool:
     """Every value the layout forms stays below INT64_SAFE, and every (node, piece) is touched."""
     worst = nic
     for (ft, lw), mult, df, dh in zip(reps_touches, mults, durf, durh):
@@ -149,7 +163,7 @@ def fits(reps_touches, mults, durf, durh, nic: int) -> bool:
     return 2 * worst + nic < INT64_SAFE
 
 
-def _rs_free(r: _Rail, first_ag: np.ndarray) -> np.ndarray:
+def _rs_free(r: _Rail, first_ag: Ints) -> Ints:
     """Free times after each reduce-scatter task: full rate while the full-rate end is ≤ the
     server's first all-gather (a prefix, module docstring), the half rate from there on."""
     cut = (r.cf <= first_ag[:, None]).sum(axis=1)            # tasks at the full rate, per server
@@ -159,7 +173,7 @@ def _rs_free(r: _Rail, first_ag: np.ndarray) -> np.ndarray:
     return np.where(idx < cut[:, None], r.cf, before[:, None] + r.ch - ch_before[:, None])
 
 
-def _ag_end(r: _Rail, D: int, last_rs: np.ndarray) -> np.ndarray:
+def _ag_end(r: _Rail, D: int, last_rs: Ints) -> Ints:
     """Per server, the stream's free time after its last all-gather task (module docstring)."""
     rel = D + r.lw
     q, P = rel.shape
@@ -183,7 +197,8 @@ def _ag_end(r: _Rail, D: int, last_rs: np.ndarray) -> np.ndarray:
     return out
 
 
-def layout(reps_touches, mults, durf, durh, nic: int, proportional: bool, lead_steps: int):
+def layout(reps_touches: Sequence[tuple[Ints, Ints]], mults: Sequence[int], durf: Sequence[Ints],
+           durh: Sequence[Ints], nic: int, proportional: bool, lead_steps: int) -> tuple[int, int]:
     """(lead D, end) on the plan's grid: optcc_rails._Plan's three passes (and _smallest_lead
     where `proportional`), one representative rail per entry."""
     rails = [_Rail(ft, lw, m, df, dh) for (ft, lw), m, df, dh in zip(reps_touches, mults, durf, durh)]
@@ -201,7 +216,7 @@ def layout(reps_touches, mults, durf, durh, nic: int, proportional: bool, lead_s
     return D, end
 
 
-def _smallest_lead(hi: int, rails, lw_min: np.ndarray, steps: int) -> int:
+def _smallest_lead(hi: int, rails: Sequence[_Rail], lw_min: Ints, steps: int) -> int:
     """optcc_rails._smallest_lead's bisection with need(D) from `_rs_free`."""
     from optcc.algorithms.optcc_rails import bisect_lead
 
