@@ -6,7 +6,7 @@ pre-built P2POps and does in-place add_/copy_/mul_ on views bound once per tenso
 
 `run_virtual(schedule, tensors)` executes all ranks in one process with the same plans and
 scratch (a "send" copies into the receiver's scratch slot): a fast exact oracle for tests
-and the single-GPU data-path check (gpu_checks.py), no process group needed.
+and the single-GPU data-path check (benchmarks/device/gpu_checks.py), no process group needed.
 
 Both execute only a schedule that passed gpu_runner.proof.gate (proved or certified in this
 process, or now; `certificate=` a certificate file); `unsafe=True` skips that, for tests that

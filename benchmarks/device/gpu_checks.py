@@ -14,7 +14,9 @@ rewritten after every section so a timeout still leaves what was measured):
   gloo_cuda  two gloo ranks with CUDA tensors through the real worker (ring, p = 2): does gloo's
              send/recv take CUDA tensors? (recorded either way; NCCL needs one GPU per rank, so
              multi-rank NCCL cannot run on one GPU)
-Run: `OUT=/some/dir bash gpu_runner/gpu_checks.sh` (or python -m gpu_runner.gpu_checks --out DIR).
+Run: `OUT=/some/dir bash benchmarks/device/run.sh` (or python benchmarks/device/gpu_checks.py --out DIR;
+`--cpu-dry-run` runs the virtual and add sections on CPU: a code check, tests/test_device_script.py).
+Not part of the installed package: a prepared script for a lent device machine.
 """
 from __future__ import annotations
 
