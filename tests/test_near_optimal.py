@@ -78,7 +78,7 @@ def test_extend_prove_all_adds_the_property():
             "seconds": 1.0, "failures": []}
     res = NO.extend_prove_all(base)
     assert res["properties"] == {"sum": "proved", "near_optimal": "proved"}
-    assert res["obligations"] == 3 + 9 and res["proved"] is True
+    assert res["obligations"] == 3 + 9 + 3 and res["proved"] is True     # statements, the control, tightness controls
     assert res["near_optimal"]["control"]["as_expected"] is True
 
 
@@ -93,3 +93,30 @@ def test_cli_prove_all_optcc_shows_near_optimality_and_lp_certificates(capsys):
     assert out["near_optimal"]["control"]["point"]["violates"] is True
     assert len(out["lower_bound_lp"]["certificates"]) == 3 and out["lower_bound_lp"]["proved"] is True
     assert out["seconds"] < 120
+
+
+def test_every_tight_statement_has_a_false_control_one_step_stronger():
+    """Each attained inequality's strict version is refuted (a counterexample, not vacuity), so
+    its constant cannot be improved; the report lists them and passes only if all are refuted."""
+    from verifier.parametric import near_optimal as N
+    rep = N.near_optimal_report()
+    assert [t["obligation"] for t in rep["tightness"]] == [f"CONTROL (false, strict): {n}" for n in N.TIGHT]
+    assert all(t["status"] == "refuted" and t["why"] == "goal fails" and t["as_expected"] for t in rep["tightness"])
+    assert rep["proved"] is True
+
+
+def test_a_tight_statement_weakened_under_its_old_name_fails_its_control():
+    """(1 + 1/k) → (1 + 2/k) in "ℓ ≥ 2: T ≤ (1 + 1/k)·Theorem 1": still true, still PROVED, but
+    its strict control now holds too, which the report counts as a failure."""
+    import z3
+
+    from verifier.parametric import near_optimal as N
+    from verifier.parametric.obligations import discharge
+    obs = N.obligations()
+    i = next(n for n, ob in enumerate(obs) if ob.name == N.TIGHT[0])
+    P = obs[i].params
+    weak = N.slot_time(P) <= (1 + 2 / z3.ToReal(P.k) if P.k.is_int() else 1 + 2 / P.k) * N.theorem1(P)
+    obs[i] = type(obs[i])(obs[i].prop, obs[i].name, obs[i].assumptions, weak, [], P)
+    assert discharge(obs[i])["status"] == "proved"                  # the weakened statement is true
+    ctl, = [c for c in N.tightness_controls(obs) if N.TIGHT[0] in c.name]
+    assert discharge(ctl)["status"] == "proved"                     # so its control is not refuted

@@ -68,6 +68,9 @@ def _print_bounds(res: dict) -> None:
         bound = next((v for k, v in pt.items() if k.startswith("bound_")), "")
         print(f"  {c['status']:8} {c['obligation']}" + (
             f" (as expected: {at}: T = {pt['T']} > {bound})" if c["as_expected"] else " (NOT as expected)"))
+        for t in no.get("tightness", ()):
+            print(f"  {t['status']:8} {t['obligation']}" + (" (as expected: the constant is attained)"
+                                                            if t["as_expected"] else " (NOT as expected)"))
     for c in res["lower_bound_lp"]["certificates"]:
         print(f"lower bound: {c['lp']}: {c['statement']} for {c['for_all']}: "
               f"{'proved' if c['proved'] else 'NOT PROVED'} ({c['claims']} claims)")

@@ -109,6 +109,28 @@ def obligations() -> list[Obligation]:
     ]
 
 
+# The inequality statements that are attained somewhere in their range (derived: ℓ = 2 for the
+# first, ℓ ≥ ℓ* where T_ex = ℓ = Theorem 1 for the second, p = 2 for the third). The other two,
+# (1 + 2/k)·T_ex and 3·T_ex for ℓ < 2, are corollaries with slack: the equality statement above
+# them is the exact ratio.
+TIGHT = ("ℓ ≥ 2: T ≤ (1 + 1/k)·Theorem 1", "T_ex ≥ Theorem 1",
+         "T ≥ T_ex (OptCC never beats the exclusive-port optimum)")
+
+
+def tightness_controls(obs: list[Obligation] | None = None) -> list[Obligation]:
+    """For each TIGHT statement, its false control one step stronger: the same inequality strict.
+    It must be refuted (the constant cannot be improved), so a constant weakened under the old
+    name leaves its control proved and the report fails."""
+    out = []
+    for ob in obs if obs is not None else obligations():
+        if ob.name not in TIGHT:
+            continue
+        g = ob.goal
+        strict = g.arg(0) < g.arg(1) if z3.is_le(g) else g.arg(0) > g.arg(1)
+        out.append(Obligation(ob.prop, f"CONTROL (false, strict): {ob.name}", ob.assumptions, strict, [], ob.params))
+    return out
+
+
 def control() -> Obligation:
     """The false statement "T ≤ (1 + 2/k)·Theorem 1 for ℓ < 2, k ≥ 2" (must be refuted)."""
     return _ob("CONTROL (false): ℓ < 2, k ≥ 2: T ≤ (1 + 2/k)·Theorem 1", lambda P: [P.ell < 2, P.k >= 2],
@@ -177,11 +199,15 @@ def near_optimal_report(timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
     ctl = {"property": PROPERTY, "obligation": ob.name, "status": "refuted" if point else "unknown",
            "seconds": round(time.perf_counter() - t1, 4), "expected": "refuted", "as_expected": ctl_ok,
            "point": check}
+    tight = [{**discharge(c, timeout_ms), "expected": "refuted"} for c in tightness_controls()]
+    for t in tight:
+        t["as_expected"] = t["status"] == "refuted" and t.get("why") == "goal fails"   # a counterexample, not vacuity
+    ctl_ok = ctl_ok and all(t["as_expected"] for t in tight)
     status = ("refuted" if any(r["status"] == "refuted" for r in results)
               else "unknown" if any(r["status"] == "unknown" for r in results) else "proved")
     return {"for_all": FOR_ALL, "status": status if ctl_ok or status != "proved" else "refuted",
             "proved": status == "proved" and ctl_ok, "obligations": results, "control": ctl,
-            "seconds": round(time.perf_counter() - t0, 3)}
+            "tightness": tight, "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def extend_prove_all(res: dict[str, Any], timeout_ms: int = TIMEOUT_MS) -> dict[str, Any]:
@@ -198,6 +224,9 @@ def merge_report(res: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:
     res["failures"] = res["failures"] + [r for r in rep["obligations"] if r["status"] != "proved"]
     if not rep["control"]["as_expected"]:
         res["failures"].append({**rep["control"], "why": "the false control was not refuted at a confirmed point"})
+    res["obligations"] += len(rep.get("tightness", ()))
+    res["failures"] += [{**t, "why": "its statement is not tight: the strict version holds too (a weakened constant?)"}
+                        for t in rep.get("tightness", ()) if not t["as_expected"]]
     res["proved"] = res["proved"] and rep["proved"]
     res["seconds"] = round(res["seconds"] + rep["seconds"], 3)
     res[PROPERTY] = rep
