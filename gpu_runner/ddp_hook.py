@@ -76,6 +76,7 @@ class OptccHookState:
         if timeout is not None and not timeout > 0:
             raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         self.schedule = schedule
+        self.world = schedule.cluster.p
         self.process_group = process_group
         self.watchdog = watchdog
         self.timeout = timeout
@@ -88,6 +89,11 @@ class OptccHookState:
         self._comm: tuple | None = None      # (job queue, thread) once the first bucket came
         self._stream = None
         self._closed = False
+
+    @staticmethod
+    def auto(cluster, algo: str = "optcc", **kw) -> "AutoHookState":
+        """No schedule file: each bucket size gets the k auto chooses for it (AutoHookState)."""
+        return AutoHookState(cluster, algo, **kw)
 
     def executor(self):
         if self._executor is None:
@@ -199,21 +205,22 @@ def _comm_loop(jobs: queue.Queue, executor, run) -> None:
             job = jobs.get()
             if job is None:
                 return
-            tensor, fut, ready, stream = job
+            tensor, fut, ready, stream, *own = job        # an AutoHookState job carries its size's run
             del job
+            go = own[0] if own else run
             try:
                 if ready is not None:
                     with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
                         stream.wait_event(ready)
-                        run(tensor)
+                        go(tensor)
                     stream.synchronize()
                 else:
-                    run(tensor)
+                    go(tensor)
             except Exception as e:  # noqa: BLE001 - DDP re-raises it from fut.wait()
                 fut.set_exception(e)
             else:
                 fut.set_result(tensor)
-            del tensor, fut, ready, stream
+            del tensor, fut, ready, stream, go, own
     finally:
         _open.pop(threading.current_thread(), None)
 
@@ -226,6 +233,8 @@ def _stop(jobs: queue.Queue, thread: threading.Thread, executor, timeout: float 
     thread.join(timeout)
     if thread.is_alive():
         return False
+    if executor is None:                 # an AutoHookState's thread: its sizes' states close their own
+        return True
     return executor.close(timeout) or executor.failed   # after a failure: best effort
 
 
@@ -240,10 +249,107 @@ def _close_open() -> None:
         _stop(jobs, thread, executor, EXIT_JOIN_S)
 
 
+class AutoHookState:
+    """The hook's state without a schedule file: for each bucket size DDP hands over, the k that
+    `--segments auto` chooses for that many bytes on `cluster` (its latency: a probe's file
+    carries the measured per-message cost; a cluster with none is timed under the default
+    preset), kept within what this host can post (optcc.segments.HOST_POST_S), then built (the
+    generated form where the flow list would be over the build limit) and admitted by an
+    OptccHookState of its own: the same proof gate, digest agreement across ranks and numerics
+    decision as every run. One communication thread runs every bucket in submission order, so
+    ranks pair their messages whatever the sizes. `chosen` maps each bucket's bytes to its k."""
+
+    def __init__(self, cluster, algo: str = "optcc", *, process_group=None, runner: str = "streaming",
+                 asynchronous: bool = True, timeout: float | None = DEFAULT_TIMEOUT_S,
+                 allow_worse_numerics: bool = False):
+        runner_named(runner)
+        self.cluster, self.algo = cluster, algo
+        self.world = cluster.p
+        self.process_group = process_group
+        self._kw = {"process_group": process_group, "runner": runner, "asynchronous": False, "timeout": timeout,
+                    "allow_worse_numerics": allow_worse_numerics}
+        self.asynchronous = asynchronous
+        self._by_k: dict = {}                 # k -> OptccHookState (synchronous: this state's thread runs it)
+        self.chosen: dict = {}                # bucket bytes -> k
+        self._comm: tuple | None = None
+        self._stream = None
+        self._closed = False
+
+    def state_for(self, nbytes: int) -> "OptccHookState":
+        """The admitted state of the k chosen for `nbytes` (built and proved on first use)."""
+        k = self.chosen.get(nbytes)
+        if k is None:
+            from optcc.segments import HOST_POST_S, choose_segments
+            k, _ = choose_segments("auto", self.algo, self.cluster, nbytes, build=False, host_post_s=HOST_POST_S)
+            self.chosen[nbytes] = k
+        state = self._by_k.get(k)
+        if state is None:
+            from optcc.algorithms import build_schedule, buildable
+            from optcc.generated import GeneratedSchedule, generated_form_of
+            gen = generated_form_of(self.algo, self.cluster)
+            if gen is not None and not buildable(self.cluster, k):
+                schedule = GeneratedSchedule.of(gen, self.cluster, k)
+            else:
+                schedule = build_schedule(self.algo, self.cluster, k)
+            state = self._by_k[k] = OptccHookState(schedule, **self._kw)
+        return state
+
+    def submit(self, tensor: torch.Tensor) -> torch.futures.Future:
+        """All-reduce `tensor` in place with the state of its size, off this thread."""
+        if self._closed:
+            raise RunnerError("the optcc hook state is closed")
+        state = self.state_for(tensor.numel() * tensor.element_size())
+        state.admit(tensor)
+        run = state.submit
+        fut: torch.futures.Future = torch.futures.Future()
+        if not self.asynchronous:
+            run(tensor).wait()
+            fut.set_result(tensor)
+            return fut
+        ready = None
+        if tensor.is_cuda:
+            ready = torch.cuda.Event()
+            ready.record()
+            if self._stream is None:
+                self._stream = torch.cuda.Stream(device=tensor.device)
+        if self._comm is None:
+            jobs = queue.Queue()
+            thread = threading.Thread(target=_comm_loop, args=(jobs, None, None), name="optcc-ddp-comm",
+                                      daemon=True)
+            self._comm = (jobs, thread)
+            _open[thread] = (jobs, None)
+            stop = weakref.finalize(self, jobs.put, None)
+            stop.atexit = False
+            thread.start()
+        self._comm[0].put((tensor, fut, ready, self._stream, lambda t: run(t).wait()))
+        return fut
+
+    def close(self, timeout: float | None = None) -> None:
+        """Finish every submitted bucket, join the thread, close every size's state."""
+        self._closed = True
+        done = True
+        if self._comm is not None:
+            jobs, thread = self._comm
+            done = _stop(jobs, thread, None, timeout)
+        for state in self._by_k.values():
+            try:
+                state.close(timeout)
+            except RunnerError:
+                done = False
+        if not done:
+            raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
+
+    def __enter__(self) -> "AutoHookState":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 # Real annotation objects, not strings (so no `from __future__ import annotations` here): DDP's
 # register_comm_hook compares them with dist.GradBucket and torch.futures.Future[torch.Tensor].
 def optcc_hook(state: OptccHookState, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """All-reduce (average) one DDP gradient bucket with the state's schedule; returns at once."""
     tensor = bucket.buffer()
-    tensor.div_(state.schedule.cluster.p)
+    tensor.div_(state.world)
     return state.submit(tensor)

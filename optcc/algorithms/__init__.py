@@ -29,6 +29,15 @@ def check_work(cluster: Cluster, segments: int) -> None:
                                      f"{MAX_WORK} (a schedule of about {2 * work} flows); use a smaller p or k")
 
 
+
+def buildable(cluster: Cluster, segments: int) -> bool:
+    """Whether check_work lets the flow list be built (else the generated form serves it)."""
+    try:
+        check_work(cluster, segments)
+    except OptccError:
+        return False
+    return True
+
 def check_array_work(cluster: Cluster, segments: int) -> None:
     """Refuse FlowArrays too large for this machine's memory (about 72 bytes per flow at the peak)."""
     work = cluster.p * cluster.p * segments

@@ -5,19 +5,11 @@ import os
 import sys
 import time
 
-from optcc.algorithms import algorithm_names, build_schedule
+from optcc.algorithms import algorithm_names, build_schedule, buildable
 from optcc_app.commands._common import (DEFAULT_N_BYTES, add_cluster_args, add_segments_arg, byte_size, cluster_from_args,
                                         segments_from_args, segments_given, LOUD_WORK)
 from optcc.errors import OptccError
 
-
-def buildable(cluster, k: int) -> bool:
-    from optcc.algorithms import check_work
-    try:
-        check_work(cluster, k)
-    except OptccError:
-        return False
-    return True
 
 
 def register(sub) -> None:
