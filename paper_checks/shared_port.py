@@ -121,6 +121,8 @@ def cell(r: dict | None) -> str:
     if not r:
         return "–"
     text = f"**{r['verdict']}**"
+    if r["refuted_by_bound"]:
+        text += f" refuted by the bound at {', '.join(r['refuted_by_bound'])}; worst timed point"
     if r["worst_key"]:
         pt = r["points"][r["worst_key"]]
         text += f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {pt['k']})"
@@ -133,6 +135,4 @@ def cell(r: dict | None) -> str:
         text += f"; over at fixed k: {', '.join(over)}"
     if missing:
         text += f"; not computed: {', '.join(missing)}"
-    if r["refuted_by_bound"]:
-        text += f"; refuted by the bound: {', '.join(r['refuted_by_bound'])}"
     return text

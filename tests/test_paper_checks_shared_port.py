@@ -116,3 +116,11 @@ def test_flow_estimate_bounds_the_built_schedule():
         q, roots = p // g, len(inst.pieces) // k          # servers with a root share
         assert n == 2 * k * roots * (q - 1) * g + 2 * q * k * roots * g * (g - 1)    # the estimate's count
         assert SP.flow_estimate(p, g, k) == n * q // roots >= n
+
+
+def test_the_cell_says_a_fail_is_the_bounds_before_its_worst_timed_point():
+    pts = {"2@16": {"overhead": None, "k": None, "verdict": "FAIL"},
+           "2@32": {"overhead": 0.0612, "k": 64, "verdict": "PASS"}}
+    r = {"verdict": "FAIL", "worst_key": "2@32", "worst": 0.0612, "points": pts, "undecided": [],
+         "refuted_by_bound": ["2@16"]}
+    assert SP.cell(r) == "**FAIL** refuted by the bound at 2@16; worst timed point 6.12% at 2@32 (k = 64)"
