@@ -36,7 +36,8 @@ from optcc.event_timer import Prepared, ring_event_time
 FLOW_CAP = 70_000           # event-time OptCC only where its schedule has at most this many flows (cost rule)
 DEEP_FLOW_CAP = 3_000_000   # the verdict column's undecided points, searched again up to this (cost rule)
 NO_CLOSED_FORM_CAP = DEEP_FLOW_CAP   # points whose construction has no closed form (e.g. slow NVLink, q ≥ 3)
-DEEP_EVALUATIONS = 4        # the deep pass's budget in event timings (cost rule: ≈ 1–2 s each at its sizes)
+DEEP_EVALUATIONS = 3        # the verdict column's deep pass: at most this many event timings (cost rule:
+                            # ≈ 2–3 s each at its sizes); a point without a closed form walks to the end
 ROOT2 = math.sqrt(2)
 REFINE_ROUNDS = 1           # ternary rounds in the ×√2 bracket around the best grid k (cost rule)
 PASS, FAIL, UNDECIDED = "PASS", "FAIL", "undecided"
@@ -237,6 +238,7 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
     `deep_cap`: a point left undecided is searched again with schedules of up to that many flows and
     DEEP_EVALUATIONS event timings (not stopping at the first k within the tolerance: the best k found
     within that budget is reported), PASS if within the tolerance, FAIL only if that search is complete;
+    a point without a closed form gets no timing budget (its walk runs to its end, so it can FAIL);
     not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL). A
     point without a closed form gets that pass with NO_CLOSED_FORM_CAP whatever `deep_cap`."""
     c = cluster(p, g, ells, model, bandwidth)
@@ -273,7 +275,7 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
         out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
     deep = deep_cap or (NO_CLOSED_FORM_CAP if mt is None else None)
     if out["verdict"] == UNDECIDED and event and deep and k_max >= K_MAX:   # a capped k cannot FAIL
-        _deep(out, c, n, k_cf, k_max, deep, ring, tol)
+        _deep(out, c, n, k_cf, k_max, deep, ring, tol, None if mt is None else DEEP_EVALUATIONS)
     return out
 
 
@@ -316,9 +318,10 @@ def fixed_k(p: int, g: int, ells, model: str, n: int, tol: float, k: int, bandwi
     return out
 
 
-def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float) -> None:
+def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float,
+          max_evals: int | None) -> None:
     """The deep pass of `point` on an undecided point (in place; `deep_*` keys record it)."""
-    ev = search_k(c, n, k_start, k_max, cap=cap, max_evals=DEEP_EVALUATIONS)
+    ev = search_k(c, n, k_start, k_max, cap=cap, max_evals=max_evals)
     out.update(deep_cap=cap, deep_k=ev["k"], deep_evaluated=ev["evaluated"], deep_complete=ev["complete"],
                deep_overhead=None if ev["time"] is None else float(ev["time"] / ring - 1))
     if ev["time"] is None:
