@@ -53,7 +53,15 @@ class EventArrays:
     ops: list[tuple[int, int, int]] = field(default_factory=list)      # (time on the grid, rank, piece)
 
     def __len__(self) -> int:
+        self.check_unconsumed()
         return int(self.src.size)
+
+    def check_unconsumed(self) -> None:
+        """ValueError where Prepared.from_arrays already took these arrays (it releases them as it
+        copies them, to bound the peak): make them again to time them twice."""
+        if self.src is None:
+            raise ValueError("event_arrays: these EventArrays were consumed by an earlier "
+                             "Prepared.from_arrays (it releases them as it copies); make them again")
 
     @property
     def dur(self) -> np.ndarray:

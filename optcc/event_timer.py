@@ -153,6 +153,7 @@ class Prepared:
         return self
 
     def _from_event_arrays(self, ea: EventArrays) -> Prepared:
+        ea.check_unconsumed()
         if len(ea) == 0:
             raise ValueError("event_timer: no flows")
         if int(ea.dur_table.min()) <= 0:

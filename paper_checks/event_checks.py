@@ -7,9 +7,10 @@ At a grid point (p, g, ℓ, latency preset, bandwidth B) each side has an interv
   by event time picks; elsewhere [lower bound + o + Li + L, the closed form of optcc.model_time at
   its auto k] (the closed form is an upper bound, tested ≥ the event time).
 A point PASSes when OptCC's upper end is within the tolerance of NCCLNoFailure's event time,
-FAILs only when its event time (a complete search) is over it, is *bound-limited* when the lower
-bound alone is over it (no schedule can pass; not counted), and is *undecided* otherwise (only
-an upper bound over the tolerance is known): reported with that bound, counted apart.
+FAILs when its event time (a complete search) is over it or when the lower bound alone is over it
+(`decided_by` = REFUTED_BY_BOUND: no schedule of any port rule can pass there, so the claim is
+false at that point), and is *undecided* otherwise (only an upper bound over the tolerance is
+known): reported with that bound, counted apart.
 
 The search over k (derived rule, not a proof of the optimum): start at the closed form's auto k,
 step by ×√2 down and up while the event time improves (within 1 ≤ k ≤ K_MAX), then REFINE_ROUNDS
@@ -35,11 +36,15 @@ from optcc.event_timer import Prepared, ring_event_time
 FLOW_CAP = 70_000           # event-time OptCC only where its schedule has at most this many flows (cost rule)
 DEEP_FLOW_CAP = 3_000_000   # the verdict column's undecided points, searched again up to this (cost rule)
 NO_CLOSED_FORM_CAP = DEEP_FLOW_CAP   # points whose construction has no closed form (e.g. slow NVLink, q ≥ 3)
+DEEP_EVALUATIONS = 3        # the verdict column's deep pass: at most this many event timings (cost rule:
+                            # ≈ 2–3 s each at its sizes); a point without a closed form walks to the end
 ROOT2 = math.sqrt(2)
 REFINE_ROUNDS = 1           # ternary rounds in the ×√2 bracket around the best grid k (cost rule)
-PASS, FAIL, UNDECIDED, BOUND_LIMITED = "PASS", "FAIL", "undecided", "bound-limited"
+PASS, FAIL, UNDECIDED = "PASS", "FAIL", "undecided"
+REFUTED_BY_BOUND = "refuted by the bound"   # decided_by of a FAIL whose lower bound alone is over the tolerance
 P_EVENT_MAX = 64            # no event search beyond (the schedules at the closed form's k exceed FLOW_CAP)
 BANDWIDTHS = (S.NIC_BANDWIDTH, 2 * S.NIC_BANDWIDTH)      # 50 and 100 GB/s per GPU (issue 24)
+FIXED_K = (32, 64)          # the verdict column also at these fixed k (what a PASS needs: the searched k vs these)
 
 
 def gbps(bandwidth) -> str:
@@ -86,6 +91,7 @@ class _Schedules:
         self.cache: OrderedDict = OrderedDict()
         self.size = size
         self.flows: dict = {}
+        self.smallest_piece: dict = {}     # key -> the smallest piece (fraction of n) of a schedule built
 
     def key(self, c: Cluster, k: int):
         nvlink = c.nvlink_speedup if c.g > 1 else None       # g = 1 schedules do not depend on B
@@ -118,6 +124,7 @@ class _Schedules:
         except OptccError:
             return None
         flows = len(fa if fa is not None else sched.flows)
+        self.smallest_piece[key] = min(fa.pieces if fa is not None else sched.pieces)
         if flows > cap:
             return None
         # the registry's array form where the construction has one: the same flows, timed equal
@@ -139,16 +146,18 @@ SCHEDULES = _Schedules()
 
 
 class _Reached(Exception):
-    """search_k's early stop: a k within the target was found (unwinds _walk)."""
+    """search_k's early stop: a k within the target was found, or the evaluation budget is spent
+    (unwinds _walk)."""
 
 
 def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FLOW_CAP,
-             target: Fraction | None = None) -> dict:
+             target: Fraction | None = None, max_evals: int | None = None) -> dict:
     """Event time of OptCC at the k the search picks (module docstring). `complete` is False when
     some k it needed was over `cap` flows (then `time` is the best event time seen, or None), and
     when the best k is a cap k_max below K_MAX (the optimum may lie beyond it).
     With `target`, the search stops at the first k whose event time is ≤ target (enough for a
-    PASS; `complete` is then False: that k need not be the best)."""
+    PASS; `complete` is then False: that k need not be the best). With `max_evals`, it stops after
+    that many event timings (`complete` False if the walk was not over: the best k seen is reported)."""
     o, li, lat = latency_units(c, n)
     seen: dict = {}
     complete = True
@@ -156,6 +165,9 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
     def at(k: int):
         nonlocal complete
         k = max(1, min(k_max, k))
+        if k not in seen and max_evals is not None and len(seen) >= max_evals:
+            complete = False
+            raise _Reached
         if k not in seen:
             prep = SCHEDULES.get(c, k, cap)
             if prep is None:
@@ -211,9 +223,22 @@ def _walk(score, k_start: int, k_max: int) -> None:
 
 def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_BANDWIDTH,
           k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None) -> dict:
-    """One grid point: the intervals, the verdict (PASS / FAIL / undecided / bound-limited).
-    `deep_cap`: a point left undecided is searched again with schedules of up to that many flows,
-    stopping at the first k within the tolerance (PASS), FAIL only if that search is complete;
+    """`_point`, with the size of what its verdict's k moves: `segment_bytes` = n/k and `piece_bytes`
+    (the smallest piece, where the schedule at that k was built)."""
+    out = _point(p, g, ells, model, n, tol, bandwidth, k_max, event, deep_cap)
+    out["segment_bytes"] = n // out["k"] if out["k"] else None
+    out["piece_bytes"] = piece_bytes(cluster(p, g, ells, model, bandwidth), out["k"], n)
+    return out
+
+
+def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_BANDWIDTH,
+           k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None) -> dict:
+    """One grid point: the intervals, the verdict (PASS / FAIL / undecided; FAIL by event time or
+    refuted by the bound).
+    `deep_cap`: a point left undecided is searched again with schedules of up to that many flows and
+    DEEP_EVALUATIONS event timings (not stopping at the first k within the tolerance: the best k found
+    within that budget is reported), PASS if within the tolerance, FAIL only if that search is complete;
+    a point without a closed form gets no timing budget (its walk runs to its end, so it can FAIL);
     not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL). A
     point without a closed form gets that pass with NO_CLOSED_FORM_CAP whatever `deep_cap`."""
     c = cluster(p, g, ells, model, bandwidth)
@@ -228,8 +253,8 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
            "closed_form_overhead": None if mt is None else float(mt.time / ring - 1),
            "closed_form_valid": mt is not None and mt.valid,
            "bound_overhead": float(low / ring - 1)}
-    if out["bound_overhead"] > tol:          # no schedule can pass: listed, not counted, not searched
-        out.update(verdict=BOUND_LIMITED, overhead=out["bound_overhead"], k=k_cf, decided_by="lower bound",
+    if out["bound_overhead"] > tol:          # no schedule can pass: FAIL, refuted by the bound, not searched
+        out.update(verdict=FAIL, overhead=out["bound_overhead"], k=k_cf, decided_by=REFUTED_BY_BOUND,
                    event_k=None, event_complete=False, event_evaluated=0, event_overhead=None)
         return out
     event = event or mt is None              # no closed form: the event search is the only value there is
@@ -250,13 +275,53 @@ def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_
         out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
     deep = deep_cap or (NO_CLOSED_FORM_CAP if mt is None else None)
     if out["verdict"] == UNDECIDED and event and deep and k_max >= K_MAX:   # a capped k cannot FAIL
-        _deep(out, c, n, k_cf, k_max, deep, ring, tol)
+        _deep(out, c, n, k_cf, k_max, deep, ring, tol, None if mt is None else DEEP_EVALUATIONS)
     return out
 
 
-def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float) -> None:
+def piece_bytes(c: Cluster, k: int | None, n: int) -> int | None:
+    """Bytes of the smallest piece of OptCC's schedule at k, where one was built (else None)."""
+    x = None if k is None else SCHEDULES.smallest_piece.get(SCHEDULES.key(c, k))
+    return None if x is None else int(x * n)
+
+
+def fixed_k(p: int, g: int, ells, model: str, n: int, tol: float, k: int, bandwidth=S.NIC_BANDWIDTH) -> dict:
+    """The point's verdict with k fixed (no search): refuted by the bound where it is over the
+    tolerance; else the event time at k where the schedule has ≤ FLOW_CAP flows (PASS or FAIL: exact
+    for that k), else the closed form at k (an upper bound: PASS or undecided)."""
+    from optcc.model_time import model_time
+    c = cluster(p, g, ells, model, bandwidth)
+    ring = nccl_event(p, g, model, n, bandwidth)
+    out = {"k": k, "segment_bytes": n // k, "piece_bytes": None}
+    bound = float(bound_time(c, n) / ring - 1)
+    if bound > tol:
+        out.update(verdict=FAIL, overhead=bound, decided_by=REFUTED_BY_BOUND)
+        return out
+    prep = SCHEDULES.get(c, k)
+    if prep is not None:
+        try:
+            ov = float(prep.event_time(*latency_units(c, n)) / ring - 1)
+            out.update(verdict=PASS if ov <= tol else FAIL, overhead=ov, decided_by="event time",
+                       piece_bytes=piece_bytes(c, k, n))
+            return out
+        except OverflowError:
+            pass
+    try:
+        mt = model_time("optcc", c, k, n)
+    except OptccError:
+        mt = None
+    if mt is None or not mt.valid:
+        out.update(verdict=UNDECIDED, overhead=None, decided_by="none (no closed form at this k)")
+        return out
+    ov = float(mt.time / ring - 1)
+    out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, decided_by="upper bound")
+    return out
+
+
+def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float,
+          max_evals: int | None) -> None:
     """The deep pass of `point` on an undecided point (in place; `deep_*` keys record it)."""
-    ev = search_k(c, n, k_start, k_max, cap=cap, target=ring * (1 + Fraction(tol)))
+    ev = search_k(c, n, k_start, k_max, cap=cap, max_evals=max_evals)
     out.update(deep_cap=cap, deep_k=ev["k"], deep_evaluated=ev["evaluated"], deep_complete=ev["complete"],
                deep_overhead=None if ev["time"] is None else float(ev["time"] / ring - 1))
     if ev["time"] is None:

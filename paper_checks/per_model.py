@@ -5,8 +5,8 @@ forms of optcc.model_time), NCCLNoFailure (the fault-free ring, g = 1, or the fl
 under the same latency model: model_time "ring", k = 1) and the lower bound plus one o + Li + L
 (derived: a flow's last byte must leave the bottleneck port, which it held for o, and land L
 later, Li after its data was ready). A point where that bound alone is over the claim's
-tolerance is *bound-limited*: no schedule can meet the claim there, so it is listed, not counted
-against OptCC. The row's `verdict` is the simai one (the paper ran SimAI); `verdicts` holds all.
+tolerance FAILs, *refuted by the bound*: no schedule can meet the claim there (listed in
+`refuted_by_bound`). The row's `verdict` is the simai one (the paper ran SimAI); `verdicts` holds all.
 """
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
                k_max: int = K_MAX, bandwidth=S.NIC_BANDWIDTH, event: bool = True) -> dict:
     """Overheads over NCCLNoFailure's event time at every point (paper_checks.event_checks: the
     event time where OptCC's schedules are small enough, else its closed-form upper bound), the
-    bound-limited and undecided points and the verdict: FAIL if a counted point FAILs by event
-    time, else `undecided` if one is undecided, else PASS."""
-    per, bound, limited, invalid, points = {}, {}, [], [], {}
+    points refuted by the bound, the undecided points and the verdict: FAIL if a point FAILs (by
+    event time or refuted by the bound), else `undecided` if one is undecided, else PASS."""
+    per, bound, refuted, invalid, points = {}, {}, [], [], {}
     tol = (limit_percent + rounding_pp) / 100
     for ells in ells_list:
         key_ell = ",".join(str(e) for e in ells) if isinstance(ells, tuple) else str(ells)
@@ -67,18 +67,23 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
             points[key] = pt
             per[key] = (pt["overhead"], pt["k"])
             bound[key] = pt["bound_overhead"]
-            if pt["verdict"] == E.BOUND_LIMITED:
-                limited.append(key)
+            if pt["decided_by"] == E.REFUTED_BY_BOUND:
+                refuted.append(key)
             if not pt["closed_form_valid"]:
                 invalid.append(key)
-    counted = {key: pt for key, pt in points.items() if key not in limited}
-    fails = [key for key, pt in counted.items() if pt["verdict"] == FAIL]
-    undecided = [key for key, pt in counted.items() if pt["verdict"] == UNDECIDED]
-    pool = fails or [key for key, pt in counted.items() if pt["overhead"] is not None]
-    worst_key = max(pool, key=lambda key: counted[key]["overhead"]) if pool else None
-    worst = counted[worst_key]["overhead"] if worst_key else None
-    verdict = FAIL if fails or not counted else (UNDECIDED if undecided else PASS)
-    return {"optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "bound_limited": limited,
+            if deep:               # the verdict column: also its verdict at each fixed k (no search)
+                pt["fixed_k"] = {str(k): E.fixed_k(p, g, ells, model, n, tol, k, bandwidth) for k in E.FIXED_K}
+    fails = [key for key, pt in points.items() if pt["verdict"] == FAIL]
+    undecided = [key for key, pt in points.items() if pt["verdict"] == UNDECIDED]
+    pool = fails or [key for key, pt in points.items() if pt["overhead"] is not None]
+    worst_key = max(pool, key=lambda key: points[key]["overhead"]) if pool else None
+    worst = points[worst_key]["overhead"] if worst_key else None
+    verdict = FAIL if fails else (UNDECIDED if undecided else PASS)
+    at_k = {}
+    for k in E.FIXED_K if any("fixed_k" in pt for pt in points.values()) else ():
+        vs = {pt["fixed_k"][str(k)]["verdict"] for pt in points.values()}
+        at_k[str(k)] = FAIL if FAIL in vs else (UNDECIDED if UNDECIDED in vs else PASS)
+    return {"verdict_at_fixed_k": at_k, "optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "refuted_by_bound": refuted,
             "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict,
             "undecided": undecided, "failed": fails, "points": points, "bandwidth_gbps": E.gbps(bandwidth),
             "decided_by": {key: pt["decided_by"] for key, pt in points.items()}}
@@ -91,7 +96,8 @@ def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, 
 
 
 # 100 GB/s (issue 24): closed-form upper bounds against NCCLNoFailure's exact event time, so a point
-# there PASSes or is undecided, never FAILs (event searches at both bandwidths cost twice the CPU).
+# there PASSes or is undecided, FAILing only where the lower bound alone is over the tolerance (event
+# searches at both bandwidths cost twice the CPU).
 EVENT_AT_100 = False
 
 
@@ -112,9 +118,10 @@ def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES, bandwid
 
 def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH) -> tuple:
     """OptCC (one straggler, g = 1) over the fault-free ring's event time under one model, per p:
-    (overheads, ks, decided_by) — event time where the schedules are small enough, else the
-    closed-form upper bound."""
-    out, ks, how = [], [], []
+    (overheads, ks, decided_by, lower ends) — event time where the schedules are small enough, else
+    the closed-form upper bound; the lower end is the event time, or the lower bound + o + Li + L
+    (event_checks.bound_time) where only the upper bound is known."""
+    out, ks, how, low = [], [], [], []
     event = all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
     for p in ps:
         pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event)
@@ -122,7 +129,8 @@ def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC
         out.append(pt["event_overhead"] if exact else pt["closed_form_overhead"])
         ks.append(pt["event_k"] if exact else pt["k_closed_form"])
         how.append("event time" if exact else "upper bound")
-    return out, ks, how
+        low.append(pt["event_overhead"] if exact else pt["bound_overhead"])
+    return out, ks, how, low
 
 
 def _pct(x) -> str:
@@ -133,10 +141,12 @@ def _model_text(m: str, r: dict) -> str:
     text = f"{m}: {r['verdict']}"
     if r.get("worst") is not None and r.get("worst_key"):
         how = r.get("decided_by", {}).get(r["worst_key"], "")
-        text += (f" (worst {_pct(r['worst'])} at {r['worst_key']}, k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
-                 + (f", {how}" if how else "") + ")")
-    if r.get("bound_limited"):
-        text += f", bound-limited {', '.join(r['bound_limited'])}"
+        k = "" if how == E.REFUTED_BY_BOUND else f", k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
+        text += f" (worst {_pct(r['worst'])} at {r['worst_key']}{k}" + (f", {how}" if how else "") + ")"
+    if r.get("refuted_by_bound"):
+        text += f", refuted by the bound {', '.join(r['refuted_by_bound'])}"
+    if r.get("verdict_at_fixed_k"):
+        text += " (with k fixed: " + ", ".join(f"k = {k} {v}" for k, v in r["verdict_at_fixed_k"].items()) + ")"
     if r.get("undecided"):
         text += f", undecided {', '.join(r['undecided'])} (only an upper bound over the tolerance)"
     if r.get("summary"):
@@ -163,7 +173,8 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
         row.verdicts_by_bandwidth[E.gbps(2 * S.NIC_BANDWIDTH)] = {m: r["verdict"] for m, r in models_100.items()}
         text += ". At 100 GB/s: " + "; ".join(_model_text(m, r) for m, r in models_100.items())
     row.ours = ("per latency model, event times on both sides where OptCC's schedules are small enough (else "
-                "OptCC's closed-form upper bound: PASS or undecided, never FAIL), 50 GB/s: " + text
+                "OptCC's closed-form upper bound: PASS or undecided, never FAIL by it; a point whose lower bound alone is "
+                "over the tolerance FAILs, refuted by the bound), 50 GB/s: " + text
                 + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "

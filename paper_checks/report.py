@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from optcc.latency import PRESET_NAMES
 from paper_checks import claims, settings
+from paper_checks.event_checks import REFUTED_BY_BOUND
 from paper_checks.per_model import VERDICT_MODEL
 from paper_checks.shared_port import cell as shared_port_cell
 
@@ -81,19 +82,27 @@ def _cell(verdict: str, r: dict | None) -> str:
     if "c0" in r:
         text += f" c0 = {r['c0']:+.4f}"
         if r.get("upper_bound_at_p"):
-            text += f"; p ≥ {min(r['upper_bound_at_p'])} by upper bound only"
+            lo, hi = r["c0_range"]
+            text += f"; p ≥ {min(r['upper_bound_at_p'])} by bounds only: c0 ∈ [{lo:+.4f}, {hi:+.4f}]"
         return text
     if "optcc_gap" in r:
         return text + (f" {100 * r['optcc_gap']:.2f}% vs bound {100 * r['bound_gap']:.2f}% "
                        f"(k = {r['k']}, {r['decided_by']})")
     if r.get("worst_key"):
         how = r.get("decided_by", {}).get(r["worst_key"], "")
-        text += (f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
-                 f"{', ' + how if how else ''})")
+        pt = r.get("points", {}).get(r["worst_key"], {})
+        if how == REFUTED_BY_BOUND:          # no k: the bound holds for every schedule
+            text += f" {100 * r['worst']:.2f}% at {r['worst_key']} ({how})"
+        else:
+            size = f", segment {pt['segment_bytes'] / 2**20:.1f} MiB" if pt.get("segment_bytes") else ""
+            text += (f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {r['optcc_overhead_and_k'][r['worst_key']][1]}"
+                     f"{size}{', ' + how if how else ''})")
     if r.get("undecided"):
         text += f"; undecided: {', '.join(r['undecided'])}"
-    if r.get("bound_limited"):
-        text += f"; bound-limited: {', '.join(r['bound_limited'])}"
+    if r.get("refuted_by_bound"):
+        text += f"; refuted by the bound: {', '.join(r['refuted_by_bound'])}"
+    if r.get("verdict_at_fixed_k"):
+        text += "; with k fixed: " + ", ".join(f"k = {k} {v}" for k, v in r["verdict_at_fixed_k"].items())
     return text
 
 

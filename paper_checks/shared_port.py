@@ -12,10 +12,11 @@ the latency adds at most four hops whatever k (tests/test_lp_server_schedule.py)
 time falls with k as the fill/drain slot and the NVLink lead and tail shrink (≈ (1 + 1/k)·T_LP +
 2(g−1)/(k·g·s_nv)); the cap keeps the table's cost (docs/paper_checks.md).
 
-Verdict by event_checks' rule: bound-limited where the lower bound alone is over the tolerance;
-PASS where the event time is within it; else `undecided` (a fixed-k event time is not a complete
-search, so it never FAILs); `undecided` with no time where a point is not computed (p over the
-row's p_max, or a grid beyond int64).
+Verdict by event_checks' rule: FAIL, refuted by the bound, where the lower bound alone is over
+the tolerance (it holds for every schedule, this one included); PASS where the event time is
+within it; else `undecided` (a fixed-k event time is not a complete search, so it never FAILs by
+it); `undecided` with no time where a point is not computed (p over the row's p_max, or a grid
+beyond int64).
 """
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def point(p: int, g: int, ells, tol: float, n: int = S.MESSAGE_BYTES) -> dict:
     bound = float(E.bound_time(c, n) / E.nccl_event(p, g, MODEL, n) - 1)
     out = {"bound_overhead": bound, "overhead": None, "k": None, "flows": None, "tried_k": []}
     if bound > tol:
-        out.update(verdict=E.BOUND_LIMITED, decided_by="lower bound")
+        out.update(verdict=E.FAIL, decided_by=E.REFUTED_BY_BOUND)
         return out
     best = None
     for k in (K_FIRST, K_SECOND):
@@ -95,17 +96,17 @@ def grid(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, p_max:
                                "verdict": E.UNDECIDED, "decided_by": f"not computed (cost rule: p ≤ {p_max})"}
             else:
                 points[key] = point(p, g, ells, tol)
-    counted = {key: pt for key, pt in points.items() if pt["verdict"] != E.BOUND_LIMITED}
-    timed = [key for key, pt in counted.items() if pt["overhead"] is not None]
-    worst_key = max(timed, key=lambda key: counted[key]["overhead"]) if timed else None
-    undecided = [key for key, pt in counted.items() if pt["verdict"] == E.UNDECIDED]
-    verdict = E.FAIL if not counted else (E.UNDECIDED if undecided else E.PASS)
+    refuted = [key for key, pt in points.items() if pt["decided_by"] == E.REFUTED_BY_BOUND]
+    timed = [key for key, pt in points.items() if pt["overhead"] is not None]
+    worst_key = max(timed, key=lambda key: points[key]["overhead"]) if timed else None
+    undecided = [key for key, pt in points.items() if pt["verdict"] == E.UNDECIDED]
+    verdict = E.FAIL if refuted else (E.UNDECIDED if undecided else E.PASS)
     return {"port_rule": PORT_RULE, "latency_model": MODEL, "bandwidth_gbps": E.gbps(S.NIC_BANDWIDTH),
             "k_rule": f"k = {K_FIRST}; where over the tolerance also {K_SECOND} if its flow estimate ≤ {FLOW_CAP}; "
                       f"p ≤ {p_max}",
             "points": points, "verdict": verdict, "worst_key": worst_key,
-            "worst": counted[worst_key]["overhead"] if worst_key else None, "undecided": undecided,
-            "bound_limited": [key for key, pt in points.items() if pt["verdict"] == E.BOUND_LIMITED]}
+            "worst": points[worst_key]["overhead"] if worst_key else None, "undecided": undecided,
+            "refuted_by_bound": refuted}
 
 
 def attach(row, g: int, ps, ells_list, rounding_pp: float, limit_percent: float = 6.0):
@@ -120,6 +121,8 @@ def cell(r: dict | None) -> str:
     if not r:
         return "–"
     text = f"**{r['verdict']}**"
+    if r["refuted_by_bound"]:
+        text += f" refuted by the bound at {', '.join(r['refuted_by_bound'])}; worst timed point"
     if r["worst_key"]:
         pt = r["points"][r["worst_key"]]
         text += f" {100 * r['worst']:.2f}% at {r['worst_key']} (k = {pt['k']})"
@@ -132,6 +135,4 @@ def cell(r: dict | None) -> str:
         text += f"; over at fixed k: {', '.join(over)}"
     if missing:
         text += f"; not computed: {', '.join(missing)}"
-    if r["bound_limited"]:
-        text += f"; bound-limited: {', '.join(r['bound_limited'])}"
     return text

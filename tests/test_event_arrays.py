@@ -228,3 +228,16 @@ def test_capacity_ok_is_the_brute_force_check_on_mixed_ports():
             assert capacity_ok(port, start, end, rate, den, chunk) == want
         seen.add(want)
     assert seen == {True, False}
+
+
+def test_consumed_arrays_say_so_instead_of_failing_on_none():
+    """Prepared.from_arrays releases an EventArrays as it copies it: a second use (or len) is a
+    clear ValueError, not an AttributeError on the released arrays."""
+    c = Cluster.build(5, stragglers={0: F(2), 1: F(3, 2)})
+    ea = multi_event_arrays(c, 2)
+    n = len(ea)
+    assert Prepared.from_arrays(c, ea).event_time() == event_time(build_schedule("optcc", c, 2))
+    for use in (lambda: Prepared.from_arrays(c, ea), lambda: len(ea)):
+        with pytest.raises(ValueError, match="consumed by an earlier Prepared.from_arrays"):
+            use()
+    assert len(multi_event_arrays(c, 2)) == n

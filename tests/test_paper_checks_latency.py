@@ -1,4 +1,4 @@
-"""Paper checks per latency preset (paper_checks.per_model): verdicts, bound-limited points."""
+"""Paper checks per latency preset (paper_checks.per_model): verdicts, points refuted by the bound."""
 from fractions import Fraction as F
 
 import pytest
@@ -6,6 +6,7 @@ import pytest
 from optcc.algorithms.optcc_single import optcc_slot_time
 from optcc.cluster import Cluster
 from paper_checks import claims as C
+from paper_checks import event_checks as E
 from paper_checks import per_model as P
 from paper_checks import settings as S
 
@@ -35,9 +36,13 @@ def test_fig8_row_has_three_verdicts_and_the_simai_one_rules(fig8):
     assert fig8["verdict"] == fig8["verdicts"]["simai"]
     models = fig8["details"]["latency_models"]
     for m, r in models.items():
-        counted = {k: pt for k, pt in r["points"].items() if k not in r["bound_limited"]}
+        counted = r["points"]
         fails = [k for k, pt in counted.items() if pt["verdict"] == C.FAIL]
-        assert all(counted[k]["decided_by"] == "event time" and counted[k]["event_complete"] for k in fails)
+        for k in fails:      # FAIL by a complete event search, or refuted by the lower bound alone
+            pt = counted[k]
+            assert (pt["decided_by"] == "event time" and pt["event_complete"]) or \
+                (pt["decided_by"] == E.REFUTED_BY_BOUND and pt["bound_overhead"] > 0.065
+                 and pt["overhead"] == pt["bound_overhead"] and k in r["refuted_by_bound"])
         for k, pt in counted.items():
             if pt["verdict"] == C.UNDECIDED:      # only an upper bound, over the tolerance
                 assert pt["decided_by"] != "event time" or not pt["event_complete"]
@@ -47,8 +52,8 @@ def test_fig8_row_has_three_verdicts_and_the_simai_one_rules(fig8):
     assert fig8["our_value"] == pytest.approx(100 * models["simai"]["worst"])
     assert fig8["verdicts_by_bandwidth"]["50"] == fig8["verdicts"]
     assert set(fig8["verdicts_by_bandwidth"]["100"]) == {"alpha", "simai", "nccl"}
-    for m, r in fig8["details"]["latency_models_100GBps"].items():   # bounds only there: never FAIL
-        assert r["verdict"] in (C.PASS, C.UNDECIDED)
+    for m, r in fig8["details"]["latency_models_100GBps"].items():   # upper bounds only: FAIL only by the lower bound
+        assert r["verdict"] in (C.PASS, C.UNDECIDED) or r["failed"] == r["refuted_by_bound"] != []
 
 
 @pytest.mark.parametrize("model", ["alpha", "simai", "nccl"])
@@ -66,11 +71,14 @@ def test_fig8_points_recomputed_by_hand(fig8, model):
         assert pt["closed_form_overhead"] == pytest.approx(float(t / ring - 1))
         bound = max(ell, 2 * ell * (p - 1) / (ell * (p - 1) + 1)) + o + lam   # Theorem 1 + one o + Li + L
         assert r["bound_overhead_vs_nccl"][key] == pytest.approx(float(bound / ring - 1))
-        assert (key in r["bound_limited"]) == (float(bound / ring - 1) > 0.065)
+        assert (key in r["refuted_by_bound"]) == (float(bound / ring - 1) > 0.065)
+        if key in r["refuted_by_bound"]:
+            assert pt["verdict"] == C.FAIL and pt["decided_by"] == E.REFUTED_BY_BOUND
         if p > 64:                                       # no event time there: the closed form, PASS or undecided
             assert pt["decided_by"] == "upper bound" and pt["verdict"] in (C.PASS, C.UNDECIDED)
-    # p = 16, ℓ = 2: Theorem 1 alone is 16/15 of T0, over the tolerance under every preset.
-    assert "2@16" in r["bound_limited"]
+    # p = 16, ℓ = 2: Theorem 1 alone is 16/15 of T0, over the tolerance under every preset: the
+    # claim is refuted there by the bound, so the row FAILs whatever OptCC does elsewhere.
+    assert "2@16" in r["refuted_by_bound"] and r["verdict"] == C.FAIL
 
 
 def test_fig8_event_time_point_is_the_schedules_event_time(fig8):
@@ -109,3 +117,76 @@ def test_per_model_bound_is_below_optcc_everywhere():
     for model in ("alpha", "simai", "nccl"):
         for p, g, ells in [(16, 1, F(2)), (128, 1, (F(2), F(4, 3))), (64, 4, F(8, 7))]:
             assert P.bound_time(p, g, ells, model, N) <= P.optcc_time(p, g, ells, model, N)[0]
+
+
+def test_a_point_whose_bound_is_over_the_tolerance_fails_refuted_by_the_bound():
+    """p = 16, ℓ = 2 (g = 1): Theorem 1 + one Li + L is 6.67% over the ring, over 6% + 0.5 pp: the
+    point FAILs, refuted by the bound, without a search; its overhead is the bound's."""
+    pt = E.point(16, 1, F(2), "simai", N, 0.065)
+    assert pt["verdict"] == C.FAIL and pt["decided_by"] == E.REFUTED_BY_BOUND
+    assert pt["overhead"] == pt["bound_overhead"] > 0.065 and pt["event_evaluated"] == 0
+    assert E.point(16, 1, F(2), "simai", N, 0.07)["decided_by"] != E.REFUTED_BY_BOUND
+
+
+def test_intercept_range_is_the_fit_over_the_box_corners():
+    """intercept_range: the least-squares c0 over every corner of [low, high] (the extremes of a
+    linear function over a box are at corners), on random boxes."""
+    import itertools
+    import numpy as np
+    rng = np.random.default_rng(7)
+    ps = S.P_FIT
+    for _ in range(3):
+        low = rng.uniform(-0.05, 0.05, len(ps))
+        high = low + rng.uniform(0, 0.05, len(ps))
+        c0s = [C.fit_inverse_p(ps, [h if b else lo for b, lo, h in zip(bits, low, high)])[0]
+               for bits in itertools.product((0, 1), repeat=len(ps))]
+        lo, hi = C.intercept_range(ps, low, high)
+        assert lo == pytest.approx(min(c0s), abs=1e-12) and hi == pytest.approx(max(c0s), abs=1e-12)
+
+
+def test_o1p_rows_are_decided_where_the_intercept_range_is(rows):
+    """ℓ = 3 ("the opposite"): every p above 64 is known only within [bound, upper bound], yet c0 ≥ 0.05
+    over that whole box, so the row PASSes; ℓ = 2: the range straddles |c0| ≤ 0.002, undecided."""
+    for rid, verdict in (("o1p-OptCC-ell3", C.PASS), ("o1p-OptCC-ell2", C.UNDECIDED)):
+        for m, r in rows[rid]["details"]["latency_models"].items():
+            lo, hi = C.intercept_range(S.P_FIT, r["lower_end"], r["overhead"])
+            assert r["c0_range"] == pytest.approx([lo, hi]) and lo <= r["c0"] <= hi
+            assert r["verdict"] == verdict, (rid, m)
+        assert rows[rid]["verdict"] == verdict
+    assert rows["o1p-OptCC-ell3"]["details"]["latency_models"]["simai"]["c0_range"][0] >= C.NOT_VANISHING_MIN
+
+
+def test_fixed_k_verdicts_are_the_schedules_event_times():
+    """Figure 8's 4/3@16 under simai with k fixed (no search): k = 32 FAILs by event time (6.59%),
+    k = 64 PASSes (4.97%); each is optcc.timing.event_time of the built schedule over the ring's;
+    piece_bytes is that schedule's smallest piece."""
+    from optcc.algorithms.optcc_single import optcc_allreduce
+    from optcc.timing import event_time
+    c = Cluster.build(16, stragglers={0: F(4, 3)}, bandwidth=S.NIC_BANDWIDTH, latency_model="simai")
+    o, lam = lam_units("simai")
+    li = F(2, 10**6) * S.NIC_BANDWIDTH / N
+    ring = 2 * 15 * (F(1, 16) + lam)
+    for k, verdict in ((32, C.FAIL), (64, C.PASS)):
+        r = E.fixed_k(16, 1, F(4, 3), "simai", N, 0.065, k)
+        s = optcc_allreduce(c, k)
+        assert (r["verdict"], r["decided_by"], r["segment_bytes"]) == (verdict, "event time", N // k)
+        assert r["overhead"] == pytest.approx(float(event_time(s, o, None, li, lam - li) / ring - 1))
+        assert r["piece_bytes"] == int(min(s.pieces) * N)
+    assert E.fixed_k(16, 1, F(2), "simai", N, 0.065, 32)["decided_by"] == E.REFUTED_BY_BOUND
+
+
+def test_rows_carry_their_fixed_k_verdicts(rows):
+    """The verdict column of every "within 6%" row: each point's verdict at k = 32 and 64, and the
+    row's by the usual aggregation; Figure 8 FAILs at both (4/3@16 by event time at k = 32, 2@16
+    refuted by the bound at both), though its searched verdict is decided only by 2@16."""
+    for rid in ("within-6pct-fig8", "within-6pct-fig10", "fig9-within-6pct-ab", "within-6pct-fig22"):
+        r = rows[rid]["details"]["latency_models"]["simai"]
+        for k in ("32", "64"):
+            vs = {pt["fixed_k"][k]["verdict"] for pt in r["points"].values()}
+            assert r["verdict_at_fixed_k"][k] == (C.FAIL if C.FAIL in vs else C.UNDECIDED if C.UNDECIDED in vs
+                                                  else C.PASS)
+        assert all(pt["segment_bytes"] == N // pt["k"] for pt in r["points"].values())
+    fig8 = rows["within-6pct-fig8"]["details"]["latency_models"]["simai"]
+    assert fig8["verdict_at_fixed_k"] == {"32": C.FAIL, "64": C.FAIL}
+    assert fig8["points"]["4/3@16"]["fixed_k"]["32"]["decided_by"] == "event time"
+    assert "fixed_k" not in rows["within-6pct-fig8"]["details"]["latency_models"]["nccl"]["points"]["4/3@16"]

@@ -6,6 +6,7 @@ from fractions import Fraction as F
 
 import pytest
 
+from paper_checks import event_checks as E
 from paper_checks import settings as S
 from paper_checks import shared_port as SP
 
@@ -32,7 +33,7 @@ def test_the_g_gt_1_rows_carry_the_column_and_the_others_do_not(rows):
 
 
 def test_each_point_follows_the_rule(rows):
-    """bound-limited iff the bound is over the tolerance; PASS iff the event time is within it;
+    """FAIL (refuted by the bound) iff the bound is over the tolerance; PASS iff the event time is within it;
     K_SECOND only where K_FIRST is over and the estimate fits; points past p_max not computed."""
     for rid in ROWS:
         sp = rows[rid]["details"]["shared_port"]
@@ -42,14 +43,15 @@ def test_each_point_follows_the_rule(rows):
                 assert pt["overhead"] is None and pt["verdict"] == "undecided" and not pt["tried_k"]
                 continue
             if pt["bound_overhead"] > TOL:
-                assert pt["verdict"] == "bound-limited" and pt["overhead"] is None
+                assert pt["verdict"] == "FAIL" and pt["decided_by"] == E.REFUTED_BY_BOUND and pt["overhead"] is None
+                assert key in sp["refuted_by_bound"]
                 continue
             assert pt["tried_k"][0] == SP.K_FIRST
             if pt["overhead"] is not None:
                 assert pt["verdict"] == ("PASS" if pt["overhead"] <= TOL else "undecided")
                 assert pt["overhead"] > pt["bound_overhead"]           # no schedule beats the bound
-        verdicts = {pt["verdict"] for pt in sp["points"].values()} - {"bound-limited"}
-        assert sp["verdict"] == ("undecided" if "undecided" in verdicts else "PASS")
+        verdicts = {pt["verdict"] for pt in sp["points"].values()}
+        assert sp["verdict"] == ("FAIL" if "FAIL" in verdicts else "undecided" if "undecided" in verdicts else "PASS")
 
 
 def test_fig21_g8_points_recomputed_from_the_built_schedule(rows):
@@ -114,3 +116,11 @@ def test_flow_estimate_bounds_the_built_schedule():
         q, roots = p // g, len(inst.pieces) // k          # servers with a root share
         assert n == 2 * k * roots * (q - 1) * g + 2 * q * k * roots * g * (g - 1)    # the estimate's count
         assert SP.flow_estimate(p, g, k) == n * q // roots >= n
+
+
+def test_the_cell_says_a_fail_is_the_bounds_before_its_worst_timed_point():
+    pts = {"2@16": {"overhead": None, "k": None, "verdict": "FAIL"},
+           "2@32": {"overhead": 0.0612, "k": 64, "verdict": "PASS"}}
+    r = {"verdict": "FAIL", "worst_key": "2@32", "worst": 0.0612, "points": pts, "undecided": [],
+         "refuted_by_bound": ["2@16"]}
+    assert SP.cell(r) == "**FAIL** refuted by the bound at 2@16; worst timed point 6.12% at 2@32 (k = 64)"
