@@ -362,7 +362,7 @@ def _rails(cluster: Cluster, k: int, direct: bool = True,
             else:
                 grid = base[0][2] if sched is base[0][0] and base[0][2] is not None else IntegerTimes(sched)
                 cache[inst.slowdown] = ((sched, grid, Fraction(max(grid.ends), grid.scale)),
-                                        _touches(sched, grid, cluster.servers))
+                                        _touches(sched, grid))
                 if sched is base[0][0]:
                     base[1] = cache[inst.slowdown]
         rails.append(cache[inst.slowdown][0])
@@ -456,21 +456,11 @@ def slot_time(cluster: Cluster, k: int) -> Fraction:
     return borrow if borrow is not None and borrow < end else end
 
 
-def _touches(sched: Schedule, grid: IntegerTimes, q: int) -> tuple[Dicts, Dicts, int]:
-    """(first touch, last write, scale): per node, piece -> first touch (start of its first flow,
-    either end) and piece -> last write (end of the last flow into it), in the rail's own time as
-    integers on the schedule's grid (time = value / scale)."""
-    ft: Dicts = [dict() for _ in range(q)]
-    lw: Dicts = [dict() for _ in range(q)]
-    for f, start, end in zip(sched.flows, grid.starts, grid.ends):
-        piece = f.piece
-        for node in (f.src, f.dst):
-            cur = ft[node].get(piece)
-            if cur is None or start < cur:
-                ft[node][piece] = start
-        cur = lw[f.dst].get(piece)
-        if cur is None or end > cur:
-            lw[f.dst][piece] = end
+def _touches(sched: Schedule, grid: IntegerTimes) -> tuple[Dicts, Dicts, int]:
+    """(first touch, last write, scale) of a rail (server_lift.touch_times), in the rail's own time
+    as integers on the schedule's grid (time = value / scale)."""
+    from optcc.algorithms.server_lift import touch_times
+    ft, lw = touch_times(sched, grid)
     return ft, lw, grid.scale
 
 

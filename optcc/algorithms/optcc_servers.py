@@ -32,7 +32,7 @@ from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms import check_segments
 from optcc.algorithms.optcc_single import _shard_size, optcc_slot_time
 from optcc.algorithms.server_lift import instance_cluster as _instance_cluster
-from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_server
+from optcc.algorithms.server_lift import lifted_flow, nvlink_round, straggler_server, touch_times
 from optcc.algorithms.families import INT
 from optcc.algorithms.families import servers as FS
 from optcc.cluster import Cluster
@@ -159,7 +159,7 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict[str, A
     ft_i: list[dict[int, int]] = [{0: 0}]              # q = 1: one piece, touched at time 0
     lw_i: list[dict[int, int]] = [{0: 0}]
     if inst is not None and grid is not None:
-        ft_i, lw_i = _touch_times_of(inst, grid)
+        ft_i, lw_i = touch_times(inst, grid)
     ft = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in ft_i]
     lw = [{pi: _Raw(v * raw) for pi, v in d.items()} for d in lw_i]
     batch_i = [on_grid(x) for x in batch]
@@ -170,23 +170,6 @@ def _plan(cluster: Cluster, k: int, inst: Schedule | None = None) -> dict[str, A
 
     return {"inst": inst, "grid": grid, "P": len(inst_sizes), "M": M, "D": D, "global_time": global_time,
             "rnd_i": [on_grid(x) for x in rnd], "sizes": sizes, "batches": batches}
-
-
-def _touch_times_of(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
-    """First touch (least start) and last write (latest landing) of every (server, instance
-    piece), on the instance's integer grid, keyed in order of first appearance."""
-    q = inst.cluster.p
-    ft: list[dict[int, int]] = [dict() for _ in range(q)]
-    lw: list[dict[int, int]] = [dict() for _ in range(q)]
-    for f, st, end in zip(inst.flows, grid.starts, grid.ends):
-        for node in (f.src, f.dst):
-            cur = ft[node].get(f.piece)
-            if cur is None or st < cur:
-                ft[node][f.piece] = st
-        cur = lw[f.dst].get(f.piece)
-        if cur is None or end > cur:
-            lw[f.dst][f.piece] = end
-    return ft, lw
 
 
 def _batch(app: Callable[[Flow], None], s: int, g: int, P: int, pi: int, start: int, rnd: int, op: str, M: int,

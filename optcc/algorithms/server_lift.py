@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from typing import TYPE_CHECKING
+
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow
+
+if TYPE_CHECKING:
+    from optcc.schedule import Schedule
+    from optcc.timing import IntegerTimes
 
 ONE = Fraction(1)
 
@@ -93,3 +99,23 @@ def nvlink_round(server: int, g: int, t: int, op: str) -> list[tuple[int, int, i
         src, dst, inst = lift.round_flow(INT, g, t, j, op)
         out.append((lift.rank(INT, g, server, src), lift.rank(INT, g, server, dst), inst))
     return out
+
+
+def touch_times(inst: Schedule, grid: IntegerTimes) -> tuple[list[dict[int, int]], list[dict[int, int]]]:
+    """First touch (start of its first flow, either end) and last write (end of the last flow
+    into it) of every (node, piece) of a q-node instance, as integers on its grid, keyed in order
+    of first appearance: what the NVLink brackets around an instance (optcc_servers, optcc_rails)
+    are placed by."""
+    q = inst.cluster.p
+    ft: list[dict[int, int]] = [dict() for _ in range(q)]
+    lw: list[dict[int, int]] = [dict() for _ in range(q)]
+    for f, start, end in zip(inst.flows, grid.starts, grid.ends):
+        piece = f.piece
+        for node in (f.src, f.dst):
+            cur = ft[node].get(piece)
+            if cur is None or start < cur:
+                ft[node][piece] = start
+        cur = lw[f.dst].get(piece)
+        if cur is None or end > cur:
+            lw[f.dst][piece] = end
+    return ft, lw
