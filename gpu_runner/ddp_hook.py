@@ -136,30 +136,7 @@ class OptccHookState:
             raise RunnerError("the optcc hook state is closed")
         self.admit(tensor)
         executor = self.executor()
-        run = _timed(executor, self._own_watchdog)
-        fut: torch.futures.Future = torch.futures.Future()
-        if not self.asynchronous:
-            run(tensor)
-            fut.set_result(tensor)
-            return fut
-        ready = None
-        if tensor.is_cuda:
-            ready = torch.cuda.Event()
-            ready.record()                  # the bucket's gradients, on the training stream
-            if self._stream is None:
-                self._stream = torch.cuda.Stream(device=tensor.device)
-        if self._comm is None:
-            jobs = queue.Queue()
-            # the thread holds the queue and executor, not the state: a dropped state is collected
-            thread = threading.Thread(target=_comm_loop, args=(jobs, executor, run), name="optcc-ddp-comm",
-                                      daemon=True)
-            self._comm = (jobs, thread)
-            _open[thread] = (jobs, executor)
-            stop = weakref.finalize(self, jobs.put, None)   # dropped unclosed: end the thread
-            stop.atexit = False                             # at exit _close_open joins it
-            thread.start()
-        self._comm[0].put((tensor, fut, ready, self._stream))
-        return fut
+        return _submit(self, tensor, _timed(executor, self._own_watchdog), executor)
 
     def close(self, timeout: float | None = None) -> None:
         """Finish every submitted bucket (their Futures complete), then join the communication
@@ -198,31 +175,59 @@ def _timed(executor, watchdog):
     return run
 
 
-def _comm_loop(jobs: queue.Queue, executor, run) -> None:
-    """Run each bucket's schedule in submission order and complete its Future; None ends it."""
+def _comm_loop(jobs: queue.Queue) -> None:
+    """Run each bucket's job in submission order and complete its Future; None ends it."""
     try:
         while True:
             job = jobs.get()
             if job is None:
                 return
-            tensor, fut, ready, stream, *own = job        # an AutoHookState job carries its size's run
+            tensor, fut, ready, stream, run = job
             del job
-            go = own[0] if own else run
             try:
                 if ready is not None:
                     with torch.cuda.device(tensor.device), torch.cuda.stream(stream):
                         stream.wait_event(ready)
-                        go(tensor)
+                        run(tensor)
                     stream.synchronize()
                 else:
-                    go(tensor)
+                    run(tensor)
             except Exception as e:  # noqa: BLE001 - DDP re-raises it from fut.wait()
                 fut.set_exception(e)
             else:
                 fut.set_result(tensor)
-            del tensor, fut, ready, stream, go, own
+            del tensor, fut, ready, stream, run
     finally:
         _open.pop(threading.current_thread(), None)
+
+
+def _submit(owner, tensor: torch.Tensor, run, executor) -> torch.futures.Future:
+    """`run(tensor)` for a hook state (`owner`: its asynchronous flag, side stream, thread): inside
+    the hook when synchronous; else queued to the owner's one communication thread (started on
+    first use), after an event on the training stream on CUDA. `executor` is what the thread's
+    end closes at interpreter exit (None: the owner's states close their own)."""
+    fut: torch.futures.Future = torch.futures.Future()
+    if not owner.asynchronous:
+        run(tensor)
+        fut.set_result(tensor)
+        return fut
+    ready = None
+    if tensor.is_cuda:
+        ready = torch.cuda.Event()
+        ready.record()                  # the bucket's gradients, on the training stream
+        if owner._stream is None:
+            owner._stream = torch.cuda.Stream(device=tensor.device)
+    if owner._comm is None:
+        jobs: queue.Queue = queue.Queue()
+        # the thread holds the queue, not the state: a dropped state is collected
+        thread = threading.Thread(target=_comm_loop, args=(jobs,), name="optcc-ddp-comm", daemon=True)
+        owner._comm = (jobs, thread)
+        _open[thread] = (jobs, executor)
+        stop = weakref.finalize(owner, jobs.put, None)   # dropped unclosed: end the thread
+        stop.atexit = False                              # at exit _close_open joins it
+        thread.start()
+    owner._comm[0].put((tensor, fut, ready, owner._stream, run))
+    return fut
 
 
 def _stop(jobs: queue.Queue, thread: threading.Thread, executor, timeout: float | None) -> bool:
@@ -299,30 +304,8 @@ class AutoHookState:
         if self._closed:
             raise RunnerError("the optcc hook state is closed")
         state = self.state_for(tensor.numel() * tensor.element_size())
-        state.admit(tensor)
-        run = state.submit
-        fut: torch.futures.Future = torch.futures.Future()
-        if not self.asynchronous:
-            run(tensor).wait()
-            fut.set_result(tensor)
-            return fut
-        ready = None
-        if tensor.is_cuda:
-            ready = torch.cuda.Event()
-            ready.record()
-            if self._stream is None:
-                self._stream = torch.cuda.Stream(device=tensor.device)
-        if self._comm is None:
-            jobs = queue.Queue()
-            thread = threading.Thread(target=_comm_loop, args=(jobs, None, None), name="optcc-ddp-comm",
-                                      daemon=True)
-            self._comm = (jobs, thread)
-            _open[thread] = (jobs, None)
-            stop = weakref.finalize(self, jobs.put, None)
-            stop.atexit = False
-            thread.start()
-        self._comm[0].put((tensor, fut, ready, self._stream, lambda t: run(t).wait()))
-        return fut
+        state.admit(tensor)                   # refused here, in the hook, as the fixed state refuses
+        return _submit(self, tensor, lambda t: state.submit(t).wait(), None)
 
     def close(self, timeout: float | None = None) -> None:
         """Finish every submitted bucket, join the thread, close every size's state."""
