@@ -6,10 +6,10 @@ Each rank is this file run as a script (`python tests/test_ddp_async.py RUNNER O
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from script_ranks import run_script_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -24,24 +24,8 @@ NCCL = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_cou
 @pytest.mark.parametrize("runner,backend", [("streaming", "gloo"), ("step", "gloo"),
                                             pytest.param("streaming", "nccl", marks=NCCL)])
 def test_async_hook_overlaps_and_matches_default_allreduce(tmp_path, runner, backend):
-    from gpu_runner.launch import free_port
     out = tmp_path / "result.json"
-    port = free_port()
-    procs = []
-    for r in range(WORLD):
-        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, runner, str(out), backend], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=150)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("DDP ranks did not finish in 150 s")
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    run_script_ranks(__file__, [runner, str(out), backend], WORLD, timeout=150)
     res = json.loads(out.read_text())
     assert res["ranks_ok"] == WORLD, res
     assert res["returned_before_done"] is True          # hook returned, Future not done, gate held

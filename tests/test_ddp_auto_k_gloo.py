@@ -6,12 +6,11 @@ same gate, and over several steps the gradients equal the default all-reduce hoo
 Each rank is this file run as a script (`python tests/test_ddp_auto_k_gloo.py OUT`).
 """
 import json
-import os
-import subprocess
 import sys
 from fractions import Fraction
 
 import pytest
+from script_ranks import run_script_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -25,25 +24,9 @@ def _cluster():
 
 
 def test_auto_state_picks_k_per_bucket_and_matches_default_allreduce(tmp_path):
-    from gpu_runner.launch import free_port
     from optcc.segments import HOST_POST_S, choose_segments
     out = tmp_path / "result.json"
-    port = free_port()
-    procs = []
-    for r in range(WORLD):
-        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, str(out)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=150)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("DDP ranks did not finish in 150 s")
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    run_script_ranks(__file__, [str(out)], WORLD, timeout=150)
     res = json.loads(out.read_text())
     assert res["steps"] == STEPS and res["grad_mismatches"] == 0 and res["grad_nonzero"] > 0, res
     chosen = {int(b): k for b, k in res["chosen"].items()}

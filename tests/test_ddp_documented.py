@@ -12,10 +12,10 @@ Each rank is this file run as a script (`python tests/test_ddp_documented.py DTY
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from script_ranks import run_script_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -24,24 +24,8 @@ STEPS = 6
 
 @pytest.mark.parametrize("world,dtype,rtol", [(2, "float32", 0.0), (4, "float32", 1e-5)])
 def test_documented_register_comm_hook_trains_like_default(tmp_path, world, dtype, rtol):
-    from gpu_runner.launch import free_port
     out = tmp_path / "result.json"
-    port = free_port()
-    procs = []
-    for r in range(world):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, dtype, str(out)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=240)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("DDP ranks did not finish in 240 s")
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    run_script_ranks(__file__, [dtype, str(out)], world, timeout=240)
     res = json.loads(out.read_text())
     assert res["comm_hook"] == "optcc_hook", res            # DDP registered our function itself
     # DDP's first step is one bucket, later ones several (rebuilt by size): all through the schedule

@@ -6,34 +6,17 @@ Each rank is this file run as a script (`python tests/test_ddp_gate_gloo.py CASE
 rank prints one line RESULT: ... or ERROR: ... and exits."""
 import json
 import os
-import subprocess
 import sys
 import time
 
 import pytest
+from script_ranks import launch_script_ranks
 
 torch = pytest.importorskip("torch")
 
 
 def _launch(case, world, tmp_path, timeout=120):
-    from gpu_runner.launch import free_port
-    port = free_port()
-    procs = []
-    for r in range(world):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, case, str(tmp_path)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    logs = []
-    t0 = time.monotonic()
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=max(1, timeout - (time.monotonic() - t0)))[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail(f"DDP ranks did not finish in {timeout} s (a hang):\n" + "\n".join(logs))
-    return [p.returncode for p in procs], logs, time.monotonic() - t0
+    return launch_script_ranks(__file__, [case, str(tmp_path)], world, timeout)
 
 
 def _schedules(tmp_path):

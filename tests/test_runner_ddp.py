@@ -5,11 +5,10 @@ builds and checks its own part, and a materialize that raises shows no rank buil
 Run by pytest; each rank is this file run as a script (`python tests/test_runner_ddp.py ALGO OUT`).
 """
 import json
-import os
-import subprocess
 import sys
 
 import pytest
+from script_ranks import run_script_ranks
 
 torch = pytest.importorskip("torch")
 
@@ -20,24 +19,8 @@ STEPS = 20
 @pytest.mark.slow
 def test_ddp_hook_matches_default_allreduce(tmp_path):
     algos = "ring,optcc,optcc-generated"
-    from gpu_runner.launch import free_port
     out = tmp_path / "result.json"
-    port = free_port()
-    procs = []
-    for r in range(WORLD):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(WORLD), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, __file__, algos, str(out)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=120)[0])
-        except subprocess.TimeoutExpired:
-            for q in procs:
-                q.kill()
-            pytest.fail("DDP ranks did not finish in 120 s")
-    assert all(p.returncode == 0 for p in procs), "\n".join(logs)
+    run_script_ranks(__file__, [algos, str(out)], WORLD, timeout=120)
     results = json.loads(out.read_text())
     assert sorted(results) == sorted(algos.split(","))
     for algo, res in results.items():
