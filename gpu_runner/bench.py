@@ -37,8 +37,9 @@ def sweep(begin: int, end: int, factor: int, step: int = 2**20) -> list[int]:
     return sizes
 
 
-def table_rows(result: dict, cluster) -> list[dict]:
-    """Worker rows (seconds per iteration, wrong count) -> benchmark rows for this cluster."""
+def table_rows(result: dict, cluster, segments: int | None = None) -> list[dict]:
+    """Worker rows (seconds per iteration, wrong count) -> benchmark rows for this cluster;
+    `segments`: the k of the schedule that ran them (its rows' k column), None for torch's."""
     p = result["world_size"]
     lb_units = lower_bound(cluster)
     rows = []
@@ -53,9 +54,8 @@ def table_rows(result: dict, cluster) -> list[dict]:
         if "torch_seconds" in r:          # torch's all_reduce in alternating rounds of the same run
             tt = r["torch_seconds"]
             row.update(torch_us=tt * 1e6, vs_torch=t / tt if tt > 0 else None)
-        for key in ("segments",):
-            if key in r:
-                row[key] = r[key]
+        if segments is not None:
+            row["segments"] = segments
         rows.append(row)
     return rows
 

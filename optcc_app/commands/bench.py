@@ -126,10 +126,7 @@ def run(args) -> int:
             res = launch(args.nproc, worker, args.timeout, schedule=schedule, progress=shown.event)
             if not res.ok:
                 raise RunFailed("bench", "the benchmark failed: " + res.describe_failure())
-            for r in res.result["rows"]:
-                if k is not None:
-                    r["segments"] = k
-            rows += table_rows(res.result, cluster)
+            rows += table_rows(res.result, cluster, k)
             result = res.result
     rows.sort(key=lambda r: r["size"])
     if args.json:
@@ -143,14 +140,11 @@ def run(args) -> int:
 
 
 def _size_groups(args, sizes: list[int]) -> list[tuple[int | None, list[int]]]:
-    """The launches: for --algo optcc|ring, runs of consecutive sizes whose auto k is the same (a
-    given --segments: one k for all); else one launch of every size."""
+    """The launches: for --algo optcc|ring, runs of consecutive sizes whose k is the same (auto's
+    choice per size; a given --segments K is every size's k: one launch); else one launch."""
     if args.schedule or args.algo not in ("optcc", "ring"):
         return [(None, sizes)]
-    from optcc_app.commands._common import segments_given
     cluster = cluster_from_args(args)
-    if segments_given(args) and str(args.segments) != "auto":
-        return [(segments_from_args(args, args.algo, cluster, max(sizes), real_run=True), sizes)]
     groups: list[tuple[int | None, list[int]]] = []
     for size in sizes:                  # consecutive sizes with one k share a launch: rows stay in order
         k = segments_from_args(args, args.algo, cluster, size, real_run=True)
@@ -193,8 +187,7 @@ class _Rows:
             if not self.args.json and not self.header:
                 self._print_header(self.world, event["backend"])
         elif event["event"] == "row":
-            raw = dict(event["row"], **({"segments": self.segments} if self.segments is not None else {}))
-            row, = table_rows({"world_size": self.world, "rows": [raw]}, self.cluster)
+            row, = table_rows({"world_size": self.world, "rows": [event["row"]]}, self.cluster, self.segments)
             if self.args.json:
                 self.say(f"{row['size']} bytes: {row['time_us']:.2f} us, {row['wrong']} wrong")
             else:
