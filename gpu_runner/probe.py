@@ -142,6 +142,7 @@ def decide(ranks: list[dict], repeats: int, min_ell: float) -> dict:
 def summary_lines(res: dict) -> list[str]:
     """What `optcc probe` and `python -m gpu_runner.probe` print without --json (the JSON holds
     the same): the setting, one row per rank, the rule, the decision, the overhead written."""
+    from optcc.text_table import table_lines
     shaped = res.get("testbed", {}).get("shaped_ell")
     headers = ["rank", "host", "send MB/s", "±", "recv MB/s", "±", "ell", "ell·(1−s)", "slow"] + (
         ["shaped ell"] if shaped else [])
@@ -152,20 +153,12 @@ def summary_lines(res: dict) -> list[str]:
     return [f"# {len(res['ranks'])} ranks, {res['repeats']} repetitions of {len(res['ranks']) - 1} rounds, "
             f"{res['size']} bytes per stream; healthy B = {res['healthy_bytes_per_s'] / 1e6:.3f} MB/s "
             f"({'given' if res['bandwidth_given'] else 'fastest rank'})",
-            *_table(headers, rows),
+            *table_lines(headers, rows),
             f"# best of the repetitions; ± = spread (max − min) / max over them; spread s = {res['spread']:.1%} "
             f"(the largest ±); slow iff ℓ·(1 − s) ≥ {res['min_ell']:g}, else ℓ = 1 is written",
             f"# {res['decision']}",
             f"# per-message overhead o = {res.get('fixed_cost_s', 0.0) * 1e6:.1f} us (the common intercept of "
             f"the flows' times at S/4 and S), written as the cluster's overhead"]
-
-
-def _table(headers: list[str], rows: list[list]) -> list[str]:
-    """Aligned columns: the host left, the rest right (numbers)."""
-    cells = [headers] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    return ["  ".join(c.ljust(w) if i == 1 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in cells]
 
 
 def _spread(xs: list[float]) -> float:
