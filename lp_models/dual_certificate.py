@@ -21,19 +21,18 @@ Found (derived): nodes with one ℓ are interchangeable, so the dual is searched
 class-reduced LP (lp_models.fluid.node_classes, exact_load_matrix of lp_models.fluid_exact: row c
 is one member's load, A[c][d] summed over class d's n_d members), whose dual is
 max μ s.t. π_c ≥ 0, P·Σ_c π_c ≤ 1, Σ_c π_c·A[c][d] ≥ μ·n_d, by exact enumeration of its vertices
-(m + 1 unknowns, C(2m+1, m+1) systems; the feasible set is pointed, μ is bounded above), and
+(lp_models.fluid_exact.best_vertex, as the primal: m + 1 unknowns; the feasible set is pointed, μ is bounded above), and
 spread over the members (π_v = π_c/n_c). What is checked is the per-node certificate (D1, D2),
 in Fractions, O(n).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from lp_models.fluid import node_classes
-from lp_models.fluid_exact import MAX_CLASSES, _solve, exact_load_matrix
+from lp_models.fluid_exact import MAX_CLASSES, best_vertex, exact_load_matrix
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 
@@ -89,20 +88,14 @@ def lp_dual(cluster: Cluster) -> DualCertificate:
     ports = classes[0].ports
     a = exact_load_matrix(classes, "shared")
     counts = [c.count for c in classes]
-    # Constraints as (coefficients over π_1..π_m, μ) · y ≥ rhs
-    cons: list[tuple[list[Fraction], Fraction]] = []
+    # Constraints over y = (π_1..π_m, μ), written as rows·y ≤ h
+    le: list[tuple[list[Fraction], Fraction]] = []
     for c in range(m):
-        cons.append(([Fraction(int(i == c)) for i in range(m)] + [Fraction(0)], Fraction(0)))          # π_c ≥ 0
-    cons.append(([Fraction(-ports)] * m + [Fraction(0)], Fraction(-1)))                                  # P·Σπ ≤ 1
+        le.append(([-Fraction(int(i == c)) for i in range(m)] + [Fraction(0)], Fraction(0)))          # π_c ≥ 0
+    le.append(([Fraction(ports)] * m + [Fraction(0)], Fraction(1)))                                    # P·Σπ ≤ 1
     for d in range(m):
-        cons.append(([Fraction(a[c][d]) for c in range(m)] + [Fraction(-counts[d])], Fraction(0)))       # column d
-    best: list[Fraction] | None = None
-    for tight in itertools.combinations(range(len(cons)), m + 1):
-        y = _solve([cons[i][0] for i in tight], [cons[i][1] for i in tight])
-        if y is None or any(sum((u * v for u, v in zip(row, y)), Fraction(0)) < rhs for row, rhs in cons):
-            continue
-        if best is None or y[m] > best[m]:
-            best = y
+        le.append(([-Fraction(a[c][d]) for c in range(m)] + [Fraction(counts[d])], Fraction(0)))       # column d ≥ μ·n_d
+    best = best_vertex(le, [], m + 1, lambda v, b: v[m] > b[m])
     if best is None:                                  # cannot happen: π = 0, μ = 0 is feasible and a vertex
         raise OptccError("cluster", "no dual vertex found")
     return DualCertificate(level, ports, [(c.name, c.count, Fraction(c.ell)) for c in classes], best[:m], best[m])

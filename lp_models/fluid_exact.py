@@ -49,6 +49,22 @@ def _solve(rows, rhs):
     return [M[r][n] for r in range(n)]
 
 
+def best_vertex(le: list[tuple[list[Fraction], Fraction]], eq: list[tuple[list[Fraction], Fraction]], n: int,
+                better) -> list[Fraction] | None:
+    """The vertex of {x ∈ Qⁿ: eq rows = , le rows ≤} that `better(v, best)` prefers, by solving
+    every choice of n − len(eq) tight `le` rows with the equalities (exact Gaussian elimination);
+    None when there is none. The optimum of a linear objective over a pointed polyhedron is such a
+    vertex (module docstring)."""
+    best = None
+    for chosen in itertools.combinations(range(len(le)), n - len(eq)):
+        v = _solve([r for r, _ in eq] + [le[i][0] for i in chosen], [h for _, h in eq] + [le[i][1] for i in chosen])
+        if v is None or any(sum((g * x for g, x in zip(row, v)), Fraction(0)) > h for row, h in le):
+            continue
+        if best is None or better(v, best):
+            best = v
+    return best
+
+
 def solve_exact(classes, capacity: str, nvlink_row: Fraction | None = None):
     """(T, x per class, names of the tight rows) of the fluid LP on `classes`, exactly."""
     m = len(classes)
@@ -66,14 +82,7 @@ def solve_exact(classes, capacity: str, nvlink_row: Fraction | None = None):
     if nvlink_row is not None:
         ineq.append(([Fraction(0)] * m + [Fraction(-1)], -Fraction(nvlink_row), "nvlink[every server]"))
     eq = ([Fraction(c.count) for c in classes] + [Fraction(0)], Fraction(1))
-    best = None
-    for chosen in itertools.combinations(range(len(ineq)), m):
-        v = _solve([eq[0]] + [ineq[i][0] for i in chosen], [eq[1]] + [ineq[i][1] for i in chosen])
-        if v is None:
-            continue
-        if all(sum(g * x for g, x in zip(row, v)) <= h for row, h, _ in ineq):
-            if best is None or v[-1] < best[-1]:
-                best = v
+    best = best_vertex([(row, h) for row, h, _ in ineq], [eq], m + 1, lambda v, b: v[-1] < b[-1])
     if best is None:                  # cannot happen: the set is non-empty and pointed (module doc)
         raise OptccError("lp", "the exact fluid LP found no vertex")
     tight = [name for row, h, name in ineq if sum(g * x for g, x in zip(row, best)) == h]
