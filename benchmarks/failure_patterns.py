@@ -52,7 +52,7 @@ def row(p: int, g: int, name: str, failed, pxn: bool, k: int, lp_max_p: int) -> 
            "ratio_to_lower_bound": float(t / lb), "lp_exclusive": None, "ratio_to_lp": None,
            "nvlink_limited": None, "lp_note": None}
     if which == "optcc_rails":
-        from optcc.algorithms.optcc_rails import nvlink_limited
+        from optcc.algorithms.rails.build import nvlink_limited
         out["nvlink_limited"] = nvlink_limited(cluster, k)
     if p <= lp_max_p:
         lp = solve_fluid_lp(cluster, "exclusive")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from fractions import Fraction as F
 
-from optcc.algorithms import few_servers as FS
-from optcc.algorithms.arrays_servers import server_event_arrays
+from optcc.algorithms.few_servers import build as FS
+from optcc.algorithms.servers.arrays import server_event_arrays
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.event_timer import Prepared, ring_event_time

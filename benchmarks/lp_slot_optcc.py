@@ -8,7 +8,7 @@ import sys
 from fractions import Fraction as F
 
 from lp_models.slot_timing import optimal_timing
-from optcc.algorithms.optcc_single import optcc_allreduce
+from optcc.algorithms.single.build import optcc_allreduce
 from optcc.cluster import Cluster
 from optcc_app.compose.tables import print_table
 

@@ -20,7 +20,7 @@ import sys
 import time
 from fractions import Fraction as F
 
-from optcc.algorithms.optcc_multi import optcc_multi_allreduce
+from optcc.algorithms.multi.build import optcc_multi_allreduce
 from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
 from optcc.model_time import model_time

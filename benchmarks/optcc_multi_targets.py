@@ -17,7 +17,7 @@ from fractions import Fraction as F
 
 from bounds.closed_form import fault_free_optimum, lower_bound
 from lp_models.fluid import solve_fluid_lp
-from optcc.algorithms.optcc_multi import optcc_multi_allreduce
+from optcc.algorithms.multi.build import optcc_multi_allreduce
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, check_capacity, slot_time
 

@@ -30,7 +30,7 @@ from fractions import Fraction as F
 from bounds.closed_form import fault_free_optimum, lower_bound_straggler_server
 from lp_models.fluid import solve_fluid_lp
 from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time
-from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
+from optcc.algorithms.servers.build import optcc_server_allreduce, optcc_server_slot_time
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, check_capacity, slot_time
 

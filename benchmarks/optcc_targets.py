@@ -15,7 +15,7 @@ from fractions import Fraction as F
 
 from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
 from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, check_capacity, slot_time
 

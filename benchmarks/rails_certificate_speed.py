@@ -12,7 +12,7 @@ import tempfile
 import time
 from fractions import Fraction
 
-from optcc.algorithms import optcc_rails
+from optcc.algorithms.rails import build as optcc_rails
 from optcc.cluster import Cluster
 
 

@@ -1,4 +1,4 @@
-"""optcc_rails' closed-form counts (optcc.model_time_rails) against the event model: the largest
+"""optcc_rails' closed-form counts (optcc.algorithms.rails.counts) against the event model: the largest
 ratios on the grid of tests/test_model_time_rails.py (p ∈ {8, 16, 32}, g ∈ {2, 4, 8}, two
 degraded servers with uniform and with mixed ℓ, k ∈ {1, 2, 4, 8, 16}).
 

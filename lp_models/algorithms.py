@@ -37,7 +37,7 @@ def _accepts(cluster: Cluster) -> tuple[bool, str]:
         return True, ""
     if cluster.servers < 2:
         return False, "for g > 1 the LP schedule needs at least 2 servers"
-    from optcc.algorithms.server_lift import server_slowdowns
+    from optcc.algorithms.servers.shape import server_slowdowns
     from optcc.errors import OptccError
     try:
         server_slowdowns(cluster)

@@ -18,7 +18,7 @@ it at k = 64.
 
 g > 1 (`lp_server_schedule`, derived, docs/lp_models.md "g > 1"): the server-level LP
 (lp_models.fluid, g NICs per server) is the g = 1 LP on the q-node cluster of the servers'
-ℓ (server_lift.node_cluster) with every load divided by g, so its root shares are the q-node
+ℓ (optcc.algorithms.servers.shape.node_cluster) with every load divided by g, so its root shares are the q-node
 LP's. The q-node schedule above runs as g instances, one per local index, each on 1/g of the
 data over its own NICs (port loads unchanged), bracketed by NVLink reduce-scatter and all-gather
 batches placed as optcc_servers places them (first touch / last write, the smallest lead).
@@ -125,8 +125,8 @@ def lp_server_plan(cluster: Cluster, segments: int = 64, capacity: str = "shared
                    solver: str = DEFAULT_LP_SOLVER) -> tuple[dict, Schedule]:
     """(optcc_servers._plan of the q-node LP schedule, that instance): what lp_server_schedule and
     its array form (arrays_servers.lifted_event_arrays) lift."""
-    from optcc.algorithms.optcc_servers import _plan
-    from optcc.algorithms.server_lift import node_cluster
+    from optcc.algorithms.servers.build import _plan
+    from optcc.algorithms.servers.shape import node_cluster
     if cluster.g == 1:
         raise OptccError("g", "lp_server_schedule is for g > 1; use lp_schedule for g = 1")
     if cluster.servers < 2:
@@ -143,7 +143,7 @@ def lp_server_schedule(cluster: Cluster, segments: int = 64, capacity: str = "sh
                        solver: str = DEFAULT_LP_SOLVER) -> Schedule:
     """The q-node LP schedule lifted to g GPUs per server (module docstring); meta records the
     server-level LP optimum (lp_models.fluid on `cluster`) beside the instance's."""
-    from optcc.algorithms.optcc_servers import lift_instance
+    from optcc.algorithms.servers.build import lift_instance
     plan, inst = lp_server_plan(cluster, segments, capacity, solver)
     server_lp = solve_fluid_lp(cluster, capacity, solver)
     meta = {"algorithm": "lp_fluid", "capacity": capacity, "segments": inst.meta["segments"], "g": cluster.g,

@@ -56,13 +56,11 @@ def _out_of_range(algo: str, cluster: Cluster) -> str | None:
     return None
 
 
-_SERVED = {"ring": "ring", "optcc_single": "optcc"}     # record that runs -> its proved generator
-
-
 def generated_form_of(algo: str, cluster: Cluster) -> str | None:
-    """The proved generator that builds what `algo` builds on this cluster, or None."""
+    """The proved generator that builds what `algo` builds on this cluster (the serving record's
+    `generator`), or None."""
     from optcc.algorithms.registry import served
-    name = _SERVED.get(served(algo, cluster).name)
+    name = served(algo, cluster).generator
     if name is None or _out_of_range(name, cluster):
         return None
     return name
@@ -70,10 +68,10 @@ def generated_form_of(algo: str, cluster: Cluster) -> str | None:
 
 def why_not_generated(algo: str, cluster: Cluster) -> str:
     from optcc.algorithms.registry import served
-    record = served(algo, cluster).name
-    name = _SERVED.get(record)
+    record = served(algo, cluster)
+    name = record.generator
     if name is None:
-        return (f"{algo} is served by {record} on {cluster.describe()}, which has no generated form "
+        return (f"{algo} is served by {record.name} on {cluster.describe()}, which has no generated form "
                 f"(only the generators proved for every size have one: {', '.join(SOURCES)})")
     return _out_of_range(name, cluster) or ""
 
@@ -155,8 +153,8 @@ class GeneratedSchedule:
     @property
     def meta(self) -> dict[str, Any]:
         """The meta `build_schedule` gives the same schedule (the certificate checks it)."""
-        from optcc.algorithms.optcc_single import optcc_meta
-        from optcc.algorithms.ring import ring_meta
+        from optcc.algorithms.single.build import optcc_meta
+        from optcc.algorithms.ring.build import ring_meta
         return {"ring": ring_meta, "optcc": optcc_meta}[self.algo](self.cluster, self.segments)
 
     def materialize(self) -> Schedule:

@@ -22,8 +22,8 @@ as their sum: a chain of m flows pays Li before each start and L after each land
   (its slope was about (p−1)k/2: a delay wave across the links, the reason for spread 3).
 - OptCC, straggler server (optcc_servers): A as paper_checks had it (max of the NIC instance's
   and the NVLink chain's count plus 4(g−1)), B = 2(q−1) + 4k + 2g.
-- optcc_rails and all_slow: optcc.model_time_rails, and the reduced cluster's construction
-  (optcc.algorithms.all_slow scales time by ℓ_min, so a chain has the same flows).
+- optcc_rails and all_slow: optcc.algorithms.rails.counts, and the reduced cluster's construction
+  (optcc.algorithms.all_slow.build scales time by ℓ_min, so a chain has the same flows).
 The knee: B is an upper bound on the event model's slope only for Li + L ≤ KNEE/(k·p), a
 fraction of the smallest shard's transfer time 1/(k·p), tested in tests/test_model_time.py
 (p ≤ 64): 3/4 for one straggler and the straggler server (the single-straggler slope stays

@@ -4,7 +4,7 @@
 
 slot(k) is the record's exact slot time and A, B and the knee its `Latency`, both from the one
 table optcc.algorithms.registry (the counts and their derivations: optcc.latency_counts and
-optcc.model_time_rails; docs/latency.md). B is an upper bound on the event model's slope only
+optcc.algorithms.rails.counts; docs/latency.md). B is an upper bound on the event model's slope only
 below the record's knee, Li + L ≤ KNEE/(k·p) (a record without a knee, the ring's, holds for
 every Li + L); beyond it the pipeline stalls and `model_time` reports valid = False. A record
 whose latency is "none derived" has no model time: OptccError on field "segments" (give k).

@@ -15,8 +15,8 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parents[1]
 _COMMON = ["optcc/cluster.py", "optcc/timing.py", "optcc/schedule.py", "optcc/algorithms/__init__.py",
            "optcc/algorithms/families/__init__.py", "optcc/algorithms/families/local.py", "optcc/generated.py"]
-SOURCES = {"ring": ["optcc/algorithms/ring.py", "optcc/algorithms/families/ring.py"],
-            "optcc": ["optcc/algorithms/optcc_single.py", "optcc/algorithms/families/optcc.py"]}
+# generator (a record's `generator`, optcc.algorithms.record) -> its construction's folder: every file in it
+SOURCES = {"ring": "optcc/algorithms/ring", "optcc": "optcc/algorithms/single"}
 MIN_P = {"ring": 2, "optcc": 3}
 _OURS = ("optcc", "verifier", "bounds")
 
@@ -32,7 +32,9 @@ def _module_file(name: str) -> Path | None:
 def source_files(algo: str) -> list[str]:
     """The roots for `algo` (construction, families, core model, every verifier/parametric module)
     and the module-level import closure of those within this project, with package __init__s."""
-    todo = [_ROOT / r for r in _COMMON + SOURCES.get(algo, [])]
+    todo = [_ROOT / r for r in _COMMON]
+    if algo in SOURCES:
+        todo += sorted((_ROOT / SOURCES[algo]).glob("*.py"))
     todo += sorted((_ROOT / "verifier" / "parametric").glob("*.py"))
     seen: set[Path] = set()
     while todo:

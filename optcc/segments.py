@@ -191,7 +191,7 @@ def choose_segments(value: str | int, algo: str, cluster: Cluster, n_bytes: int,
     except OptccError as e:
         return 1, [f"--segments auto: nothing to minimise, {e.message}; using k = 1"]
     if build:
-        from optcc.algorithms import max_buildable_segments
+        from optcc.algorithms.limits import max_buildable_segments
         k_max = min(K_MAX, max_buildable_segments(cluster))
         if k > k_max:
             capped, _ = auto_segments(algo, timed, n_bytes, k_max)

@@ -59,7 +59,7 @@ def check_r2ccl_57_as_coded() -> Row:
 
 
 def check_pxn_ring_57() -> Row:
-    from optcc.algorithms.ring import ring_allreduce
+    from optcc.algorithms.ring.build import ring_allreduce
     from optcc.cluster import Cluster
     from optcc.timing import slot_time
     n, ell = S.R2CCL_NODES_FOR_57, S.ELL_4_OF_8
@@ -69,7 +69,7 @@ def check_pxn_ring_57() -> Row:
                "Up to 57% for the state of the art, read as including NCCL's PXN ring (straggler on the ring)",
                "paper, abstract; ring with straggler per paper Section 1", "≤ 57%",
                f"{_pct(ratio - 1)} (ring slot time = ℓ·T0 = {ratio}·T0)",
-               "optcc.algorithms.ring Schedule (slot time), N = 8, ℓ = 2",
+               "optcc.algorithms.ring.build Schedule (slot time), N = 8, ℓ = 2",
                f"overhead ≤ 57% + {PERCENT_ROUNDING_PP} pp",
                PASS if ok else FAIL, 57.0, 100 * float(ratio - 1))
     return as_reading(row, "The paper attributes its 57% to R2CCL; counting NCCL's PXN ring (ℓ·T0, 100% at ℓ = 2) "
@@ -107,7 +107,7 @@ def check_r2ccl_schedule_formula() -> Row:
 
 
 def check_pxn_ring_slowdown() -> Row:
-    from optcc.algorithms.ring import ring_allreduce
+    from optcc.algorithms.ring.build import ring_allreduce
     from optcc.cluster import Cluster
     from optcc.timing import event_time, slot_time
     ok = True
@@ -124,5 +124,5 @@ def check_pxn_ring_slowdown() -> Row:
                "entire collective (by ℓ)",
                "paper, abstract and Section 1", "ℓ·T0",
                "ring slot time = ℓ·T0 exactly; event time = 2(p−1)(α + ℓ/p)",
-               "optcc.algorithms.ring Schedule (slot and event models)", "exact equality",
+               "optcc.algorithms.ring.build Schedule (slot and event models)", "exact equality",
                PASS if ok else FAIL, details=vals)

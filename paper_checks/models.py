@@ -45,7 +45,7 @@ def flat_ring_time(p: int, g: int, ell=1, au=Fraction(0)) -> Fraction:
 
 
 def ring_time(p: int, ell=1, au=Fraction(0)) -> Fraction:
-    """NCCL ring, g = 1 (optcc.algorithms.ring, k = 1): the flat ring with one channel,
+    """NCCL ring, g = 1 (optcc.algorithms.ring.build, k = 1): the flat ring with one channel,
     2(p−1) synchronous steps of α + ℓ/p.
 
     ℓ = 1 is NCCLNoFailure; ℓ > 1 is the PXN ring with the straggler on it (ℓ·T0 at α = 0).

@@ -50,7 +50,7 @@ FIGURE21_ELLS = (Fraction(2), Fraction(3, 2))
 P_FIGURE21 = P_FIGURE8                                    # its p range is not legible in our copy
 # Figure 21 with g = 8 as the paper (Figures 20–22 use g = 8): the two stragglers are two servers
 # (all 8 GPUs of each, PXN); p from 32 (q = 4) to 1024 (issue 24 item 3: the axis runs to about
-# 1000). optcc_rails' times at q > 8 come from numpy arrays (optcc.algorithms.rails_layout).
+# 1000). optcc_rails' times at q > 8 come from numpy arrays (optcc.algorithms.rails.layout).
 G_FIGURE21 = 8
 P_FIGURE21_G8 = (32, 64, 128, 256, 512, 1024)
 # Figure 22 (a) (paper, Appendix, caption: "g=8 ... ℓ=2, N=8 GiB"): p range not in our copy;

@@ -44,7 +44,7 @@ def event_overhead(p: int, g: int, ells, k: int, n: int = S.MESSAGE_BYTES) -> tu
     """(event time / NCCLNoFailure's − 1, flows) of lp_shared at k under simai; None where the
     grid is beyond int64."""
     from lp_models.to_schedule import lp_server_plan
-    from optcc.algorithms.arrays_servers import lifted_event_arrays
+    from optcc.algorithms.servers.arrays import lifted_event_arrays
     from optcc.event_timer import Prepared
     from optcc.latency import units as latency_units
     c = E.cluster(p, g, ells, MODEL)

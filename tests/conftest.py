@@ -30,8 +30,8 @@ if str(TESTS) not in sys.path:             # the shared helpers (gloo_run, *_cas
 # outcome or duration depends on which tests ran before it.
 CACHES = (
     ("optcc.model_time", "_SLOT_CACHE"),
-    ("optcc.model_time_rails", "_CACHE"),
-    ("optcc.algorithms.rails_borrow", "_share_lp"),
+    ("optcc.algorithms.rails.counts", "_CACHE"),
+    ("optcc.algorithms.rails.borrow", "_share_lp"),
     ("gpu_runner.proof", "_PROVED"),
     ("gpu_runner.proof", "_NUMERICS"),
     ("gpu_runner.proof", "_PROGRAMS"),

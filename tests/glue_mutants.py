@@ -10,8 +10,8 @@ import types
 
 from optcc import cluster as CL
 from optcc import timing as TM
-from optcc.algorithms.families import optcc as FO
-from optcc.algorithms.families import ring as FR
+from optcc.algorithms.single import families as FO
+from optcc.algorithms.ring import families as FR
 from verifier.parametric import optcc as PO
 from verifier.parametric import ring as PR
 
@@ -19,8 +19,8 @@ _E = "for t in range(H - 1):\n        for i in range(H):\n            emit(epi"
 _P = "for t in range(H - 1):\n        for i in range(H):\n            emit(pro"
 
 # The glue from family terms to a running schedule (piece map, piece sizes, slot counts, phase
-# origins and units, node <-> rank, rates) is written once, in families/optcc.py and
-# families/ring.py, and read by the builder, the rank-local enumeration, the certificate and the
+# origins and units, node <-> rank, rates) is written once, in single/families.py and
+# ring/families.py, and read by the builder, the rank-local enumeration, the certificate and the
 # obligations alike: a mutant of it must be refuted by prove-all itself.
 # name -> (construction, file, [(old, new)]) edits (each `old` must occur once)
 GLUE_MUTANTS = {
@@ -44,7 +44,7 @@ GLUE_MUTANTS = {
 
 # The builder's own loops and flow assembly (optcc_flows), which no obligation reads: the
 # certificate's instance check enumerates the families itself and must refuse them.
-# name -> [(old, new)] edits of optcc/algorithms/families/optcc.py
+# name -> [(old, new)] edits of optcc/algorithms/single/families.py
 GENERATOR_MUTANTS = {
     "prologue misses its last step": [(_P, _P.replace("range(H - 1)", "range(H - 2)"))],
     "epilogue misses its last step": [(_E, _E.replace("range(H - 1)", "range(H - 2)"))],
@@ -90,10 +90,13 @@ def apply_glue_mutant(monkeypatch, name):
     return algo
 
 
+FOLDER = {"optcc": "single", "ring": "ring"}       # families module -> its construction's folder
+
+
 def source_edits(name):
     """(repository-relative file, [(old, new)]) of a glue mutant, for a mutated copy of the tree."""
     algo, which, edits = GLUE_MUTANTS[name]
-    return f"optcc/algorithms/families/{which}.py", edits
+    return f"optcc/algorithms/{FOLDER[which]}/families.py", edits
 
 
 def _doubled(f):

@@ -1,11 +1,11 @@
 """The drain of multi-straggler OptCC placed job by job (O(slots · links · jobs)): the reading
-optcc.algorithms.optcc_multi_drain.drain_slot_arrays replaced with per-link buckets; the tests
+optcc.algorithms.multi.drain.drain_slot_arrays replaced with per-link buckets; the tests
 hold the two equal (tests/test_event_arrays.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optcc.algorithms.optcc_multi_pattern import Pattern
+from optcc.algorithms.multi.pattern import Pattern
 
 
 @dataclass

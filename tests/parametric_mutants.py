@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from optcc.algorithms.families import optcc as O
-from optcc.algorithms.families import ring as R
+from optcc.algorithms.single import families as O
+from optcc.algorithms.ring import families as R
 
 RS, AG = R.RS, R.AG
 

@@ -1,11 +1,11 @@
 """Mutants of the multi-GPU server lift, its NVLink brackets, their placement and the q = 2 swap
-(optcc.algorithms.families.servers): each must be refuted by `prove_all("servers")` and by the
+(optcc.algorithms.servers.families): each must be refuted by `prove_all("servers")` and by the
 per-instance verifier on the schedule the mutant enumerates."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from optcc.algorithms.families import servers as S
+from optcc.algorithms.servers import families as S
 
 L = S.LIFT
 
@@ -91,7 +91,7 @@ def _touch(which, change):
 
 
 def _owner_at_rs(A, P, v, key, r):
-    from optcc.algorithms.families.optcc import _base, _hop, _tau_rs
+    from optcc.algorithms.single.families import _base, _hop, _tau_rs
     if len(key) == 1:
         return r
     sigma, o = key
@@ -101,7 +101,7 @@ def _owner_at_rs(A, P, v, key, r):
 
 
 def _last_in_pipeline(A, P, v, key, r):
-    from optcc.algorithms.families.optcc import _base, _hop, _tau_ag
+    from optcc.algorithms.single.families import _base, _hop, _tau_ag
     if len(key) == 1:
         return r
     sigma, o = key
@@ -112,7 +112,7 @@ def _last_in_pipeline(A, P, v, key, r):
 
 
 def _p2p_first_upload(A, P, v, key, r):
-    from optcc.algorithms.families.optcc import _base
+    from optcc.algorithms.single.families import _base
     if len(key) == 2:
         return r
     H = P.p - 1

@@ -11,8 +11,8 @@ import pytest
 from optcc import latency_counts as LC
 from optcc.algorithms import baselines as BL
 from optcc.algorithms import build_schedule, registry
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError

@@ -75,7 +75,7 @@ def test_time_algo_beyond_the_build_limit_times_the_arrays(run_optcc, tmp_path):
     exits 2; the default form writes the generated schedule instead) yet `optcc time --algo`
     and `optcc time` of the generated file time it from the array form, alike: the slot time is
     the construction's exact closed form (optcc_single.optcc_slot_time), every port exclusive."""
-    from optcc.algorithms.optcc_single import optcc_slot_time
+    from optcc.algorithms.single.build import optcc_slot_time
     from optcc.cluster import Cluster
     refused = run_optcc("schedule", "--algo", "optcc", "--p", "300", "--straggler", "7:3/2", "--segments", "50",
                         "--form", "flows", "-o", tmp_path / "never.json")

@@ -1,4 +1,4 @@
-"""The direct AllReduce (optcc.algorithms.direct): exact shard sizes equal to GLOP's optimum of the
+"""The direct AllReduce (optcc.algorithms.direct.build): exact shard sizes equal to GLOP's optimum of the
 same LP and to the exclusive LP on the small-q rails of issue 17, proved by the verifier,
 slot_time equal to the built schedule, and the rails that take it within 3% of the exclusive LP."""
 import random
@@ -7,7 +7,8 @@ from fractions import Fraction as F
 import pytest
 
 from lp_models.fluid import solve_fluid_lp
-from optcc.algorithms import direct, optcc_rails
+from optcc.algorithms.direct import build as direct
+from optcc.algorithms.rails import build as optcc_rails
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.simulate import simulate

@@ -8,7 +8,8 @@ pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)
 
 from gloo_run import run_on_gloo  # noqa: E402
 
-from optcc.algorithms import build_schedule, optcc_rails  # noqa: E402
+from optcc.algorithms import build_schedule  # noqa: E402
+from optcc.algorithms.rails import build as optcc_rails
 from optcc.cluster import Cluster  # noqa: E402
 
 

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.algorithms.arrays_multi import multi_event_arrays
-from optcc.algorithms.arrays_servers import rails_event_arrays, server_event_arrays
-from optcc.algorithms.optcc_multi_drain import drain_slots
+from optcc.algorithms.multi.arrays import multi_event_arrays
+from optcc.algorithms.rails.arrays import rails_event_arrays
+from optcc.algorithms.servers.arrays import server_event_arrays
+from optcc.algorithms.multi.drain import drain_slots
 from multi_drain_reference import drain_slots_reference
 from optcc.cluster import Cluster
 from optcc.event_arrays import from_schedule, schedule_tuples
@@ -82,7 +83,7 @@ def test_arrays_are_the_schedule_and_time_the_same(algo, p, g, st, k):
 def test_fast_drain_is_the_drain(H, m, k, spread):
     got = drain_slots(H, m, k, spread)          # the package's one drain (per-link buckets)
     assert list(got.items()) == list(drain_slots_reference(H, m, k, spread).items())   # placement order too
-    from optcc.algorithms.optcc_multi_pattern import Pattern
+    from optcc.algorithms.multi.pattern import Pattern
     assert len(got) == H * (H - 1) + (3 if Pattern(H, m, spread).coincide and k >= 2 else 0)
 
 
@@ -191,7 +192,7 @@ def test_all_slow_arrays_are_its_schedule(p, st, k):
 
 
 def test_all_slow_arrays_refuse_g_above_1():
-    from optcc.algorithms import all_slow
+    from optcc.algorithms.all_slow import build as all_slow
     from optcc.errors import OptccError
     with pytest.raises(OptccError) as e:
         all_slow.arrays(Cluster.build(8, 2, {r: F(2) for r in range(8)}), 2, lambda red, k: None)

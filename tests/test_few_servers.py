@@ -1,4 +1,4 @@
-"""few_servers (optcc.algorithms.few_servers): closed-form slot time equal to the built schedule,
+"""few_servers (optcc.algorithms.few_servers.build): closed-form slot time equal to the built schedule,
 ports within capacity, proved by `optcc verify` as a user runs it (and a mutant refused), arrays
 equal to the schedule, latency counts A and B ≥ the event model, B = 3 exactly below the knee,
 and the dispatcher's rule (latency-free clusters stay optcc_servers')."""
@@ -8,9 +8,9 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms import few_servers as FS
+from optcc.algorithms.few_servers import build as FS
 from optcc.algorithms import registry
-from optcc.algorithms.optcc_servers import optcc_server_allreduce
+from optcc.algorithms.servers.build import optcc_server_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.event_arrays import schedule_tuples

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.algorithms.families import optcc as F
+from optcc.algorithms.single import families as F
 from optcc.algorithms.families.arrays import optcc_flow_arrays
 from optcc.cluster import Cluster
 from optcc.event_timer import Prepared

@@ -16,10 +16,10 @@ import pytest
 from glue_mutants import (GENERATOR_MUTANTS, GLUE_MUTANTS, TIMING_MUTANTS, VERIFIER_MUTANTS, apply_glue_mutant,
                           generator_mutant)
 from optcc import proof_sources
-from optcc.algorithms.families import optcc as FO
-from optcc.algorithms.families import ring as FR
-from optcc.algorithms.optcc_single import optcc_allreduce
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single import families as FO
+from optcc.algorithms.ring import families as FR
+from optcc.algorithms.single.build import optcc_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -99,8 +99,8 @@ def test_a_stale_format_1_certificate_is_refused(tmp_path):
 
 
 def test_the_digest_covers_every_module_that_determines_a_schedule():
-    for algo, own in (("ring", ["optcc/algorithms/ring.py", "optcc/algorithms/families/ring.py"]),
-                      ("optcc", ["optcc/algorithms/optcc_single.py", "optcc/algorithms/families/optcc.py"])):
+    for algo, own in (("ring", ["optcc/algorithms/ring/build.py", "optcc/algorithms/ring/families.py"]),
+                      ("optcc", ["optcc/algorithms/single/build.py", "optcc/algorithms/single/families.py"])):
         files = gc.source_files(algo)
         for rel in own + ["optcc/cluster.py", "optcc/timing.py", "optcc/schedule.py", "optcc/exact.py",
                           "optcc/algorithms/__init__.py", "optcc/algorithms/families/__init__.py",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import pathlib
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # layer name -> the layers it may import (besides itself). Order = the table of DESIGN.md.
@@ -204,3 +206,50 @@ def test_no_import_cycle_inside_the_core_at_module_level():
 
 def test_the_cycle_check_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _runtime_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[int, str]]:
+    """imported_modules, at any depth (imports inside functions too), without `if TYPE_CHECKING:`
+    blocks: the imports that can run."""
+    checking = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+                for stmt in node.body for n in ast.walk(stmt)}
+    pruned = ast.Module(body=[], type_ignores=[])
+    pruned.body = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in checking]
+    return imported_modules(pruned, module, is_package)
+
+
+def _all_imports(package: str, root: pathlib.Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it can import at run time, at any depth (a name imported
+    from a module counts as that module)."""
+    files = {module_name(root, path): path for path in (root / package).rglob("*.py")}
+    graph = {}
+    for m, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        out = set()
+        for _, target in _runtime_imports(tree, m, path.name == "__init__.py"):
+            while target and target not in files:
+                target = target.rpartition(".")[0]
+            if target and target != m:
+                out.add(target)
+        graph[m] = out
+    return graph
+
+
+@pytest.mark.parametrize("package", ["optcc", "verifier", "bounds", "lp_models", "optcc_app"])
+def test_no_import_cycle_counting_imports_inside_functions(package):
+    """No cycle even through deferred imports: a construction never reaches back to the table
+    that lists it (the registry imports the constructions, none imports the registry)."""
+    assert _cycles(_all_imports(package)) == []
+
+
+def test_deferred_cycle_is_found_and_type_checking_imports_are_not(tmp_path):
+    root = _tree(tmp_path, {
+        "optcc/__init__.py": "",
+        "optcc/algorithms/__init__.py": "",
+        "optcc/algorithms/registry.py": "from optcc.algorithms import rails\n",
+        "optcc/algorithms/rails.py": "def f():\n    from optcc.algorithms.registry import choose\n",
+        "optcc/cluster.py": "from optcc import hosts\n",
+        "optcc/hosts.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from optcc.cluster import Cluster\n",
+    })
+    assert _cycles(_all_imports("optcc", root)) == [["optcc.algorithms.rails", "optcc.algorithms.registry"]]

@@ -6,7 +6,7 @@ import pytest
 
 from lp_models.fluid import lp_optimum
 from optcc.algorithms.baselines import flat_ring_slot_time
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.timing import slot_time
@@ -69,7 +69,7 @@ def test_servers_rows_small_cluster(capsys):
     closed form; every schedule row is proved (the flat/hierarchical rings and R2CCL post
     several flows between one pair at one instant, which the verifier's "runnable" allows)."""
     from optcc.algorithms.baselines import flat_ring_slot_time, hierarchical_ring_slot_time, r2ccl_server_slot_time
-    from optcc.algorithms.optcc_servers import optcc_server_slot_time
+    from optcc.algorithms.servers.build import optcc_server_slot_time
     out = _run_json(capsys, ["compare", "--p", "16", "--g", "4", *SERVER0_ELL2, "--segments", "4"])
     a = out["algorithms"]
     c = Cluster.build(16, 4, stragglers={i: 2 for i in range(4)})
@@ -88,7 +88,7 @@ def test_servers_rows_small_cluster(capsys):
 
 
 def test_two_stragglers_small_cluster(capsys):
-    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    from optcc.algorithms.multi.build import optcc_multi_slot_time
     out = _run_json(capsys, ["compare", "--p", "8", "--straggler", "0:4/3", "--straggler", "1:8/7", "--segments", "4"])
     a = out["algorithms"]
     c = Cluster.build(8, stragglers={0: F(4, 3), 1: F(8, 7)})
@@ -135,7 +135,7 @@ def test_ring_closed_form_matches_generated_schedule():
 
 
 def test_optcc_closed_form_matches_generated_schedule():
-    from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+    from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
     for p in (3, 5, 8, 16, 33, 64):
         for ell in (F(8, 7), F(3, 2), F(2)):
             for k in (1, 4):

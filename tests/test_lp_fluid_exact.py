@@ -34,7 +34,7 @@ def test_exact_equals_glop_wherever_glop_solves(capacity):
 def test_shared_lp_equals_the_closed_form_bound_exactly():
     """Equal where the LP is the bound (g = 1, a whole straggler server: Theorems 1 and 3, docs/bounds.md);
     never below it (a server mixing slowdowns pools its NICs over NVLink, a row the bound omits)."""
-    from optcc.algorithms.server_lift import straggler_server
+    from optcc.algorithms.servers.shape import straggler_server
     from optcc.errors import OptccError
     for c in CLUSTERS:
         t = solve_fluid_lp(c, "shared", solver="exact").exact_objective

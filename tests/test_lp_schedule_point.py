@@ -11,7 +11,7 @@ from lp_models.fluid import load_matrix, node_classes
 from lp_models.schedule_point import check_lp_bound, exact_load_matrix
 from lp_models.to_schedule import lp_schedule
 from optcc.algorithms import build_schedule
-from optcc.algorithms.baselines_rings import flat_ring_allreduce, hierarchical_ring_allreduce
+from optcc.algorithms.baselines.rings import flat_ring_allreduce, hierarchical_ring_allreduce
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
 from optcc.timing import slot_time

@@ -9,8 +9,8 @@ import pytest
 import lp_models.algorithms  # noqa: F401  (registers lp_shared and lp_exclusive, as the CLI does)
 from lp_models.fluid import solve_fluid_lp
 from lp_models.to_schedule import lp_server_plan, lp_server_schedule
-from optcc.algorithms.arrays_servers import lifted_event_arrays
-from optcc.algorithms.server_lift import node_cluster
+from optcc.algorithms.servers.arrays import lifted_event_arrays
+from optcc.algorithms.servers.shape import node_cluster
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.event_arrays import schedule_tuples

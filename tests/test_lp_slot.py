@@ -7,8 +7,8 @@ from bounds.closed_form import lower_bound
 from lp_models.fluid import solve_fluid_lp
 from lp_models.slot_search import optimal_tree_schedule
 from lp_models.slot_timing import optimal_timing
-from optcc.algorithms.optcc_single import optcc_allreduce
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single.build import optcc_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule

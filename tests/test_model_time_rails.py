@@ -1,4 +1,4 @@
-"""optcc_rails' closed-form counts (optcc.model_time_rails, derived) against the event model on
+"""optcc_rails' closed-form counts (optcc.algorithms.rails.counts, derived) against the event model on
 generated schedules: p ∈ {8, 16, 32}, g ∈ {2, 4, 8}, two degraded servers (uniform ℓ per server,
 and mixed ℓ inside one), k ∈ {1, 2, 4, 8, 16}; tested, not proved."""
 from fractions import Fraction as F
@@ -9,7 +9,7 @@ from optcc.algorithms import build_schedule
 from optcc.cluster import Cluster
 from optcc.latency import units as latency_units
 from optcc.model_time import knee, latency_count, model_time, overhead_count, served_by, slot
-from optcc.model_time_rails import counts
+from optcc.algorithms.rails.counts import counts
 from optcc.timing import IntegerTimes, event_time, slot_time
 
 MIB = 2**20
@@ -107,7 +107,7 @@ def test_knee_shrinks_with_a_small_share():
 def test_proportional_rates_add_a_piece_stream_to_the_overhead_count():
     """Mixed ℓ, p = 32, g = 4, k = 16 (proportional NVLink rates): the rails' OptCC count + 4
     alone is below the event model's slope at o = 1/100; with P_max it bounds it."""
-    from optcc.algorithms.optcc_rails import _best_plan
+    from optcc.algorithms.rails.build import _best_plan
     c = Cluster.build(32, 4, {0: F(2), 1: F(2), 2: F(4, 3), 3: F(4, 3), 5: F(3, 2)})
     plan = _best_plan(c, 16, materialize=False)
     assert plan.rates == "proportional"
@@ -125,7 +125,7 @@ def test_borrowing_plans_are_modelled_at_zero_latency_only():
     server), model_time's slot is that schedule's and no latency count is claimed for it."""
     from fractions import Fraction as F
 
-    from optcc.algorithms import optcc_rails
+    from optcc.algorithms.rails import build as optcc_rails
     from optcc.cluster import Cluster
     from optcc.model_time import model_time
     base = Cluster.build(16, 4, {0: F(4)})
@@ -145,7 +145,7 @@ def test_rails_built_under_pipelined_latency_take_the_latency_robust_pattern(nam
     """Under Li + L > 0 a rail of several stragglers on q ≥ 3 nodes runs optcc_multi's hop spread 3
     (its own cluster carries the latencies), and the closed form still bounds the event model
     below the knee; the λ = 0 schedule (spread 1) is another one."""
-    from optcc.algorithms import optcc_rails
+    from optcc.algorithms.rails import build as optcc_rails
     for k in (2, 8):
         c, s, grid = _schedule(slow, p, g, k, latency=F(1, 10**9))
         multi = [r for r in (optcc_rails.rail_cluster(c, l) for l in range(g)) if len(r.stragglers) >= 2]

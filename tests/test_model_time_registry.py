@@ -32,7 +32,7 @@ def test_kind_slot_and_overhead_count(cluster, name):
 
 
 def test_rails_latency_is_modelled_below_its_knee():
-    """optcc_rails' B and knee (optcc.model_time_rails; tested in tests/test_model_time_rails.py)."""
+    """optcc_rails' B and knee (optcc.algorithms.rails.counts; tested in tests/test_model_time_rails.py)."""
     c = RAILS[1]
     assert 0 < knee("optcc", c, 4) <= F(1, 4 * 12)
     assert model_time("optcc", c, 4, N).valid                        # Li = L = 0
@@ -44,7 +44,7 @@ def test_rails_latency_is_modelled_below_its_knee():
 
 
 def test_all_slow_counts_are_the_reduced_clusters():
-    from optcc.algorithms.all_slow import reduced
+    from optcc.algorithms.all_slow.build import reduced
     c = ALL_SLOW[1].with_latency(F(0), F(1, 10**6), F(1, 10**6))
     red, scale = reduced(c)
     assert scale == 2 and red.issue_delay == c.issue_delay and red.latency == c.latency

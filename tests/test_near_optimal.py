@@ -7,7 +7,7 @@ import z3
 
 from bounds.closed_form import exclusive_single_straggler_optimum, lower_bound_single_straggler
 from optcc.algorithms.families import Params
-from optcc.algorithms.optcc_single import optcc_slot_time
+from optcc.algorithms.single.build import optcc_slot_time
 from optcc.cluster import Cluster
 from verifier.parametric import near_optimal as NO
 from verifier.parametric.obligations import discharge

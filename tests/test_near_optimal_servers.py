@@ -11,7 +11,7 @@ import pytest
 import z3
 
 from bounds.closed_form import exclusive_single_straggler_optimum, lower_bound_straggler_server
-from optcc.algorithms.optcc_servers import optcc_server_slot_time
+from optcc.algorithms.servers.build import optcc_server_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from verifier.parametric import near_optimal_servers as NS

@@ -6,8 +6,8 @@ import pytest
 from bounds.closed_form import exclusive_single_straggler_optimum as exclusive_fluid_optimum
 from bounds.closed_form import fault_free_optimum, lower_bound_single_straggler
 from optcc.algorithms import build_schedule
-from optcc.algorithms import optcc_single as mod
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time, slot_table
+from optcc.algorithms.single import build as mod
+from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time, slot_table
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -67,7 +67,7 @@ def test_ring_offsets_tile_every_link_period():
     """The per-link claim of the docstring: RS and AG hops and the link's window cover Z_2H once
     (τ_RS, τ_AG as the generator's families state them)."""
     from optcc.algorithms.families import INT, Params
-    from optcc.algorithms.families import optcc as FO
+    from optcc.algorithms.single import families as FO
     for H in list(range(2, 130)) + [999, 1000, 9999]:
         P = Params(H + 1, 1, 1, 0)
         rs = [0] + [FO._tau_rs(INT, P, j) for j in range(1, H)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
+from optcc.algorithms.multi.build import optcc_multi_allreduce, optcc_multi_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.simulate import simulate
@@ -156,7 +156,7 @@ def test_gloo_run_p5_m2(tmp_path, dtype):
 def test_drain_last_hop_identity(m):
     """The closed form's drain term `_drain_last_slot` equals what `_drain_slots` places
     (an identity checked here over a range, not proved in general)."""
-    from optcc.algorithms.optcc_multi import _drain_last_slot, _drain_slots
+    from optcc.algorithms.multi.build import _drain_last_slot, _drain_slots
     for H in list(range(2, 12)) + [17, 30]:
         for k in (1, 2, 5):
             d = _drain_slots(H, m, k)
@@ -168,7 +168,7 @@ def test_drain_last_hop_identity(m):
                                     (9, {0: F(2), 3: F(4, 3), 5: F(3, 2)}, 6)])
 def test_chain_fill_m3_adds_pieces_and_time_drops(p, st, k, monkeypatch):
     """m ≥ 3 fill: k − 2 pieces per fillable straggler here; slot time strictly below no fill."""
-    import optcc.algorithms.optcc_multi as M
+    import optcc.algorithms.multi.build as M
     c = Cluster.build(p, stragglers=st)
     s = optcc_multi_allreduce(c, k)
     roots = sum(1 for e in st.values() if e < 2 * max(F(1), max(st.values()) / 2))
@@ -182,7 +182,7 @@ def test_chain_fill_m3_adds_pieces_and_time_drops(p, st, k, monkeypatch):
 def test_coincide_rotation_ports_and_sums(H):
     """m = 2: the shared-idle rotation (two moved all-gather hops) keeps one flow per port
     direction and a correct sum for every H tried; its fill pieces exist (≥ k − 2 per root)."""
-    from optcc.algorithms.optcc_multi import _chain_fill_plan
+    from optcc.algorithms.multi.build import _chain_fill_plan
     c = Cluster.build(H + 2, stragglers={0: F(4, 3), H + 1: F(8, 7)})
     s = optcc_multi_allreduce(c, 4)
     assert check_capacity(s) is None

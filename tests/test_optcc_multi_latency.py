@@ -5,8 +5,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.optcc_multi import hop_spread, optcc_multi_allreduce, optcc_multi_slot_time
-from optcc.algorithms.optcc_multi_drain import drain_last_slot, drain_slots
+from optcc.algorithms.multi.build import hop_spread, optcc_multi_allreduce, optcc_multi_slot_time
+from optcc.algorithms.multi.drain import drain_last_slot, drain_slots
 from optcc.cluster import Cluster
 from optcc.model_time import knee_fraction, latency_count, overhead_count, slot
 from optcc.simulate import simulate

@@ -8,8 +8,9 @@ import pytest
 
 from bounds.closed_form import lower_bound
 from lp_models.fluid import solve_fluid_lp
-from optcc.algorithms import build_schedule, optcc_rails
-from optcc.algorithms.optcc_servers import optcc_server_slot_time
+from optcc.algorithms import build_schedule
+from optcc.algorithms.rails import build as optcc_rails
+from optcc.algorithms.servers.build import optcc_server_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.simulate import simulate
@@ -135,7 +136,7 @@ def test_bound_and_lp_say_when_nvlink_limits_pooling(capsys):
 def test_every_gpu_slow_is_time_scaled():
     """all_slow (derived): ℓ_min × the schedule of the cluster with every ℓ divided by ℓ_min."""
     from optcc.algorithms.registry import optcc_closed_form
-    from optcc.algorithms import all_slow
+    from optcc.algorithms.all_slow import build as all_slow
     c = Cluster.build(6, 1, {0: 3, 1: 2, 2: 2, 3: F(5, 2), 4: 2, 5: 4})
     s = build_schedule("optcc", c, 2)
     assert s.meta["time_scaled_by"] == "2" and prove_allreduce(s).proved
@@ -184,8 +185,8 @@ def test_tiny_rails_take_the_fastest_of_multi_ring_direct():
     direct AllReduce (10/3); at k = 64 direct's 8/3·(1 + 1/256) beats the ring's 3 and
     optcc_multi's 3.047. Rail [1, 4/3, 2, 1] at k = 64 takes direct (2.290) over optcc_multi (2.617);
     at k = 2 direct ties the ring (3) and the ring is kept (ties keep the earlier candidate)."""
-    from optcc.algorithms import direct
-    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    from optcc.algorithms.direct import build as direct
+    from optcc.algorithms.multi.build import optcc_multi_slot_time
     two = Cluster.build(4, 1, {1: 2, 2: 2})
     assert optcc_multi_slot_time(two, 1) > 3 and direct.slot_time(two, 1) > 3
     ring = optcc_rails.rail_schedule(two, 1)

@@ -1,14 +1,14 @@
 """OptCC for g GPUs per server, one straggler server: simulation, ports, links, closed form,
-proofs, LP target, dispatch, errors (optcc/algorithms/optcc_servers.py)."""
+proofs, LP target, dispatch, errors (optcc/algorithms/servers/build.py)."""
 from fractions import Fraction as F
 
 import pytest
 
 from bounds.closed_form import lower_bound_straggler_server
 from optcc.algorithms import build_schedule
-from optcc.algorithms.optcc_servers import (optcc_server_allreduce, optcc_server_slot_time,
+from optcc.algorithms.servers.build import (optcc_server_allreduce, optcc_server_slot_time,
                                             straggler_server)
-from optcc.algorithms.optcc_single import _shard_size
+from optcc.algorithms.single.build import _shard_size
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.simulate import simulate

@@ -8,7 +8,7 @@ pytest.importorskip("torch", reason="the runner needs torch (the 'runner' extra)
 
 from gloo_run import run_on_gloo  # noqa: E402
 
-from optcc.algorithms.optcc_servers import optcc_server_allreduce  # noqa: E402
+from optcc.algorithms.servers.build import optcc_server_allreduce  # noqa: E402
 from optcc.cluster import Cluster  # noqa: E402
 
 

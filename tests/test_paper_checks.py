@@ -127,7 +127,7 @@ def test_fig10_rows_follow_the_bound(rows):
 def _server_time_by_hand(p, g, ell, k, au):
     """Independent recomputation of OptCC g > 1 at one k: optcc_servers' closed form, the
     instance's optcc_single closed form, and the α count written out."""
-    from optcc.algorithms.optcc_servers import optcc_server_slot_time
+    from optcc.algorithms.servers.build import optcc_server_slot_time
     c = O.server_cluster(p, g, ell)
     q = p // g
     h = q - 1
@@ -160,7 +160,7 @@ def test_fig10_rows_use_optcc_g4(rows):
 
 
 def test_fig9_rows_use_optcc_multi(rows):
-    from optcc.algorithms.optcc_multi import optcc_multi_slot_time
+    from optcc.algorithms.multi.build import optcc_multi_slot_time
     from optcc.cluster import Cluster
     au = M.alpha_units(S.MESSAGE_BYTES)
     for rid, pair in (("fig9-within-6pct-ab", (F(4, 3), F(8, 7))), ("fig9-within-6pct-cd", (F(2), F(4, 3))),
@@ -210,7 +210,7 @@ def test_alpha_units_and_seconds():
 @pytest.mark.parametrize("ell", [F(8, 7), F(3, 2), F(2), F(3)])
 @pytest.mark.parametrize("p", [3, 5, 8])
 def test_optcc_alpha_count_bounds_the_event_model(ell, p):
-    from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+    from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
     from optcc.cluster import Cluster
     from optcc.timing import IntegerTimes, event_time, slot_time
     c = Cluster.build(p, stragglers={0: ell})
@@ -247,7 +247,7 @@ def test_cli_json_and_figures(tmp_path, capsys, monkeypatch, paper_rows):
 
 @pytest.mark.parametrize("p", [4, 7, 10])
 def test_optcc_multi_alpha_count_bounds_the_event_model(p):
-    from optcc.algorithms.optcc_multi import optcc_multi_allreduce, optcc_multi_slot_time
+    from optcc.algorithms.multi.build import optcc_multi_allreduce, optcc_multi_slot_time
     from optcc.timing import IntegerTimes, event_time, slot_time
     for ells in ((F(4, 3), F(8, 7)), (F(2), F(4, 3)), (F(3), F(3, 2))):
         c = O.multi_straggler_cluster(p, ells)
@@ -261,7 +261,7 @@ def test_optcc_multi_alpha_count_bounds_the_event_model(p):
 
 @pytest.mark.parametrize("g,q", [(2, 4), (4, 3), (8, 3), (4, 2)])
 def test_optcc_server_alpha_count_bounds_the_event_model(g, q):
-    from optcc.algorithms.optcc_servers import optcc_server_allreduce
+    from optcc.algorithms.servers.build import optcc_server_allreduce
     from optcc.timing import IntegerTimes, event_time, slot_time
     p = g * q
     for ell in (F(8, 7), F(2), F(3)):
@@ -277,7 +277,7 @@ def test_optcc_server_alpha_count_bounds_the_event_model(g, q):
 
 def test_fig21_g8_row_uses_optcc_rails(rows):
     """Figure 21 with g = 8 as the paper: two straggler servers, optcc_rails' exact slot time + α count."""
-    from optcc.algorithms.optcc_rails import slot_time as rails_slot_time
+    from optcc.algorithms.rails.build import slot_time as rails_slot_time
     from optcc.cluster import Cluster
     r = rows["fig21-within-6pct-a-g8"]
     assert "g = 8" in r["location"] and "g = 8" in rows["fig21-within-6pct-a"]["location"]
@@ -291,10 +291,10 @@ def test_fig21_g8_row_uses_optcc_rails(rows):
 
 
 def test_fig21_g8_row_has_per_model_verdicts(rows):
-    """Per latency preset at auto k ≤ RAILS_K_MAX with optcc_rails' counts (optcc.model_time_rails);
+    """Per latency preset at auto k ≤ RAILS_K_MAX with optcc_rails' counts (optcc.algorithms.rails.counts);
     the rule is the g = 1 rows' (worst counted point ≤ 6% + rounding); one point by hand."""
-    from optcc.algorithms.optcc_rails import slot_time as rails_slot_time
-    from optcc.model_time_rails import counts
+    from optcc.algorithms.rails.build import slot_time as rails_slot_time
+    from optcc.algorithms.rails.counts import counts
     r = rows["fig21-within-6pct-a-g8"]
     assert set(r["verdicts"]) == {"alpha", "simai", "nccl"} and r["verdict"] == r["verdicts"]["simai"]
     models = r["details"]["latency_models"]
@@ -350,7 +350,7 @@ def test_fig21_g8_row_covers_the_axis_at_both_bandwidths(rows):
 
 @pytest.mark.parametrize("p,g", [(24, 8), (32, 8), (16, 4)])
 def test_optcc_rails_alpha_count_bounds_the_event_model(p, g):
-    from optcc.algorithms.optcc_rails import build
+    from optcc.algorithms.rails.build import build
     from optcc.timing import IntegerTimes, event_time, slot_time
     ells = (F(2), F(3, 2))
     c = O.rails_cluster(p, g, ells)

@@ -3,7 +3,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.optcc_single import optcc_slot_time
+from optcc.algorithms.single.build import optcc_slot_time
 from optcc.cluster import Cluster
 from paper_checks import claims as C
 from paper_checks import event_checks as E
@@ -83,7 +83,7 @@ def test_fig8_points_recomputed_by_hand(fig8, model):
 
 def test_fig8_event_time_point_is_the_schedules_event_time(fig8):
     """8/7@16 under simai: decided by event time; rebuilt and timed by optcc.timing.event_time."""
-    from optcc.algorithms.optcc_single import optcc_allreduce
+    from optcc.algorithms.single.build import optcc_allreduce
     from optcc.timing import event_time
     pt = fig8["details"]["latency_models"]["simai"]["points"]["8/7@16"]
     assert pt["decided_by"] == "event time"
@@ -160,7 +160,7 @@ def test_fixed_k_verdicts_are_the_schedules_event_times():
     """Figure 8's 4/3@16 under simai with k fixed (no search): k = 32 FAILs by event time (6.59%),
     k = 64 PASSes (4.97%); each is optcc.timing.event_time of the built schedule over the ring's;
     piece_bytes is that schedule's smallest piece."""
-    from optcc.algorithms.optcc_single import optcc_allreduce
+    from optcc.algorithms.single.build import optcc_allreduce
     from optcc.timing import event_time
     c = Cluster.build(16, stragglers={0: F(4, 3)}, bandwidth=S.NIC_BANDWIDTH, latency_model="simai")
     o, lam = lam_units("simai")

@@ -59,7 +59,7 @@ def test_fig21_g8_points_recomputed_from_the_built_schedule(rows):
     by optcc.timing.event_time (not the array path the row uses); the flat ring from its schedule
     at p = 32 (baselines_rings.flat_ring_allreduce), from ring_event_time at 64."""
     from lp_models.to_schedule import lp_server_schedule
-    from optcc.algorithms.baselines_rings import flat_ring_allreduce
+    from optcc.algorithms.baselines.rings import flat_ring_allreduce
     from optcc.cluster import Cluster
     from optcc.event_timer import ring_event_time
     from optcc.latency import units as latency_units
@@ -107,7 +107,7 @@ def test_json_and_markdown_carry_the_column(rows, paper_report, tmp_path, capsys
 
 def test_flow_estimate_bounds_the_built_schedule():
     from lp_models.to_schedule import lp_server_plan
-    from optcc.algorithms.arrays_servers import lifted_event_arrays
+    from optcc.algorithms.servers.arrays import lifted_event_arrays
     from paper_checks.event_checks import cluster
     for p, g, ells, k in [(32, 8, S.FIGURE21_ELLS, 8), (16, 4, F(2), 4), (32, 4, F(8, 7), 3)]:
         c = cluster(p, g, ells, "simai")

@@ -12,10 +12,10 @@ import pytest
 
 from bounds.closed_form import single_straggler_terms
 from optcc.algorithms.families import INT, Params
-from optcc.algorithms.families import optcc as FO
-from optcc.algorithms.families import ring as FR
-from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single import families as FO
+from optcc.algorithms.ring import families as FR
+from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -263,8 +263,8 @@ def test_multi_straggler_core_ports_for_all_sizes_and_core_is_in_the_generator()
     from collections import Counter
     from dataclasses import replace
 
-    from optcc.algorithms.families import multi_core as M
-    from optcc.algorithms.optcc_multi import _slot, optcc_multi_allreduce
+    from optcc.algorithms.multi import families as M
+    from optcc.algorithms.multi.build import _slot, optcc_multi_allreduce
     from verifier.parametric import multi
     from verifier.parametric.obligations import discharge
     results = [discharge(ob) for ob in multi.obligations()]

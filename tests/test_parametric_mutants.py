@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 
-from optcc.algorithms.families.ring import ring_flows
+from optcc.algorithms.ring.families import ring_flows
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
 from parametric_mutants import MUTANTS, OPTCC_MUTANTS
-from optcc.algorithms.families.optcc import optcc_flows
+from optcc.algorithms.single.families import optcc_flows
 from verifier import prove_allreduce
 from verifier.parametric import prove_all
 
@@ -75,7 +75,8 @@ def test_mutant_refuted_by_both(name):
 
 
 def test_unmutated_families_pass_both():
-    from optcc.algorithms.families import optcc, ring
+    from optcc.algorithms.single import families as optcc
+    from optcc.algorithms.ring import families as ring
     assert prove_all("ring", families=ring.FAMILIES)["proved"]
     assert not any(_instance_refuted(ring.FAMILIES, p, k, 2, 0) for p in (2, 3, 4) for k in (1, 2))
     assert not any(_optcc_instance_refuted(optcc.FAMILIES, p, k, ell, 0)

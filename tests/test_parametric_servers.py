@@ -10,9 +10,9 @@ from fractions import Fraction as F
 import pytest
 
 from optcc.algorithms.families import INT
-from optcc.algorithms.families.servers import (LIFT, PLACEMENT, TWO_SERVER_FAMILIES, server_finish_time,
+from optcc.algorithms.servers.families import (LIFT, PLACEMENT, TWO_SERVER_FAMILIES, server_finish_time,
                                                server_flows, two_server_flows, two_server_touch_times)
-from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
+from optcc.algorithms.servers.build import optcc_server_allreduce, optcc_server_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule
@@ -255,8 +255,8 @@ def _touch_instance(PL, q, g, ell, k, nv):
 def test_closed_form_touch_times_q3_are_the_instances_min_and_max():
     """optcc_touch_times (proved the min and max for every size) equals the min of the start and the max of the landing over the q ≥ 3
     OptCC instance's flows on every (node, piece): 300 instances, both regimes of ℓ."""
-    from optcc.algorithms.families.optcc import optcc_flows
-    from optcc.algorithms.families.servers import optcc_touch_times
+    from optcc.algorithms.single.families import optcc_flows
+    from optcc.algorithms.servers.families import optcc_touch_times
     from optcc.timing import durations
     n = 0
     for q in (3, 4, 5, 6, 7):
@@ -310,7 +310,7 @@ def test_the_running_builder_is_the_proved_enumeration_under_every_mutant(name, 
     refuses it (a start off the grid), and on some instance something other than before. (The
     touch times it reads off the instance's flows; prove-all proves the closed forms
     server_flows uses equal them, and refutes every TOUCH_MUTANT.)"""
-    from optcc.algorithms.families import servers as FS
+    from optcc.algorithms.servers import families as FS
     mutant = LIFT_MUTANTS[name]
     clusters = [(cluster(q, g, q // 2, ell, nv), k) for q, g, ell, k, nv in INSTANCES]
     before = [optcc_server_allreduce(c, k).flows for c, k in clusters]

@@ -1,4 +1,4 @@
-"""Borrowing sub-rails (optcc.algorithms.rails_borrow): the exact share LP and the NIC part of its
+"""Borrowing sub-rails (optcc.algorithms.rails.borrow): the exact share LP and the NIC part of its
 round layout for one GPU at ℓ > 2 (docs/failures.md "Borrowing sub-rails")."""
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 
 from bounds.closed_form import lower_bound, server_terms
 from lp_models.fluid import solve_fluid_lp
-from optcc.algorithms import optcc_rails, rails_borrow
+from optcc.algorithms.rails import build as optcc_rails
+from optcc.algorithms.rails import borrow as rails_borrow
 from optcc.cluster import Cluster
 from optcc.simulate import simulate
 from optcc.timing import check_capacity, slot_time
@@ -160,7 +161,7 @@ def test_p64_one_gpu_at_ell_4_borrows_within_3_percent_of_the_lp():
     from fractions import Fraction as F
 
     from lp_models.fluid import solve_fluid_lp
-    from optcc.algorithms import optcc_rails
+    from optcc.algorithms.rails import build as optcc_rails
     from optcc.cluster import Cluster
     c = Cluster.build(64, 4, {0: F(4)})
     lp = solve_fluid_lp(c, "exclusive").objective

@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms import optcc_rails
+from optcc.algorithms.rails import build as optcc_rails
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Schedule

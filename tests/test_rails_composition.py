@@ -8,8 +8,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms import optcc_rails
-from optcc.algorithms.optcc_servers import optcc_server_allreduce
+from optcc.algorithms.rails import build as optcc_rails
+from optcc.algorithms.servers.build import optcc_server_allreduce
 from optcc.cluster import Cluster
 from optcc.schedule import Schedule
 from verifier import prove_allreduce

@@ -1,4 +1,4 @@
-"""optcc.algorithms.rails_layout: optcc_rails' times on numpy arrays are the Python loop's integers.
+"""optcc.algorithms.rails.layout: optcc_rails' times on numpy arrays are the Python loop's integers.
 
 - the numpy passes (`_Plan(materialize=False)`) give the same lead, end and grid as the loop that
   lays out the flows (`layout="python"`), on clusters covering every branch: equal and
@@ -12,8 +12,10 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
-from optcc.algorithms import build_schedule, optcc_rails, rails_layout
-from optcc.algorithms.rails_layout import ArrayRail, touch_matrices
+from optcc.algorithms import build_schedule
+from optcc.algorithms.rails import build as optcc_rails
+from optcc.algorithms.rails import layout as rails_layout
+from optcc.algorithms.rails.layout import ArrayRail, touch_matrices
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, slot_time
 

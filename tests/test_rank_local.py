@@ -14,7 +14,7 @@ import pytest
 
 from optcc.algorithms import build_schedule
 from optcc.algorithms.families import local as LC
-from optcc.algorithms.optcc_single import optcc_allreduce
+from optcc.algorithms.single.build import optcc_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.generated import FORMAT, GeneratedSchedule, load_any

@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.schedule import Flow, LocalOp, Schedule

@@ -3,7 +3,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, LocalOp, Schedule
 from optcc.simulate import simulate

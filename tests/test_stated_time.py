@@ -8,7 +8,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.optcc_single import optcc_slot_time
+from optcc.algorithms.single.build import optcc_slot_time
 from optcc.cluster import Cluster
 
 

@@ -4,7 +4,7 @@ from fractions import Fraction as F
 import pytest
 
 from bounds.closed_form import fault_free_optimum, lower_bound
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule
 from optcc_app.compose.timing_report import time_schedule

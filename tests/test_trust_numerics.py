@@ -4,7 +4,7 @@ from fractions import Fraction as F
 import pytest
 
 from optcc.algorithms import build_schedule
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.schedule import Flow, Schedule

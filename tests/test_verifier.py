@@ -7,8 +7,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.optcc_single import optcc_allreduce
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single.build import optcc_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc_app.cli import main
 from optcc.cluster import Cluster
 from optcc.errors import OptccError

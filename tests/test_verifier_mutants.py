@@ -12,8 +12,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.optcc_single import optcc_allreduce
-from optcc.algorithms.ring import ring_allreduce
+from optcc.algorithms.single.build import optcc_allreduce
+from optcc.algorithms.ring.build import ring_allreduce
 from optcc.cluster import Cluster
 from optcc.timing import durations
 from verifier import prove_allreduce

@@ -198,7 +198,7 @@ def _add_r2ccl(out, record, cluster, segments, small, t0, lb, prove, notes) -> N
     fill (N−2)·Y/(K·S) stays below Y/K); larger p: the S → ∞ cost model (PAPER.md's formula
     with the (1 + 1/K) factor), labelled "model"."""
     from optcc.algorithms import baselines as BL
-    from optcc.algorithms.registry import R2CCL_CHUNKS
+    from optcc.algorithms.baselines.record import R2CCL_CHUNKS
     try:
         if small:
             s = max(8, cluster.p)

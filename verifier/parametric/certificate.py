@@ -117,7 +117,7 @@ def reference(algo: str, c: Cluster, k: int) -> tuple[list[Fraction], list[Flow]
     F: Any                          # the construction's families module, and its verifier model
     PV: Any
     if algo == "ring":
-        from optcc.algorithms.families import ring as F
+        from optcc.algorithms.ring import families as F
         from verifier.parametric import ring as PV
         origins, units = [Fraction(0)], [F.slot(INT, P)]
         pieces = F.piece_sizes(P)
@@ -128,7 +128,7 @@ def reference(algo: str, c: Cluster, k: int) -> tuple[list[Fraction], list[Flow]
         def piece_of(key: tuple[Term, ...]) -> Term:
             return F.piece_index(INT, P, key)
     else:
-        from optcc.algorithms.families import optcc as F
+        from optcc.algorithms.single import families as F
         from verifier.parametric import optcc as PV
         origins, units = F.phase_clock(INT, P)
         pieces = F.piece_sizes(P)

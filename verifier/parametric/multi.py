@@ -1,6 +1,6 @@
 """Port exclusivity of the multi-straggler OptCC periodic core, for all H ≥ 1, m ≥ 3, k ≥ 1.
 
-Only the core's four families (optcc.algorithms.families.multi_core) and only ports (plus
+Only the core's four families (optcc.algorithms.multi.families) and only ports (plus
 ranges): the drain and the fill are placed by search and are not families, so the sum property,
 causality and the finish time of multi-straggler schedules stay per-instance proofs.
 """
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from optcc.algorithms.families import multi_core as M
+from optcc.algorithms.multi import families as M
 from verifier.parametric import generic as G
 
 if TYPE_CHECKING:

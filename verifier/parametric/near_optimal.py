@@ -1,6 +1,6 @@
 """Near-optimality of single-straggler OptCC for every p: ratio obligations over its closed form.
 
-T(p, k, ℓ) is `optcc_slot_time` (derived, optcc/algorithms/optcc_single.py): for p ≥ 3 the
+T(p, k, ℓ) is `optcc_slot_time` (derived, optcc/algorithms/single/build.py): for p ≥ 3 the
 formula `verifier.parametric.optcc.closed_form`, which the `finish` obligations prove equal to
 the families' finish time; for p = 2 (one exchange) T = ℓ. Quantified range: all integers
 p ≥ 2, k ≥ 1 and real ℓ ≥ 1 (the straggler rank does not enter T). Bounds (units of n/B):
@@ -141,7 +141,7 @@ def control_point_check(p: int, k: int, ell: Fraction | int | str) -> dict[str, 
     """Re-evaluate the control's counterexample with the project's exact Fractions; where the
     schedule is small, also time the generated schedule (optcc.timing.slot_time)."""
     from bounds.closed_form import exclusive_single_straggler_optimum, lower_bound_single_straggler
-    from optcc.algorithms.optcc_single import optcc_allreduce, optcc_slot_time
+    from optcc.algorithms.single.build import optcc_allreduce, optcc_slot_time
     from optcc.cluster import Cluster
 
     ell = Fraction(ell)

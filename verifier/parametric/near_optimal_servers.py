@@ -1,6 +1,6 @@
 """Near-optimality of multi-GPU OptCC with one straggler server (optcc_servers), for every size.
 
-T is the servers finish time (derived, optcc/algorithms/optcc_servers.py, optcc_server_slot_time):
+T is the servers finish time (derived, optcc/algorithms/servers/build.py, optcc_server_slot_time):
 - q = 2: T = max(ℓ/g + W/k, W), W = ν = 2(g−1)/(g·s_nv), read from families.servers.PLACEMENT,
   the closed form that prove-all's property finish_q_le_2 proves is the schedule's finish;
 - q ≥ 3: T = T_1(q)/g + 3c, T_1 = optcc_slot_time on q nodes (verifier.parametric.optcc.closed_form),
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.algorithms.families import Params
-from optcc.algorithms.families import servers as S
+from optcc.algorithms.servers import families as S
 from verifier.parametric import near_optimal as NO
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric.obligations import TIMEOUT_MS, Obligation, discharge
@@ -85,7 +85,7 @@ def two_server_time(P: ServerParams) -> Z3Term:
 
 def shard(P: ServerParams) -> Z3Term:
     """δ of the q-node instance: families.optcc.shard_size over real q."""
-    from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.single import families as F
     return F.shard_size(Z3Arith(), _single(P))
 
 
@@ -172,7 +172,7 @@ def control() -> Obligation:
 def control_point_check(g: int, k: int, ell: Fraction | int | str, s_nv: Fraction | int | str) -> dict[str, Any]:
     """Re-evaluate the control's point with exact Fractions; time the generated schedule."""
     from bounds.closed_form import lower_bound_straggler_server
-    from optcc.algorithms.optcc_servers import optcc_server_allreduce, optcc_server_slot_time
+    from optcc.algorithms.servers.build import optcc_server_allreduce, optcc_server_slot_time
     from optcc.cluster import Cluster
     from optcc.timing import slot_time as timed
 

@@ -1,4 +1,4 @@
-"""All-size obligations for single-straggler OptCC (optcc.algorithms.families.optcc), p ≥ 3.
+"""All-size obligations for single-straggler OptCC (optcc.algorithms.single.families), p ≥ 3.
 
 Quantified range: p ≥ 3, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (ℓ = 1: rank s plays
 S). p = 2 is a different schedule (one exchange) and stays with the per-instance verifier.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.algorithms.families import Params
-from optcc.algorithms.families import optcc as F
+from optcc.algorithms.single import families as F
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith, Z3RealArith
 from verifier.parametric import generic as G

@@ -29,7 +29,7 @@ def obligations(algo: str, families: Any = None) -> tuple[str, list[Obligation]]
     times, a tuple the q = 2 swap families)."""
     common = lemmas.product_lemmas() + [lemmas.box_lemma()] + lemmas.arc_lemmas()
     if algo == "ring":
-        from optcc.algorithms.families import ring as ring_families
+        from optcc.algorithms.ring import families as ring_families
         from verifier.parametric import ring as R
         fams = families or ring_families.FAMILIES
         C = R.generator_model(fams)
@@ -37,12 +37,12 @@ def obligations(algo: str, families: Any = None) -> tuple[str, list[Obligation]]
                + G.ports(C) + G.causality(C) + R.finish(C) + R.bound(C) + L.obligations(C) + SO.obligations())
         return R.FOR_ALL, obs
     if algo == "optcc":
-        from optcc.algorithms.families import optcc as optcc_families
+        from optcc.algorithms.single import families as optcc_families
         from verifier.parametric import optcc as O
         fams = families or optcc_families.FAMILIES
         return O.FOR_ALL, common + O.obligations(fams) + L.obligations(O.generator_model(fams)) + SO.obligations()
     if algo == "servers":
-        from optcc.algorithms.families.servers import Lift, Placement
+        from optcc.algorithms.servers.families import Lift, Placement
         from verifier.parametric import servers as SV
         lift = families if isinstance(families, Lift) else None
         placement = families if isinstance(families, Placement) else None

@@ -1,4 +1,4 @@
-"""All-p obligations for the ring AllReduce families (optcc.algorithms.families.ring).
+"""All-p obligations for the ring AllReduce families (optcc.algorithms.ring.families).
 
 Quantified range: p ≥ 2, k ≥ 1, real ℓ ≥ 1, straggler rank 0 ≤ s < p (ℓ = 1: no straggler).
 Sum invariant, piece (σ, c), chain position j (2p−2 flows: reduce-scatter hops j = 0..p−2 from
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.algorithms.families import Params
-from optcc.algorithms.families import ring as R
+from optcc.algorithms.ring import families as R
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric import generic as G

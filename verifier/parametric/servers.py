@@ -2,7 +2,7 @@
 
 Quantified range: q ≥ 1 servers, g ≥ 2 GPUs each, k ≥ 1, real ℓ ≥ 1, straggler server
 0 ≤ s < q, real NVLink speed-up s_nv > 0, any instance piece count P ≥ 1, any instance
-first-touch and last-write times. The schedule is (optcc.algorithms.families.servers):
+first-touch and last-write times. The schedule is (optcc.algorithms.servers.families):
 g copies of an instance (instance l on GPUs s·g + l, pieces l·P + π, time D + t/g) between
 an NVLink reduce-scatter and an all-gather bracket per (server, π), placed in closed form.
 
@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import z3
 
 from optcc.algorithms.families import Params
-from optcc.algorithms.families import servers as S
+from optcc.algorithms.servers import families as S
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric.generic import GeneratorModel, fresh_index
@@ -404,7 +404,7 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     """q ≥ 3: no instance flow touches node v on a piece before first(v, piece), none lands at v
     after last(v, piece), both (phase, slot) lie in their phase's window, and (phase, slot)
     order there is time order; so the RS deadline D + ft/g and the AG release D + lw/g are safe."""
-    from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.single import families as F
     from verifier.parametric import optcc as O
     first, last = PL.optcc_first, PL.optcc_last
     C = O.generator_model()
@@ -456,7 +456,7 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
 def optcc_touch_witnesses(PL: S.Placement) -> list[Obligation]:
     """q ≥ 3: in every case of (v, piece) one instance flow attains ft (starts there, touching v)
     and one attains lw (lands at v there), so with optcc_touch_obligations they are the min and max."""
-    from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.single import families as F
     from verifier.parametric import optcc as O
     C = O.generator_model()
     P = C.P

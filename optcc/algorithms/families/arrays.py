@@ -112,7 +112,7 @@ class FlowArrays:
 def optcc_flow_arrays(p: int, k: int, s: int, ell: Fraction) -> FlowArrays:
     """The flows of `families.optcc.optcc_flows(p, k, s, ell)` (p ≥ 3) as FlowArrays: every family
     on the index ranges of its loops, starts origin[phase] + (box + offset)·unit[phase]."""
-    from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.single import families as F
     ell = Fraction(ell)
     P = Params(p, k, ell, s)
     H = p - 1
