@@ -8,12 +8,18 @@ as the ring does (derived); unlike the ring, whose p − 1 chained steps each wa
 link upstream, its rounds meet every peer in both directions, so each receive is the probe's
 timed flow s → d (gpu_runner.probe, module docstring) and the probe's own `estimate` and rule
 (`decide`: slow iff ℓ·(1 − spread) ≥ min_ell) read the hook's timings unchanged: no probe
-traffic, the gradients' own messages are timed. Chunk c is summed by rank c in rank order and
+traffic, the gradients' own messages are timed. A rank that waited in one round for the slow
+host starts the next late, and its receiver counts that wait; the rounds of one round-robin
+direction pass that wait on to the slow host's successor in every round, so successive timed
+steps alternate the direction (r + j, then r − j) and a repetition is two successive timed steps,
+each flow's better reading of the two (`paired`); a verdict reads the last three timed steps, two
+overlapping repetitions (the probe's rule needs two to measure a spread; overlapping, they
+understate it somewhat). Chunk c is summed by rank c in rank order and
 sent out as it is, so every rank holds the same bits.
 
 At each step boundary (DDP's last bucket of a backward) of a timed step every rank all-gathers
 its receive times (3·p numbers) and every rank computes the verdict from the same data, so the
-decision is the same everywhere. A host named slow in the last two timed steps switches the
+decision is the same everywhere. A host named slow in the last three timed steps switches the
 state to OptCC: the measured cluster (the probe's cluster JSON of the hook's rates, with the
 per-message cost of `cluster` if given, else none, and `OptccHookState.auto` times k under
 optcc.segments.auto_timed_cluster) is planned by AutoHookState, which proves each schedule and
@@ -41,7 +47,7 @@ from optcc.errors import OptccError
 
 log = logging.getLogger("gpu_runner.adaptive")
 
-WINDOW = 2                 # timed steps a verdict reads: the probe's rule needs two repetitions
+WINDOW = 3                 # timed steps a verdict reads: two overlapping pairs, the two repetitions the probe's rule needs
 DEFAULT_MIN_ELL = 1.25     # policy: a switch costs a plan and a proof, so a small slowdown does not
 DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the links (repair seen within 3 steps)
 
@@ -83,23 +89,24 @@ def _exchange(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int, group,
 
 
 def pairwise_allreduce(flat: torch.Tensor, rank: int, p: int, group=None, peer=lambda r: r,
-                       times: FlowTimes | None = None) -> torch.Tensor:
+                       times: FlowTimes | None = None, reverse: bool = False) -> torch.Tensor:
     """Sum `flat` (1-D, contiguous) over the p ranks in place by the pairwise exchange (module
     docstring); each receive is recorded in `times`. `peer` maps a group rank to the rank the
-    point-to-point calls take."""
+    point-to-point calls take; `reverse`: round j sends to r − j and receives from r + j."""
     times = times if times is not None else FlowTimes(p)
+    way = -1 if reverse else 1
     chunks = torch.tensor_split(flat, p)
     mine = chunks[rank]
     parts = [mine if r == rank else torch.empty_like(mine) for r in range(p)]
     for j in range(1, p):
-        dst, src = (rank + j) % p, (rank - j) % p
+        dst, src = (rank + way * j) % p, (rank - way * j) % p
         _exchange(chunks[dst], parts[src], dst, src, group, peer, times)
     total = parts[0].clone()
     for r in range(1, p):                 # rank order: the same sum whoever owns the chunk
         total.add_(parts[r])
     mine.copy_(total)
     for j in range(1, p):
-        dst, src = (rank + j) % p, (rank - j) % p
+        dst, src = (rank + way * j) % p, (rank - way * j) % p
         _exchange(mine, chunks[src], dst, src, group, peer, times)
     return flat
 
@@ -122,16 +129,23 @@ def flow_rates(history: list[list[list[float]]], overhead_s: float) -> tuple[lis
     return rates, c
 
 
+def paired(rates: list) -> list:
+    """Each two successive timed steps as one repetition: every flow's better reading of the two
+    (they ran the rounds in opposite directions; module docstring)."""
+    return [[[max(a, b) for a, b in zip(ra, rb)] for ra, rb in zip(x, y)] for x, y in zip(rates, rates[1:])]
+
+
 def verdict(history: list[list[list[float]]], hosts: list[str], overhead_s: float = 0.0,
             min_ell: float = DEFAULT_MIN_ELL) -> dict:
     """The probe's estimate (rates, ℓ, the significance rule, the cluster JSON) of the hook's
-    timed steps; the same on every rank that holds the same history."""
+    timed steps, successive steps paired (`paired`); the same on every rank that holds the same
+    history."""
     from gpu_runner.probe import estimate
     rates, c = flow_rates(history, overhead_s)
     p = len(hosts)
     sent = [row[p + s] / row[2 * p + s] for rep in history for d, row in enumerate(rep) for s in range(p)
             if s != d and row[2 * p + s] > 0]
-    return estimate(rates, round(sum(sent) / len(sent)), hosts, None, min_ell, c)
+    return estimate(paired(rates), round(sum(sent) / len(sent)), hosts, None, min_ell, c)
 
 
 def complete(history: list[list[list[float]]]) -> bool:
@@ -191,6 +205,7 @@ class AdaptiveHookState:
         self._plan = None
         self._named: tuple = ()
         self._switched_at = 0
+        self._timed_steps = 0
         self._history: list = []
         self._times: FlowTimes | None = None
         self._sizes: dict = {}              # bucket bytes -> dtype, seen in the last step
@@ -248,7 +263,8 @@ class AdaptiveHookState:
             wd.arm(f"a gradient bucket's AllReduce ({self.mode}) to start")
         try:
             if self.mode == "default" or (self._step_timed and first):
-                pairwise_allreduce(tensor.view(-1), rank, p, self.process_group, peer, self._times)
+                pairwise_allreduce(tensor.view(-1), rank, p, self.process_group, peer, self._times,
+                                   reverse=self._timed_steps % 2 == 1)
             else:
                 state = self._plan.state_for(nbytes)
                 state.admit(tensor)
@@ -265,6 +281,7 @@ class AdaptiveHookState:
         self._times = None
         self.trace.append({"step": self.step, "mode": self.mode, "timed": timed})
         self.step += 1
+        self._timed_steps += timed
         if not timed or self.step == 1:     # step 0 is a warm-up: gloo connects each pair at its first message
             return
         mine = torch.tensor(times.row(), dtype=torch.float64)
@@ -277,6 +294,8 @@ class AdaptiveHookState:
             return
         est = verdict(self._history, hosts, float(self.base.overhead) if self.base is not None else 0.0, self.min_ell)
         self.last_verdict = est
+        self.trace[-1]["verdict"] = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
+                                     "named": [r["rank"] for r in est["ranks"] if r["straggler"]]}
         named = tuple(r["rank"] for r in est["ranks"] if r["straggler"])
         if named == self._named:
             return

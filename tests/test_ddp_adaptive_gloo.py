@@ -46,7 +46,7 @@ def _step(p, slow_rank=None, ell=1.0, chunk=1e6, rate=5e6, jitter=()):
 def test_verdict_names_the_slow_host_with_its_ell():
     from gpu_runner.adaptive import verdict
     hosts = [f"node{r}" for r in range(4)]
-    est = verdict([_step(4, 0, 2.0), _step(4, 0, 2.0, jitter={(1, 2): 1.05})], hosts)
+    est = verdict([_step(4, 0, 2.0), _step(4, 0, 2.0, jitter={(1, 2): 1.05}), _step(4, 0, 2.0)], hosts)
     assert [r["straggler"] for r in est["ranks"]] == [True, False, False, False]
     assert est["ranks"][0]["ell"] == pytest.approx(2.0, rel=1e-9)
     assert est["cluster"]["stragglers"] == [{"rank": 0, "ell": 2}]
@@ -56,10 +56,10 @@ def test_verdict_names_the_slow_host_with_its_ell():
 def test_verdict_names_nobody_on_even_links_or_after_one_slow_step():
     from gpu_runner.adaptive import verdict
     hosts = [f"node{r}" for r in range(4)]
-    even = verdict([_step(4), _step(4, jitter={(0, 1): 1.08})], hosts)
+    even = verdict([_step(4), _step(4, jitter={(0, 1): 1.08}), _step(4)], hosts)
     assert not any(r["straggler"] for r in even["ranks"]) and even["cluster"]["stragglers"] == []
-    # the best of the two steps counts (errors are one-sided): a host slow in one step only is not named
-    once = verdict([_step(4), _step(4, 0, 2.0)], hosts)
+    # the best reading counts (errors are one-sided): a host slow in the last two steps only is not named
+    once = verdict([_step(4), _step(4, 0, 2.0), _step(4, 0, 2.0)], hosts)
     assert not any(r["straggler"] for r in once["ranks"])
 
 
@@ -67,7 +67,8 @@ def test_verdict_is_the_probes_rule():
     """A slowdown inside the spread is not named (ℓ·(1 − spread) < min_ell), as the probe decides."""
     from gpu_runner.adaptive import verdict
     hosts = [f"node{r}" for r in range(4)]
-    noisy = [_step(4, 0, 1.4), _step(4, 0, 1.4, jitter={(s, 1): 1.6 for s in (0, 2, 3)})]
+    slower = {(s, 1): 1.6 for s in (0, 2, 3)}
+    noisy = [_step(4, 0, 1.4), _step(4, 0, 1.4, jitter=slower), _step(4, 0, 1.4, jitter=slower)]
     est = verdict(noisy, hosts, min_ell=1.25)
     assert est["ranks"][0]["ell"] == pytest.approx(1.4, rel=1e-9)
     assert est["spread"] == pytest.approx(1 - 1 / 1.6, rel=1e-9)
@@ -79,6 +80,7 @@ def test_the_per_message_cost_is_taken_off_each_flow():
     rows = [_row(3, [0.0, 0.3, 0.3], [0, 1e6, 1e6]), _row(3, [0.3, 0.0, 0.3], [1e6, 0, 1e6]),
             _row(3, [0.3, 0.3, 0.0], [1e6, 1e6, 0])]
     rates, c = flow_rates([rows], 0.05)
+    assert rates[0][1][2] == pytest.approx(1e6 / (0.3 - 2 * 0.05))
     assert c == 0.05 and rates[0][1][0] == pytest.approx(1e6 / (0.3 - 2 * 0.05))
     _, capped = flow_rates([rows], 1.0)          # never more than half the shortest message time
     assert capped == pytest.approx(0.075)
