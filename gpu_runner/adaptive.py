@@ -361,7 +361,7 @@ class AdaptiveHookState:
         if not done:
             raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
 
-    def __enter__(self) -> "AdaptiveHookState":
+    def __enter__(self) -> AdaptiveHookState:
         return self
 
     def __exit__(self, *exc) -> None:
