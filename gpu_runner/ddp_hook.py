@@ -95,6 +95,15 @@ class OptccHookState:
         """No schedule file: each bucket size gets the k auto chooses for it (AutoHookState)."""
         return AutoHookState(cluster, algo, **kw)
 
+    @staticmethod
+    def adaptive(cluster=None, algo: str = "optcc", **kw):
+        """No schedule file, no straggler known: the default exchange while the links are even, OptCC
+        for the measured cluster while a host is slow, back after the repair
+        (gpu_runner.adaptive.AdaptiveHookState). `cluster` (e.g. the probe's file) gives the
+        per-message cost; its stragglers are not used, the hook measures them."""
+        from gpu_runner.adaptive import AdaptiveHookState
+        return AdaptiveHookState(cluster, algo, **kw)
+
     def executor(self):
         if self._executor is None:
             group = self.process_group
@@ -130,8 +139,9 @@ class OptccHookState:
             self._admitted[name] = admit_numerics(self.schedule, name, self.allow_worse_numerics)
         return self._admitted[name]
 
-    def submit(self, tensor: torch.Tensor) -> torch.futures.Future:
-        """All-reduce `tensor` in place off this thread; the Future completes with it."""
+    def submit(self, tensor: torch.Tensor, step_end: bool = False) -> torch.futures.Future:
+        """All-reduce `tensor` in place off this thread; the Future completes with it. (`step_end`,
+        DDP's last bucket of a step, matters to the adaptive state only.)"""
         if self._closed:
             raise RunnerError("the optcc hook state is closed")
         self.admit(tensor)
@@ -299,7 +309,7 @@ class AutoHookState:
             state = self._by_k[k] = OptccHookState(schedule, **self._kw)
         return state
 
-    def submit(self, tensor: torch.Tensor) -> torch.futures.Future:
+    def submit(self, tensor: torch.Tensor, step_end: bool = False) -> torch.futures.Future:
         """All-reduce `tensor` in place with the state of its size, off this thread."""
         if self._closed:
             raise RunnerError("the optcc hook state is closed")
@@ -335,4 +345,4 @@ def optcc_hook(state: OptccHookState, bucket: dist.GradBucket) -> torch.futures.
     """All-reduce (average) one DDP gradient bucket with the state's schedule; returns at once."""
     tensor = bucket.buffer()
     tensor.div_(state.world)
-    return state.submit(tensor)
+    return state.submit(tensor, bucket.is_last())

@@ -276,16 +276,21 @@ def list_namespaces() -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
 
-def measure(tb: Testbed, worker_args: list, timeout_s: float) -> dict:
+def measure(tb: Testbed, worker_args: list, timeout_s: float, per_node: int = 1) -> dict:
     """Run the workers inside the namespaces (rank 0's address hosts the rendezvous); rank 0's JSON.
-    Each rank's OPTCC_HOSTNAME is its namespace's name (the namespaces share the machine's hostname).
+    `per_node` ranks share each namespace (a node: its one shaped link is their NIC), ranks
+    k·per_node .. k·per_node + per_node − 1 in namespace k, with LOCAL_RANK and LOCAL_WORLD_SIZE
+    set as torchrun sets them on that node. Each rank's OPTCC_HOSTNAME is its namespace's name
+    (the namespaces share the machine's hostname).
     Workers run at nice −10 (WORKER_NICE): they emulate dedicated hosts, so on a shared machine
     they should not queue behind unrelated processes (the forwarder, the network, runs at −20)."""
     from gpu_runner.launch import launch
-    res = launch(tb.p, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
-                 prefix=lambda r: [*tb.prefix(r), "nice", "-n", str(WORKER_NICE), "env",
-                                   f"OPTCC_HOSTNAME={tb.namespaces[r]}"],
-                 env_extra={"GLOO_SOCKET_IFNAME": "eth0"}, wall_limit_s=timeout_s * 10)
+    res = launch(tb.p * per_node, worker_args, timeout_s, master_addr=tb.address(0), master_port=29400,
+                 prefix=lambda r: [*tb.prefix(r // per_node), "nice", "-n", str(WORKER_NICE), "env",
+                                   f"OPTCC_HOSTNAME={tb.namespaces[r // per_node]}"],
+                 env_extra=lambda r: {"GLOO_SOCKET_IFNAME": "eth0", "LOCAL_RANK": str(r % per_node),
+                                      "LOCAL_WORLD_SIZE": str(per_node)},
+                 wall_limit_s=timeout_s * 10)
     if not res.ok:
         raise OptccError("testbed", "a run failed: " + res.describe_failure())
     return res.result

@@ -150,7 +150,9 @@ def test_local_probe_json_and_cluster_file_feed_schedule(tmp_path):
     res = _optcc("probe", "--nproc", "3", "--size", "1048576", "--repeats", "3", "-o", str(out), "--json", env=env)
     assert res.returncode == 0, res.stderr
     got = json.loads(res.stdout)
-    assert [r["rank"] for r in got["ranks"]] == [0, 1, 2]
+    from gpu_runner.probe import report
+    assert res.stdout == report(got, True) + "\n" and got["cluster_file"] == str(out)   # as torchrun --json
+    assert [r["rank"] for r in got["ranks"]] == [0, 1, 2] and got["one_host"] and got["g"] == 1
     for r in got["ranks"]:
         assert {"rank", "host", "send_bytes_per_s", "recv_bytes_per_s", "ell"} <= set(r)
         assert r["send_bytes_per_s"] > 0 and r["recv_bytes_per_s"] > 0 and r["ell"] >= 1
@@ -183,6 +185,9 @@ def test_dead_or_hung_rank_ends_every_rank_with_a_clear_error(tmp_path, fault):
     (["--nproc", "3", "--straggler", "0:2"], "--testbed"),
     (["--testbed", "--p", "3"], "--rate"),
     (["--nproc", "3", "--min-ell", "0.5"], "--min-ell"),
+    (["--nproc", "4", "--ranks-per-node", "2"], "--testbed"),
+    (["--testbed", "--p", "8", "--rate", "16", "--ranks-per-node", "3"], "--ranks-per-node"),
+    (["--testbed", "--p", "8", "--rate", "16", "--ranks-per-node", "2", "--straggler", "4:2"], "--straggler"),
 ])
 def test_bad_input(args, field, tmp_path):
     res = _optcc("probe", *args, cwd=tmp_path)
@@ -190,24 +195,30 @@ def test_bad_input(args, field, tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_probe_under_torchrun(tmp_path):
+def test_probe_under_torchrun_prints_the_report_optcc_probe_prints(tmp_path):
+    """Without --json the table of `report` (the one `optcc probe` prints), also when rank 0
+    writes --result; the cluster file carries the measured per-message cost."""
     pytest.importorskip("torch")
     import shutil
+    from gpu_runner.probe import report
     torchrun = shutil.which("torchrun") or os.path.join(os.path.dirname(sys.executable), "torchrun")
     if not os.path.exists(torchrun):
         pytest.skip("torchrun is not installed")
-    out = tmp_path / "c.json"
+    out, result = tmp_path / "c.json", tmp_path / "r.json"
     res = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "3", "-m", "gpu_runner.probe",
-                          "--size", "65536", "--repeats", "2", "--out", str(out)],
+                          "--size", "65536", "--repeats", "2", "--out", str(out), "--result", str(result)],
                          capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr[-2000:]
-    lines = res.stdout.strip().splitlines()          # without --json: the table optcc probe prints
-    assert lines[0].startswith("# 3 ranks, 2 repetitions of 2 rounds, 65536 bytes per stream")
-    assert lines[1].split()[:3] == ["rank", "host", "send"] and [x.split()[0] for x in lines[2:5]] == ["0", "1", "2"]
-    assert lines[-2].startswith(("# no straggler", "# stragglers"))
-    cluster = Cluster.from_json(json.loads(out.read_text()))
-    assert cluster.p == 3 and cluster.overhead > 0                  # the measured per-message cost, written
-    shown = float(lines[-1].split("o = ")[1].split(" us")[0])
+    got = json.loads(result.read_text())
+    assert res.stdout == report(got, False) + "\n"
+    assert got["cluster_file"] == str(out) and json.loads(out.read_text()) == got["cluster"]
+    lines = res.stdout.strip().splitlines()
+    assert lines[0].startswith("# 3 ranks on one host (")                    # said, not hidden
+    assert lines[1].split()[:3] == ["node", "host", "ranks"] and [x.split()[0] for x in lines[2:5]] == ["0", "1", "2"]
+    assert lines[-1] == f"wrote {out}"
+    cluster = Cluster.from_json(got["cluster"])
+    assert cluster.p == 3 and cluster.g == 1 and cluster.overhead > 0      # the measured per-message cost, written
+    shown = float(res.stdout.split("o = ")[1].split(" us")[0])
     assert shown == pytest.approx(float(cluster.overhead) * 1e6, abs=0.06)
 
 

@@ -1,11 +1,11 @@
-"""`optcc probe`: measure every rank's NIC send/receive bandwidth, estimate ℓ, write a cluster JSON."""
+"""`optcc probe`: measure every host's NIC send/receive bandwidth, estimate ℓ, write a cluster JSON."""
 from __future__ import annotations
 
 import argparse
 import math
 
 from optcc.cluster import MAX_P, parse_straggler
-from optcc_app.commands._common import byte_size, positive_seconds, print_json
+from optcc_app.commands._common import byte_size, positive_seconds
 from optcc.errors import OptccError
 from optcc.needs import require
 from optcc.files import check_writable, write_text_atomic
@@ -19,8 +19,12 @@ def register(sub) -> None:
     parser.add_argument("--nproc", type=int, help="local ranks to start (without --testbed)")
     parser.add_argument("--testbed", action="store_true", help="run on the shaped namespace testbed (root)")
     parser.add_argument("--p", type=int, help="testbed ranks (default: --nproc)")
-    parser.add_argument("--straggler", action="append", default=[], metavar="RANK:ELL",
-                        help="testbed: shape RANK's link to rate/ELL (repeatable)")
+    parser.add_argument("--ranks-per-node", type=int, default=1, metavar="G",
+                        help="testbed: G ranks share each node's namespace and link, as the GPUs of a "
+                             "server share its NIC (default 1)")
+    parser.add_argument("--straggler", action="append", default=[], metavar="NODE:ELL",
+                        help="testbed: shape NODE's link to rate/ELL (repeatable; NODE = rank with "
+                             "--ranks-per-node 1)")
     parser.add_argument("--rate", type=float, metavar="MBIT", help="testbed: healthy link rate in Mbit/s")
     parser.add_argument("--delay-ms", type=float, default=None, metavar="D", help="testbed: one-way delay")
     parser.add_argument("--size", type=byte_size, default=1 << 20, metavar="BYTES",
@@ -44,32 +48,27 @@ def run(args) -> int:
     extra = ["--inject-fault", args.inject_fault] if args.inject_fault else []
     if args.testbed:
         stragglers = _stragglers(args)
-        res = probe_testbed(args.p or args.nproc, stragglers, args.rate, args.size, args.repeats, args.timeout, args.delay_ms,
-                            args.bandwidth, args.min_ell, extra)
+        res = probe_testbed(args.p or args.nproc, stragglers, args.rate, args.size, args.repeats, args.timeout,
+                            args.delay_ms, args.bandwidth, args.min_ell, extra, per_node=args.ranks_per_node)
     else:
         res = probe_local(args.nproc, args.size, args.repeats, args.timeout, args.bandwidth, args.min_ell, extra)
     write_text_atomic(args.out, dumps(res["cluster"], indent=2) + "\n", "--out")
     res["cluster_file"] = args.out
-    if args.json:
-        print_json(res)
-        return 0
-    from gpu_runner.probe import summary_lines
-    print("\n".join(summary_lines(res)))
-    print(f"wrote {args.out}: stragglers "
-          + (", ".join(f"{s['rank']}:{s['ell']}" for s in res["cluster"]["stragglers"]) or "none"))
+    from gpu_runner.probe import report
+    print(report(res, args.json))          # what python -m gpu_runner.probe prints under torchrun
     return 0
 
 
 def _stragglers(args) -> dict:
-    """--straggler RANK:ELL of the testbed: ranks in range, each once, ℓ ≥ 1 (as Cluster demands)."""
-    p = args.p or args.nproc
+    """--straggler NODE:ELL of the testbed: nodes in range, each once, ℓ ≥ 1 (as Cluster demands)."""
+    nodes = (args.p or args.nproc) // args.ranks_per_node
     stragglers: dict = {}
     for text in args.straggler:
         r, ell = parse_straggler(text, "--straggler")
-        if not 0 <= r < p:
-            raise OptccError("--straggler", f"rank {r} is out of range 0..{p - 1}")
+        if not 0 <= r < nodes:
+            raise OptccError("--straggler", f"node {r} is out of range 0..{nodes - 1}")
         if r in stragglers:
-            raise OptccError("--straggler", f"rank {r} is given twice")
+            raise OptccError("--straggler", f"node {r} is given twice")
         if ell < 1:
             raise OptccError("--straggler", f"slowdown ℓ must be ≥ 1, got {ell}")
         stragglers[r] = ell
@@ -82,13 +81,18 @@ def _validate(args) -> None:
             raise OptccError("--rate", "the testbed needs a positive --rate in Mbit/s")
         if (args.p or args.nproc or 0) < 2:
             raise OptccError("--p", "the testbed needs --p (or --nproc) ≥ 2 ranks")
+        g = args.ranks_per_node
+        if g < 1 or (args.p or args.nproc) % g or (args.p or args.nproc) // g < 2:
+            raise OptccError("--ranks-per-node", f"expected G ≥ 1 dividing --p = {args.p or args.nproc} into "
+                                                 f"2 or more nodes, got {g}")
         if args.delay_ms is not None and not 0 <= args.delay_ms <= 10_000:
             raise OptccError("--delay-ms", f"expected 0 ≤ D ≤ 10000 ms, got {args.delay_ms}")
     else:
         if args.nproc is None or args.nproc < 2:
             raise OptccError("--nproc", "expected --nproc ≥ 2 local ranks (or --testbed)")
-        if args.straggler or args.rate is not None or args.delay_ms is not None:
-            raise OptccError("--testbed", "--straggler, --rate and --delay-ms shape the testbed; add --testbed")
+        if args.straggler or args.rate is not None or args.delay_ms is not None or args.ranks_per_node != 1:
+            raise OptccError("--testbed", "--straggler, --rate, --delay-ms and --ranks-per-node shape the testbed; "
+                                          "add --testbed")
     if (args.p or args.nproc) > MAX_P:
         raise OptccError("--p" if args.p else "--nproc", f"at most {MAX_P} ranks are supported")
     if args.size <= 0:

@@ -1,0 +1,147 @@
+"""Step-time trace of a training job whose NIC degrades and is repaired (root: the shaped testbed).
+
+4 nodes at --rate Mbit/s train the MLP of gpu_runner.adaptive_scenario; node 0's link runs at
+rate/ℓ from step --degrade to step --restore. Runs, on one testbed, one after another:
+`default` (DDP's all-reduce) and `adaptive` (OptccHookState.adaptive with the probe's cluster)
+through the whole scenario, and `static k=K` (the OptCC schedule for the degraded cluster at
+each --static-k) with the links degraded throughout. Prints each step's time per hook, then the
+phase medians (healthy: before the degradation and from 3 steps after the repair; degraded: from
+3 steps after the degradation to the repair) and the ratios the issue targets: degraded adaptive
+/ best static ≤ 1.15, default / adaptive ≥ 1.3, healthy adaptive / default ≤ 1.1. --plot writes
+the trace (matplotlib). All ratios come from this one run.
+
+    sudo python benchmarks/adaptive_trace.py --plot docs/figures/adaptive_trace.png
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def phases(n: int, degrade: int, restore: int, settle: int = 3) -> dict:
+    """Step indices of each phase (the `settle` steps after a change are left out of both)."""
+    return {"healthy": [s for s in range(1, n) if s < degrade or s >= restore + settle],
+            "degraded": [s for s in range(degrade + settle, restore)]}
+
+
+def run(args) -> dict:
+    from fractions import Fraction
+
+    from gpu_runner.adaptive_scenario import run_scenario, scenario_events, testbed_overhead
+    from gpu_runner.testbed import Testbed, remove_stale
+    from optcc.cluster import Cluster
+    p = 4
+    remove_stale(args.tag)
+    events = scenario_events(p, args.rate, args.degrade, args.restore, args.ell)
+    slow = events[args.degrade]
+    out: dict = {"rate_mbit": args.rate, "ell": args.ell, "degrade": args.degrade, "restore": args.restore,
+                 "steps": args.steps, "runs": {}}
+    with Testbed(p, tag=args.tag) as tb:
+        tb.shape([args.rate] * p)
+        probe = testbed_overhead(tb)
+        out["probe_cluster"] = probe
+        for hook in ("default", "adaptive"):
+            tb.shape([args.rate] * p)
+            out["runs"][hook] = run_scenario(tb, hook, args.steps, events, cluster=probe, width=args.width)
+            print(f"# {hook} done", file=sys.stderr, flush=True)
+        degraded = Cluster.from_json(probe)
+        degraded = Cluster.build(p, stragglers={0: Fraction(str(args.ell))}, bandwidth=degraded.bandwidth,
+                                 overhead=degraded.overhead)
+        for k in args.static_k:
+            tb.shape(slow)
+            out["runs"][f"static k={k}"] = run_scenario(tb, "static", args.static_steps, {},
+                                                        cluster=degraded.to_json(), segments=k, width=args.width)
+            print(f"# static k={k} done", file=sys.stderr, flush=True)
+    ph = phases(args.steps, args.degrade, args.restore)
+    med = {name: {phase: statistics.median(r["step_seconds"][s] for s in steps) for phase, steps in ph.items()}
+           for name, r in out["runs"].items() if not name.startswith("static")}
+    static = {name: statistics.median(r["step_seconds"][1:]) for name, r in out["runs"].items() if name.startswith("static")}
+    best = min(static, key=static.get) if static else None
+    out["medians"], out["static_medians"], out["best_static"] = med, static, best
+    ad, de = med["adaptive"], med["default"]
+    out["ratios"] = {"healthy adaptive/default": ad["healthy"] / de["healthy"],
+                     "degraded default/adaptive": de["degraded"] / ad["degraded"],
+                     "degraded adaptive/best static": ad["degraded"] / static[best] if best else None}
+    return out
+
+
+def report(out: dict) -> None:
+    runs = out["runs"]
+    ad, de = runs["adaptive"], runs["default"]
+    print(f"# 4 nodes at {out['rate_mbit']:g} Mbit/s, node 0 at 1/{out['ell']:g} from step {out['degrade']} "
+          f"to step {out['restore']}; step seconds (rank 0)")
+    print(f"{'step':>4} {'link':>8} {'default':>8} {'adaptive':>8}  mode")
+    for s in range(out["steps"]):
+        link = "degraded" if out["degrade"] <= s < out["restore"] else "healthy"
+        print(f"{s:>4} {link:>8} {de['step_seconds'][s]:8.3f} {ad['step_seconds'][s]:8.3f}  {ad['modes'][s]}")
+    for sw in ad["switches"]:
+        ells = ", ".join(f"{h} ℓ = {e:.2f}" for h, e in sw["ell"].items())
+        print(f"# switch before step {sw['step']} to {sw['to']}: {ells}; {sw['decision']}")
+    for name, m in out["medians"].items():
+        print(f"# median {name}: healthy {m['healthy']:.3f} s, degraded {m['degraded']:.3f} s")
+    for name, m in out["static_medians"].items():
+        print(f"# median {name} (degraded throughout): {m:.3f} s")
+    r = out["ratios"]
+    print(f"# healthy adaptive/default = {r['healthy adaptive/default']:.3f} (target ≤ 1.1)")
+    print(f"# degraded default/adaptive = {r['degraded default/adaptive']:.3f} (target ≥ 1.3)")
+    if r["degraded adaptive/best static"] is not None:
+        print(f"# degraded adaptive/best static ({out['best_static']}) = {r['degraded adaptive/best static']:.3f} "
+              f"(target ≤ 1.15)")
+
+
+def plot(out: dict, path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = out["runs"]
+    steps = list(range(out["steps"]))
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.axvspan(out["degrade"] - 0.5, out["restore"] - 0.5, color="#f2dede", label=f"node 0's link at 1/{out['ell']:g}")
+    ax.plot(steps, runs["default"]["step_seconds"], "o-", color="#7f7f7f", label="default DDP hook")
+    ax.plot(steps, runs["adaptive"]["step_seconds"], "s-", color="#2ca02c", label="OptccHookState.adaptive()")
+    if out["best_static"]:
+        ax.axhline(out["static_medians"][out["best_static"]], color="#1f77b4", linestyle="--", linewidth=1,
+                   label=f"static OptCC {out['best_static']} (median, degraded)")
+    for sw in runs["adaptive"]["switches"]:
+        ax.axvline(sw["step"] - 0.5, color="k", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("step time (s, rank 0)")
+    ax.set_title(f"4 nodes, {out['rate_mbit']:g} Mbit/s links: a NIC degrades and is repaired")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rate", type=float, default=40.0, help="healthy link rate, Mbit/s")
+    ap.add_argument("--ell", type=float, default=2.0)
+    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--degrade", type=int, default=6)
+    ap.add_argument("--restore", type=int, default=16)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--static-k", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--static-steps", type=int, default=6)
+    ap.add_argument("--tag", default="o41bm")
+    ap.add_argument("--json", metavar="FILE", help="write the whole result here")
+    ap.add_argument("--plot", metavar="PNG")
+    args = ap.parse_args(argv)
+    out = run(args)
+    report(out)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    if args.plot:
+        plot(out, args.plot)
+        print(f"# wrote {args.plot}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
