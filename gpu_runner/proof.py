@@ -383,7 +383,7 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
     if body is None:
         raise OptccError("attestation", "no launcher attestation of this generated schedule was accepted "
                                         "in this process (gpu_runner.proof.accept_generated_attestation)")
-    with _gc_paused():
+    with gc_paused():
         return _rank_part_checked(gen, body, rank)
 
 
@@ -415,10 +415,11 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
     return part
 
 
-class _gc_paused:
-    """No cyclic garbage collection while a rank builds its part and program: 10⁶ small objects,
-    none garbage until the run ends, and the collector's full passes over them took about half
-    the build and check time at p = 4096 (measured with benchmarks/scale.py)."""
+class gc_paused:
+    """No cyclic garbage collection while a rank builds its part, its program and its executor:
+    10⁶ small objects, none garbage until the run ends, and the collector's full passes over them
+    took about half the build and check time at p = 4096 (measured with benchmarks/scale.py), and
+    of the executor's (benchmarks/first_message.py)."""
 
     def __enter__(self):
         import gc

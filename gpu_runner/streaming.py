@@ -37,12 +37,14 @@ import json
 import os
 import threading
 import time
+from itertools import accumulate, chain
+from operator import attrgetter, itemgetter
 
 import torch
 import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
-from gpu_runner.proof import check_proved_program, gate, rank_program_of
+from gpu_runner.proof import check_proved_program, gate, gc_paused, rank_program_of
 from optcc.errors import OptccError
 from optcc.lowering.step import ALIGN, piece_ranges
 from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram
@@ -58,35 +60,47 @@ _RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE = range(6)
 
 class _BoundProgram:
     """The program bound to one tensor: per op, its code and the views it reads and writes (a post
-    holds the one-tensor list the process group's send/recv take, built once), and the list that
-    holds each post's Work while it is in flight."""
+    holds the one-tensor list the process group's send/recv take), and the list that holds each
+    post's Work while it is in flight. One view (and list) per piece and per scratch slot and
+    length, shared by the ops that touch it, not one per op."""
 
-    def __init__(self, schedule, rp, flat, scratch, offsets):
-        ranges = piece_ranges(schedule.pieces, flat.numel())
-        flows = schedule.flows
+    def __init__(self, schedule, rp, flat, scratch, offsets, ranges):
+        flows, local_ops = schedule.flows, schedule.local_ops
         self.flat = flat
-        self.args = []
         self.works: list = [None] * len(rp.ops)
+        pieces: dict = {}                    # piece -> (its view, [its view], its length)
+        slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
+        args = self.args = []
+        add = args.append
         for op in rp.ops:
-            lo, hi = ranges[op.piece]
-            x = flat[lo:hi]
-            s = None if op.slot is None else scratch[offsets[op.slot]:offsets[op.slot] + hi - lo]
-            if op.kind == "recv":
-                self.args.append((_RECV, [s], op.peer))
-            elif op.kind == "send":
-                self.args.append((_SEND, [x if s is None else s], op.peer))
-            elif op.kind == "snap":
-                self.args.append((_COPY, s, x))
-            elif op.kind == "land":
+            x = pieces.get(op.piece)
+            if x is None:
+                lo, hi = ranges[op.piece]
+                v = flat[lo:hi]
+                x = pieces[op.piece] = (v, [v], hi - lo)
+            s = None
+            if op.slot is not None:
+                s = slots.get((op.slot, x[2]))
+                if s is None:
+                    v = scratch[offsets[op.slot]:offsets[op.slot] + x[2]]
+                    s = slots[(op.slot, x[2])] = (v, [v])
+            kind = op.kind
+            if kind == "recv":
+                add((_RECV, s[1], op.peer))
+            elif kind == "send":
+                add((_SEND, x[1] if s is None else s[1], op.peer))
+            elif kind == "snap":
+                add((_COPY, s[0], x[0]))
+            elif kind == "land":
                 f = flows[op.flow]
                 if f.op == "copy":
-                    self.args.append((_COPY, x, s))
+                    add((_COPY, x[0], s[0]))
                 elif f.coef == 1:
-                    self.args.append((_ADD, x, s))
+                    add((_ADD, x[0], s[0]))
                 else:
-                    self.args.append((_AXPY, x, s, f.coef))
+                    add((_AXPY, x[0], s[0], f.coef))
             else:
-                self.args.append((_SCALE, x, schedule.local_ops[op.local].coef))
+                add((_SCALE, x[0], local_ops[op.local].coef))
 
 
 class StreamingExecutor:
@@ -111,17 +125,9 @@ class StreamingExecutor:
                 check_proved_program(schedule, rp, window, recv_order)
         self.window, self.recv_order = window, recv_order
         self.rp = rp
-        n = len(rp.ops)
-        after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
-        self._ndeps = [len(op.deps) for op in rp.ops]
-        for k, op in enumerate(rp.ops):
-            for m, ev in op.deps:
-                if m >= k:          # the wait-lowest-post rule's liveness needs it (module docstring)
-                    raise OptccError("program", f"op {k} of rank {rank}'s program depends on a later op ({m})")
-                after[ev == "C"][m].append(k)
-        self._after_s = tuple(tuple(d) for d in after[0])
-        self._after_c = tuple(tuple(d) for d in after[1])
-        self._start = [k for k in range(n) if self._ndeps[k] == 0]   # sorted: a valid heap
+        with gc_paused():
+            self._after_s, self._after_c, self._ndeps = _dependents(rp.ops, rank)
+        self._start = [k for k, d in enumerate(self._ndeps) if d == 0]   # sorted: a valid heap
         self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
         self._route = None                  # (process group, nccl, group rank per schedule rank)
         self._running = threading.Lock()    # held by run(); close() waits for it
@@ -147,14 +153,15 @@ class StreamingExecutor:
             if op.slot is not None:
                 lo, hi = ranges[op.piece]
                 sizes[op.slot] = max(sizes[op.slot], -(-(hi - lo) // ALIGN) * ALIGN)
-        offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+        offsets = [0, *accumulate(sizes)][:-1]
         skey = (flat.numel(), flat.dtype, flat.device)
         scratch = self._scratch.get(skey)
         if scratch is None:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets)
+        with gc_paused():
+            bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, ranges)
         return bound
 
     def _routes(self):
@@ -293,6 +300,33 @@ class StreamingExecutor:
     def _describe(self) -> str:
         k = self._waiting
         return self._what(k) if k >= 0 else "the streaming run to finish"
+
+
+def _dependents(ops, rank: int) -> tuple[tuple, tuple, list]:
+    """(dependents of each op's start S, of its completion C, each op's number of dependencies),
+    as tuples of op indices in index order (the shared empty tuple where none). OptccError
+    "program" where a dependency names a later op: the wait-lowest-post rule's liveness needs
+    every one earlier (module docstring)."""
+    import numpy as np
+    n = len(ops)
+    deps = list(map(attrgetter("deps"), ops))
+    ndeps = list(map(len, deps))
+    flat = list(chain.from_iterable(deps))
+    on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
+    by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
+    completion = np.array(list(map(itemgetter(1), flat)), dtype=object) == "C" if flat else np.zeros(0, bool)
+    later = np.flatnonzero(on >= by)
+    if later.size:
+        i = int(later[0])
+        raise OptccError("program", f"op {int(by[i])} of rank {rank}'s program depends on a later op ({int(on[i])})")
+    out = []
+    for sel in (~completion, completion):
+        m, k = on[sel], by[sel]
+        order = np.argsort(m, kind="stable")           # by op; each op's dependents stay in index order
+        ks = k[order].tolist()
+        ends = np.cumsum(np.bincount(m, minlength=n)).tolist()
+        out.append(tuple(map(tuple, map(ks.__getitem__, map(slice, [0] + ends[:-1], ends)))))
+    return out[0], out[1], ndeps
 
 
 def _write_trace(ex: StreamingExecutor, trace: dict, total_s: float) -> None:

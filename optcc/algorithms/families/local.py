@@ -265,8 +265,9 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
     import math
     from itertools import product
     form = local_form(algo)
-    P = Params(p, k, Fraction(ell), s)
-    node = form.node_of(P, rank)
+    ell = Fraction(ell)
+    P = Params(p, k, ell.numerator if ell.denominator == 1 else ell, s)   # an integral ℓ as an int: the
+    node = form.node_of(P, rank)                                           # same values, no Fraction per flow
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
@@ -292,7 +293,7 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
                 continue
             T = fam.terms(INT, PT, *idx)
             raw.append((T.phase, T.offset, T.box, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
-    pairs = {(ph, Fraction(off)) for ph, off, *_ in raw}
+    pairs = {(ph, Fraction(off)) for ph, off in {(ph, off) for ph, off, *_ in raw}}
     scale = 1
     for ph, off in pairs:
         for x in (origin[ph], unit[ph], off * unit[ph]):
