@@ -7,10 +7,12 @@ then a fresh Python process that does what gpu_runner.worker does for a generate
 an attestation: import, join torch's fake process group (no rendezvous: its time depends on the
 network), load the file and check the attestation (worker._load_schedule), build and check its
 rank's part and program (worker._rank_part: check_rank_part, L1-L5 of verifier.streaming_local),
-build the executor (gpu_runner.runners.make_executor), bind it to the tensor (prepare) and run
+build the executor (worker.rank_executor), bind it to the tensor (prepare) and run
 it. It stops the start-up clock inside the first send or receive the executor posts: CPU is the
 process's own since it started (interpreter and imports included), peak RSS its high-water mark
-then. Not included: the digest all-gather and the host-name placement (collectives: network).
+then; `w/o torch` leaves out the CPU of `import torch` (gpu_runner.launch forks each rank from a
+zygote that imported torch, so an `optcc run` rank does not pay it). Not included: the digest
+all-gather and the host-name placement (collectives: network).
 
 Then the same executor runs `--iters` more times on that fake group (every post completes at
 once, moves no data): CPU time per post (all of the process's threads) and wall time per post,
@@ -54,15 +56,14 @@ def launcher(p: int, k: int, ell: str, tmp: str) -> tuple[str, str]:
 def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
     """One worker, in this fresh process (module docstring)."""
     import resource
-
+    before_torch = time.process_time()
     import torch
     import torch.distributed as dist
     from torch._C._distributed_c10d import ProcessGroup
     from torch.testing._internal.distributed.fake_pg import FakeStore
+    torch_import_s = time.process_time() - before_torch
 
     from gpu_runner import worker as w
-    from gpu_runner.proof import built_program
-    from gpu_runner.runners import make_executor, program_key
     first: dict = {}
     send, recv = ProcessGroup.__dict__["send"], ProcessGroup.__dict__["recv"]   # the methods, unbound
 
@@ -78,10 +79,7 @@ def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
         return post
     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=p)
     args = w.build_parser().parse_args(["--schedule", path, "--attestation", att, "--dtype", "float32"])
-    schedule = w._load_schedule(args)
-    schedule = w._rank_part(schedule, rank, args)
-    key = program_key(args.runner)
-    ex = make_executor(schedule, rank, args.runner, program=built_program(schedule, *key))
+    schedule, ex = w.rank_executor(w._load_schedule(args), rank, args)
     tensor = torch.zeros(ELEMENTS_PER_PIECE * len(schedule.pieces))
     ex.prepare(tensor)
     ProcessGroup.send, ProcessGroup.recv = at_first("send"), at_first("recv")
@@ -95,6 +93,7 @@ def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
     dist.destroy_process_group()
     return {"p": p, "rank": rank, "role": "straggler" if rank == 0 else "healthy", "posts": posts,
             "ops": len(ex.rp.ops), "first_message_cpu_s": round(first["cpu_s"], 3),
+            "torch_import_cpu_s": round(torch_import_s, 3),
             "first_message_wall_s": round(first["wall_s"] - START_WALL, 3),
             "first_message_peak_rss_mib": round(first["rss_mib"]),
             "post_cpu_us": round(cpu / posts * 1e6, 2), "post_wall_us": round(wall / posts * 1e6, 2)}
@@ -135,8 +134,8 @@ def main(argv=None) -> int:
     rows = []
     if not a.json:
         print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed (torch fake process group)")
-        print(f"{'p':>5} {'role':<9} {'posts':>7} {'to 1st msg CPU s':>16} {'wall s':>7} {'peak RSS MiB':>12} "
-              f"{'cpu_us/post':>11} {'wall_us/post':>12}")
+        print(f"{'p':>5} {'role':<9} {'posts':>7} {'to 1st msg CPU s':>16} {'w/o torch':>9} {'wall s':>7} "
+              f"{'peak RSS MiB':>12} {'cpu_us/post':>11} {'wall_us/post':>12}")
     with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
         for p in a.p:
             path, att = launcher(p, a.segments, a.ell, tmp)
@@ -145,7 +144,7 @@ def main(argv=None) -> int:
                 rows.append(row)
                 if not a.json:
                     print(f"{p:>5} {row['role']:<9} {row['posts']:>7} {row['first_message_cpu_s']:>16.2f} "
-                          f"{row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
+                          f"{row['first_message_cpu_s'] - row['torch_import_cpu_s']:>9.2f} {row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
                           f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f}", flush=True)
     if a.json:
         print(json.dumps({"segments": a.segments, "ell": a.ell, "rows": rows}, indent=1))

@@ -72,27 +72,28 @@ class _BoundProgram:
         slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
         args = self.args = []
         add = args.append
-        for op in rp.ops:
-            x = pieces.get(op.piece)
+        ops = rp.ops
+        for kind, piece, slot, peer, flow, local in zip(*(map(attrgetter(f), ops) for f in
+                                                          ("kind", "piece", "slot", "peer", "flow", "local"))):
+            x = pieces.get(piece)
             if x is None:
-                lo, hi = ranges[op.piece]
+                lo, hi = ranges[piece]
                 v = flat[lo:hi]
-                x = pieces[op.piece] = (v, [v], hi - lo)
+                x = pieces[piece] = (v, [v], hi - lo)
             s = None
-            if op.slot is not None:
-                s = slots.get((op.slot, x[2]))
+            if slot is not None:
+                s = slots.get((slot, x[2]))
                 if s is None:
-                    v = scratch[offsets[op.slot]:offsets[op.slot] + x[2]]
-                    s = slots[(op.slot, x[2])] = (v, [v])
-            kind = op.kind
+                    v = scratch[offsets[slot]:offsets[slot] + x[2]]
+                    s = slots[(slot, x[2])] = (v, [v])
             if kind == "recv":
-                add((_RECV, s[1], op.peer))
+                add((_RECV, s[1], peer))
             elif kind == "send":
-                add((_SEND, x[1] if s is None else s[1], op.peer))
+                add((_SEND, x[1] if s is None else s[1], peer))
             elif kind == "snap":
                 add((_COPY, s[0], x[0]))
             elif kind == "land":
-                f = flows[op.flow]
+                f = flows[flow]
                 if f.op == "copy":
                     add((_COPY, x[0], s[0]))
                 elif f.coef == 1:
@@ -100,7 +101,7 @@ class _BoundProgram:
                 else:
                     add((_AXPY, x[0], s[0], f.coef))
             else:
-                add((_SCALE, x[0], local_ops[op.local].coef))
+                add((_SCALE, x[0], local_ops[local].coef))
 
 
 class StreamingExecutor:
@@ -126,9 +127,7 @@ class StreamingExecutor:
         self.window, self.recv_order = window, recv_order
         self.rp = rp
         with gc_paused():
-            self._after_s, self._after_c, self._ndeps = _dependents(rp.ops, rank)
-        self._start = [k for k, d in enumerate(self._ndeps) if d == 0]   # sorted: a valid heap
-        self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
+            self._after_s, self._after_c, self._ndeps, self._start = _dependents(rp.ops, rank)
         self._route = None                  # (process group, nccl, group rank per schedule rank)
         self._running = threading.Lock()    # held by run(); close() waits for it
         self._failed = False                # a run raised: works may still be in flight
@@ -147,12 +146,16 @@ class StreamingExecutor:
         bound = self._bound.get(key)
         if bound is not None:
             return bound
+        with gc_paused():
+            return self._bind(flat, key)
+
+    def _bind(self, flat: torch.Tensor, key) -> _BoundProgram:
         ranges = piece_ranges(self.schedule.pieces, flat.numel())
         sizes = [0] * self.rp.n_slots
-        for op in self.rp.ops:
-            if op.slot is not None:
-                lo, hi = ranges[op.piece]
-                sizes[op.slot] = max(sizes[op.slot], -(-(hi - lo) // ALIGN) * ALIGN)
+        for slot, piece in zip(map(attrgetter("slot"), self.rp.ops), map(attrgetter("piece"), self.rp.ops)):
+            if slot is not None:
+                lo, hi = ranges[piece]
+                sizes[slot] = max(sizes[slot], -(-(hi - lo) // ALIGN) * ALIGN)
         offsets = [0, *accumulate(sizes)][:-1]
         skey = (flat.numel(), flat.dtype, flat.device)
         scratch = self._scratch.get(skey)
@@ -160,8 +163,7 @@ class StreamingExecutor:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        with gc_paused():
-            bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, ranges)
+        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, ranges)
         return bound
 
     def _routes(self):
@@ -232,7 +234,6 @@ class StreamingExecutor:
         pop, push = heapq.heappop, heapq.heappush
         recv, send = pg.recv, pg.send
         watchdog = self.watchdog
-        started = completed = 0
         k = None
         while True:
             try:
@@ -256,7 +257,6 @@ class StreamingExecutor:
                         a[1].add_(a[2], alpha=a[3])
                     else:
                         a[1].mul_(a[2])
-                    started += 1
                     for m in after_s[k]:
                         remaining[m] -= 1
                         if remaining[m] == 0:
@@ -278,7 +278,6 @@ class StreamingExecutor:
                 first = (str(e).strip().splitlines() or [type(e).__name__])[0]
                 raise RunnerError(f"peer failure while waiting for {self._what(k)}: {first}") from e
             del work
-            completed += 1
             if trace is not None:
                 trace[k][1] = time.perf_counter() - t0
             if watchdog is not None:
@@ -287,9 +286,9 @@ class StreamingExecutor:
                 remaining[m] -= 1
                 if remaining[m] == 0:
                     push(ready, m)
-        if completed != self._n_posts or started != len(args):
-            raise RunnerError(f"internal: the streaming program stalled: {len(args) - started} ops never ran, "
-                              f"{self._n_posts - completed} posts never completed")
+        if any(remaining):      # an op with dependencies runs once they all happened: none may be left
+            left = sum(1 for r in remaining if r)
+            raise RunnerError(f"internal: the streaming program stalled: {left} ops never ran")
 
     def _what(self, k: int) -> str:
         op = self.rp.ops[k]
@@ -302,9 +301,10 @@ class StreamingExecutor:
         return self._what(k) if k >= 0 else "the streaming run to finish"
 
 
-def _dependents(ops, rank: int) -> tuple[tuple, tuple, list]:
-    """(dependents of each op's start S, of its completion C, each op's number of dependencies),
-    as tuples of op indices in index order (the shared empty tuple where none). OptccError
+def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
+    """(dependents of each op's start S, of its completion C, each op's number of dependencies,
+    the ops with none in index order), the dependents as tuples of op indices in index order
+    (the shared empty tuple where none). OptccError
     "program" where a dependency names a later op: the wait-lowest-post rule's liveness needs
     every one earlier (module docstring)."""
     import numpy as np
@@ -314,7 +314,7 @@ def _dependents(ops, rank: int) -> tuple[tuple, tuple, list]:
     flat = list(chain.from_iterable(deps))
     on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
     by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    completion = np.array(list(map(itemgetter(1), flat)), dtype=object) == "C" if flat else np.zeros(0, bool)
+    completion = np.fromiter(map("C".__eq__, map(itemgetter(1), flat)), bool, len(flat))
     later = np.flatnonzero(on >= by)
     if later.size:
         i = int(later[0])
@@ -326,7 +326,8 @@ def _dependents(ops, rank: int) -> tuple[tuple, tuple, list]:
         ks = k[order].tolist()
         ends = np.cumsum(np.bincount(m, minlength=n)).tolist()
         out.append(tuple(map(tuple, map(ks.__getitem__, map(slice, [0] + ends[:-1], ends)))))
-    return out[0], out[1], ndeps
+    start = np.flatnonzero(np.array(ndeps, np.int64) == 0).tolist()   # sorted: a valid heap
+    return out[0], out[1], ndeps, start
 
 
 def _write_trace(ex: StreamingExecutor, trace: dict, total_s: float) -> None:

@@ -112,6 +112,25 @@ def _rank_part(schedule, sched_rank: int, args):
     return part
 
 
+def rank_executor(schedule, sched_rank: int, args, group_ranks=None, watchdog=None):
+    """(this rank's part, its executor): the part as _rank_part builds it, the executor of the
+    runner named (a streaming one takes the program the part's check built). Then every object
+    made so far is moved out of the cyclic garbage collector's reach (gc.freeze): ~10⁶ objects
+    that live as long as the rank, which the collector's full passes would scan again and again
+    (about 1 s of a healthy rank's start-up at p = 4096; benchmarks/first_message.py)."""
+    import gc
+
+    from gpu_runner.proof import built_program
+    from gpu_runner.runners import make_executor, program_key
+    part = _rank_part(schedule, sched_rank, args)
+    gc.freeze()
+    key = program_key(args.runner)
+    executor = make_executor(part, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
+                             program=built_program(part, *key) if key else None)
+    gc.freeze()
+    return part, executor
+
+
 def _main(args, rank: int) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -153,13 +172,7 @@ def _main(args, rank: int) -> int:
         watchdog.phase("every rank's host name (stragglers named by host)")
         sched_rank, group_ranks, placed = placement(schedule)
         watchdog.beat()
-        schedule = _rank_part(schedule, sched_rank, args)
-        from gpu_runner.runners import make_executor
-        from gpu_runner.proof import built_program
-        from gpu_runner.runners import program_key
-        key = program_key(args.runner)
-        executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
-                                 program=built_program(schedule, *key) if key else None)
+        schedule, executor = rank_executor(schedule, sched_rank, args, group_ranks, watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")
