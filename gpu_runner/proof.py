@@ -416,10 +416,13 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
 
 
 class gc_paused:
-    """No cyclic garbage collection while a rank builds its part, its program and its executor:
-    10⁶ small objects, none garbage until the run ends, and the collector's full passes over them
-    took about half the build and check time at p = 4096 (measured with benchmarks/scale.py), and
-    of the executor's (benchmarks/first_message.py)."""
+    """No cyclic garbage collection while a rank builds its part, its program and its executor,
+    and what was built then frozen out of the collector's reach (gc.freeze) when it resumes:
+    10⁶ small objects that live as long as the rank, and the collector's passes over them took
+    about half the build and check time at p = 4096 (benchmarks/scale.py), then again at the
+    first collection after the pause, which scans every object made during it
+    (benchmarks/first_message.py). Frozen objects are never collected as cyclic garbage; they
+    are still freed by reference counting."""
 
     def __enter__(self):
         import gc
@@ -429,6 +432,7 @@ class gc_paused:
     def __exit__(self, *exc):
         import gc
         if self.was:
+            gc.freeze()
             gc.enable()
         return False
 

@@ -114,20 +114,14 @@ def _rank_part(schedule, sched_rank: int, args):
 
 def rank_executor(schedule, sched_rank: int, args, group_ranks=None, watchdog=None):
     """(this rank's part, its executor): the part as _rank_part builds it, the executor of the
-    runner named (a streaming one takes the program the part's check built). Then every object
-    made so far is moved out of the cyclic garbage collector's reach (gc.freeze): ~10⁶ objects
-    that live as long as the rank, which the collector's full passes would scan again and again
-    (about 1 s of a healthy rank's start-up at p = 4096; benchmarks/first_message.py)."""
-    import gc
-
+    runner named (a streaming one takes the program the part's check built): what a rank does
+    between agreeing on the schedule and its first message (benchmarks/first_message.py times it)."""
     from gpu_runner.proof import built_program
     from gpu_runner.runners import make_executor, program_key
     part = _rank_part(schedule, sched_rank, args)
-    gc.freeze()
     key = program_key(args.runner)
     executor = make_executor(part, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
                              program=built_program(part, *key) if key else None)
-    gc.freeze()
     return part, executor
 
 
@@ -263,7 +257,7 @@ def _main(args, rank: int) -> int:
         tell({"event": "row", "row": rows[-1]})
     watchdog.phase("shutdown")
     if executor is not None:
-        executor.close()                # join the streaming waiter threads before the group goes
+        executor.close()                # waits for a run in progress (the RankExecutor contract)
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
            "device": str(device), "rows": rows, **placed}

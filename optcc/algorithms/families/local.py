@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -319,11 +320,13 @@ def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int,
     if len(flows) != len(want):
         raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
                                      f"give it {len(want)}")
+    starts = [t.numerator * (scale // t.denominator) if scale % t.denominator == 0 else None
+              for t in map(attrgetter("start"), flows)]                 # None: off the grid
+    got = list(zip(starts, *(map(attrgetter(name), flows) for name in ("src", "dst", "piece", "op"))))
+    if got == want and all(f.link == "nic" and f.rate == 1 and f.coef == 1 for f in flows):
+        return
     for i, (f, (start, src, dst, piece, op)) in enumerate(zip(flows, want)):
-        t = f.start
-        on_grid = scale % t.denominator == 0
-        if not on_grid or (t.numerator * (scale // t.denominator), f.src, f.dst, f.piece, f.op) != \
-                (start, src, dst, piece, op) or f.link != "nic" or f.rate != 1 or f.coef != 1:
+        if got[i] != want[i] or f.link != "nic" or f.rate != 1 or f.coef != 1:
             raise OptccError("schedule", f"rank {rank}'s flow {i} ({f.src} -> {f.dst}, piece {f.piece}, {f.op} at "
                                          f"{f.start}) is not the proved families' ({src} -> {dst}, piece {piece}, "
                                          f"{op} at {Fraction(start, scale)}); refusing to run it")
