@@ -273,8 +273,12 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
 
-    def rank_of(n: int) -> int:                        # the form's maps, on scalars
-        r: int = form.rank_of(PT, n)
+    ranks: dict[int, int] = {}
+
+    def rank_of(n: int) -> int:                        # the form's maps, on scalars (p nodes: each once)
+        r = ranks.get(n)
+        if r is None:
+            r = ranks[n] = form.rank_of(PT, n)
         return r
 
     def piece_of(key: tuple[int, ...]) -> int:
