@@ -53,7 +53,34 @@ def launcher(p: int, k: int, ell: str, tmp: str) -> tuple[str, str]:
     return path, att
 
 
-def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
+PHASES = (("optcc.generated", "GeneratedSchedule.rank_schedule", "part"),
+          ("optcc.algorithms.families.local", "check_rank_part", "reference check"),
+          ("gpu_runner.proof", "rank_program", "program"),
+          ("verifier.streaming_local", "check_rank_program", "L1-L5 check"),
+          ("gpu_runner.runners", "make_executor", "executor"),
+          ("gpu_runner.streaming", "StreamingExecutor.prepare", "binding"))
+
+
+def _time_phases(spent: dict) -> None:
+    """Wrap each of PHASES (module, attribute path, name) to add its CPU seconds to `spent`."""
+    import importlib
+    for module, attr, name in PHASES:
+        owner = importlib.import_module(module)
+        *outer, last = attr.split(".")
+        for a in outer:
+            owner = getattr(owner, a)
+        real = getattr(owner, last)
+
+        def timed(*a, _real=real, _name=name, **kw):
+            c0 = time.process_time()
+            try:
+                return _real(*a, **kw)
+            finally:
+                spent[_name] = spent.get(_name, 0.0) + time.process_time() - c0
+        setattr(owner, last, timed)
+
+
+def worker(path: str, att: str, p: int, rank: int, iters: int, phases: bool = False) -> dict:
     """One worker, in this fresh process (module docstring)."""
     import resource
     before_torch = time.process_time()
@@ -77,6 +104,9 @@ def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
                 ProcessGroup.send, ProcessGroup.recv = send, recv
             return real(self, *a)
         return post
+    spent: dict = {}
+    if phases:
+        _time_phases(spent)
     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=p)
     args = w.build_parser().parse_args(["--schedule", path, "--attestation", att, "--dtype", "float32"])
     schedule, ex = w.rank_executor(w._load_schedule(args), rank, args)
@@ -96,20 +126,22 @@ def worker(path: str, att: str, p: int, rank: int, iters: int) -> dict:
             "torch_import_cpu_s": round(torch_import_s, 3),
             "first_message_wall_s": round(first["wall_s"] - START_WALL, 3),
             "first_message_peak_rss_mib": round(first["rss_mib"]),
-            "post_cpu_us": round(cpu / posts * 1e6, 2), "post_wall_us": round(wall / posts * 1e6, 2)}
+            "post_cpu_us": round(cpu / posts * 1e6, 2), "post_wall_us": round(wall / posts * 1e6, 2),
+            **({"phases_cpu_s": {k: round(v, 3) for k, v in spent.items()}} if phases else {})}
 
 
 START_WALL = time.perf_counter()
 
 
-def _point(path: str, att: str, p: int, rank: int, iters: int) -> dict:
+def _point(path: str, att: str, p: int, rank: int, iters: int, phases: bool) -> dict:
     """The worker in a fresh process, handed the launcher's key on a pipe as gpu_runner.launch does."""
     from gpu_runner.proof import LAUNCH_KEY_FD_ENV, key_pipe, launch_key_hex
     fd = key_pipe(launch_key_hex())
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH", "")])),
            LAUNCH_KEY_FD_ENV: str(fd)}
     try:
-        r = subprocess.run([sys.executable, __file__, "--worker", path, att, str(p), str(rank), str(iters)],
+        r = subprocess.run([sys.executable, __file__, "--worker", path, att, str(p), str(rank), str(iters),
+                            str(int(phases))],
                            capture_output=True, text=True, env=env, pass_fds=(fd,))
     finally:
         os.close(fd)
@@ -125,11 +157,13 @@ def main(argv=None) -> int:
     ap.add_argument("--ell", default="2")
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--worker", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--phases", action="store_true",
+                    help="also print the CPU seconds of each start-up phase (its functions timed, calls included)")
+    ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
-        path, att, p, rank, iters = a.worker
-        print(json.dumps(worker(path, att, int(p), int(rank), int(iters))))
+        path, att, p, rank, iters, phases = a.worker
+        print(json.dumps(worker(path, att, int(p), int(rank), int(iters), phases == "1")))
         return 0
     rows = []
     if not a.json:
@@ -140,12 +174,15 @@ def main(argv=None) -> int:
         for p in a.p:
             path, att = launcher(p, a.segments, a.ell, tmp)
             for rank in (1, 0):
-                row = _point(path, att, p, rank, a.iters)
+                row = _point(path, att, p, rank, a.iters, a.phases)
                 rows.append(row)
                 if not a.json:
                     print(f"{p:>5} {row['role']:<9} {row['posts']:>7} {row['first_message_cpu_s']:>16.2f} "
                           f"{row['first_message_cpu_s'] - row['torch_import_cpu_s']:>9.2f} {row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
                           f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f}", flush=True)
+                    if a.phases:
+                        print("      phases (CPU s): " + ", ".join(f"{k} {v:.2f}" for k, v in row["phases_cpu_s"].items()),
+                              flush=True)
     if a.json:
         print(json.dumps({"segments": a.segments, "ell": a.ell, "rows": rows}, indent=1))
     return 0
