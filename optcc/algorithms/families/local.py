@@ -77,7 +77,7 @@ def _always(A: Arith, P: Params, r: Term) -> Term:
 # ---- ring: nodes are ranks; hop (σ, t, i) sends i -> i+1 mod p --------------------------------
 
 def _ring_form() -> LocalForm:
-    from optcc.algorithms.families import ring as R
+    from optcc.algorithms.ring import families as R
     from optcc.algorithms.families.arrays import NP
 
     def src_i(A: Arith, P: Params, r: Term, sigma: Term, t: Term) -> tuple[Term, ...]:
@@ -104,7 +104,7 @@ def _ring_form() -> LocalForm:
 # ---- single-straggler OptCC: healthy positions 0..H−1, the straggler is node H ----------------
 
 def _optcc_form() -> LocalForm:
-    from optcc.algorithms.families import optcc as F
+    from optcc.algorithms.single import families as F
     from optcc.algorithms.families.arrays import NP
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
 
@@ -352,7 +352,7 @@ def check_start_grid(algo: str, p: int, k: int, s: int, ell: Fraction, field: st
         pairs.add((int(T.phase), Fraction(T.offset)))
     grid = PhaseGrid(sorted(pairs), origin, unit)
     if algo == "ring":
-        from optcc.algorithms.families.ring import slot
+        from optcc.algorithms.ring.families import slot
         finish = 2 * (p - 1) * k * slot(INT, P)
     else:
         finish = origin[-1] + (p - 1) * unit[-1]
