@@ -5,8 +5,8 @@
                     post, per runner, for the straggler and a healthy rank: wall time per post,
                     and the process's CPU time per post (all its threads; less sensitive to other
                     jobs on a shared machine than wall time, so the column to compare two versions
-                    by). The healthy rank's streaming wall figure is c_post, the constant
-                    optcc.segments.HOST_POST_S states.
+                    by). optcc.segments.HOST_POST_S is measured at the paper's p by
+                    benchmarks/first_message.py (generated schedules, k = 25).
   --transport gloo  the step runner on a ring of many segments on real gloo processes, 8 bytes per
                     piece (time ~ steps x overhead), next to torch's all_reduce on the same data.
 
@@ -40,7 +40,7 @@ def fake_transport(p: int, k: int, iters: int) -> int:
         for rank, what in ((0, "straggler"), (1, "healthy")):
             ex = make_executor(schedule, rank, runner)
             tensor = torch.zeros(64 * len(schedule.pieces))
-            ex.run(tensor)                                    # binds views, starts waiter threads
+            ex.run(tensor)                                    # binds views
             t0, c0 = time.perf_counter(), time.process_time()
             for _ in range(iters):
                 ex.run(tensor)
@@ -51,9 +51,9 @@ def fake_transport(p: int, k: int, iters: int) -> int:
                 ex.close()
             print(f"{runner:<18} {what:<10} {posts:>6} {per_run * 1e6:>10.1f} {per_run / posts * 1e6:>8.2f} {cpu_run / posts * 1e6:>11.2f}")
             if what == "healthy":
-                healthy[runner] = per_run / posts
-    print(f"c_post (healthy rank, streaming) = {healthy['streaming'] * 1e6:.2f} us; "
-          f"optcc.segments.HOST_POST_S states {float(HOST_POST_S) * 1e6:.0f} us")
+                healthy[runner] = cpu_run / posts
+    print(f"healthy rank, streaming: {healthy['streaming'] * 1e6:.2f} us CPU per post; optcc.segments.HOST_POST_S "
+          f"(benchmarks/first_message.py) states {float(HOST_POST_S) * 1e6:.0f} us")
     dist.destroy_process_group()
     return 0
 

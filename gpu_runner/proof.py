@@ -383,7 +383,7 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
     if body is None:
         raise OptccError("attestation", "no launcher attestation of this generated schedule was accepted "
                                         "in this process (gpu_runner.proof.accept_generated_attestation)")
-    with _gc_paused():
+    with gc_paused():
         return _rank_part_checked(gen, body, rank)
 
 
@@ -415,10 +415,14 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
     return part
 
 
-class _gc_paused:
-    """No cyclic garbage collection while a rank builds its part and program: 10⁶ small objects,
-    none garbage until the run ends, and the collector's full passes over them took about half
-    the build and check time at p = 4096 (measured with benchmarks/scale.py)."""
+class gc_paused:
+    """No cyclic garbage collection while a rank builds its part, its program and its executor,
+    and what was built then frozen out of the collector's reach (gc.freeze) when it resumes:
+    10⁶ small objects that live as long as the rank, and the collector's passes over them took
+    about half the build and check time at p = 4096 (benchmarks/scale.py), then again at the
+    first collection after the pause, which scans every object made during it
+    (benchmarks/first_message.py). Frozen objects are never collected as cyclic garbage; they
+    are still freed by reference counting."""
 
     def __enter__(self):
         import gc
@@ -428,6 +432,7 @@ class _gc_paused:
     def __exit__(self, *exc):
         import gc
         if self.was:
+            gc.freeze()
             gc.enable()
         return False
 

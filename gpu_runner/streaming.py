@@ -11,44 +11,46 @@ proof (or the launcher's attestation) recorded in this process (gpu_runner.proof
 / check_proved_program), and, like every entry point that executes a schedule, refuses one that
 gpu_runner.proof.gate does not let through; `unsafe=True` skips both, for tests.
 
-Completions are observed by one waiter thread per peer that waits on that peer's works in
-posting order (gloo has no wait-any and its is_completed() is only set by wait()); the thread
-that observes a completion queues it and, unless another thread is already serving the run,
-applies it and runs the ops it enables at once; a thread that finds the run being served goes
-back to waiting and leaves its completion to the one serving (`_Run.serve`), so no enabled op
-waits for a thread to wake up or for a lock while another is blocked: the fair execution the
-proof assumes. Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound
-once per tensor to an op code and their views, posts call the process group's send/recv as
-torch.distributed.isend/irecv do after their checks (done once), dependency counts are
-decremented along precomputed dependents, and the per-peer queues are C `SimpleQueue`s.
+One completion path, no thread: the thread that calls run() posts and applies everything. It
+runs every enabled op (lowest index first); when none is enabled it waits for the in-flight post
+of the lowest index (gloo has no wait-any, and its is_completed() is only set by wait(); NCCL's
+is polled), applies that completion and runs what it enables. Why this never deadlocks although
+a later post may complete first and wait unobserved: a rank's ops are sorted by the order key
+κ = (time, class, posting key) of verifier.streaming_local, the same for a flow's two ends, and
+every edge of the progress graph increases κ (property D there, machine-checked by prove-all's
+streaming_order). Take the event of least key that has not happened on any rank: a start has
+every dependency done, so the rank runs it before it waits; a completion has both ends posted,
+so the transport completes it, and its rank, having observed every completion of lower key,
+waits on exactly that post. Safety needs no fairness: every interleaving is proved safe.
+Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound once per tensor to
+an op code and their views, posts call the process group's send/recv as torch.distributed.isend
+/irecv do after their checks (done once), dependency counts are decremented along precomputed
+dependents, the works in flight live in one list indexed by op (no object is made per message
+but the Work the process group returns), and there is no thread hand-off.
 
-`close()` ends the waiter threads (call it before destroy_process_group); an atexit handler
-closes every executor still open, so that no waiter thread is left to be killed by interpreter
-shutdown (a daemon thread killed while it re-enters Python from a C++ call aborts the process).
+`close()` waits for a run in progress (it kept its RankExecutor meaning; there is no thread to end).
 """
 from __future__ import annotations
 
-import atexit
 import heapq
 import json
 import os
-import queue
 import threading
 import time
-import weakref
-from collections import deque
+from itertools import accumulate, chain
+from operator import attrgetter, itemgetter
 
 import torch
 import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
-from gpu_runner.proof import check_proved_program, gate, rank_program_of
+from gpu_runner.proof import check_proved_program, gate, gc_paused, rank_program_of
 from optcc.errors import OptccError
 from optcc.lowering.step import ALIGN, piece_ranges
 from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram
 
-POLL_S = 20e-6     # NCCL waiter: is_completed() poll period (its wait() does not block the CPU)
-EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end
+POLL_S = 20e-6     # NCCL: is_completed() poll period of the post waited on (its wait() does not block the CPU)
+EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end (the DDP hook)
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
@@ -58,33 +60,48 @@ _RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE = range(6)
 
 class _BoundProgram:
     """The program bound to one tensor: per op, its code and the views it reads and writes (a post
-    holds the one-tensor list the process group's send/recv take, built once)."""
+    holds the one-tensor list the process group's send/recv take), and the list that holds each
+    post's Work while it is in flight. One view (and list) per piece and per scratch slot and
+    length, shared by the ops that touch it, not one per op."""
 
-    def __init__(self, schedule, rp, flat, scratch, offsets):
-        ranges = piece_ranges(schedule.pieces, flat.numel())
-        flows = schedule.flows
+    def __init__(self, schedule, rp, flat, scratch, offsets, ranges):
+        flows, local_ops = schedule.flows, schedule.local_ops
         self.flat = flat
-        self.args = []
-        for op in rp.ops:
-            lo, hi = ranges[op.piece]
-            x = flat[lo:hi]
-            s = None if op.slot is None else scratch[offsets[op.slot]:offsets[op.slot] + hi - lo]
-            if op.kind == "recv":
-                self.args.append((_RECV, [s], op.peer))
-            elif op.kind == "send":
-                self.args.append((_SEND, [x if s is None else s], op.peer))
-            elif op.kind == "snap":
-                self.args.append((_COPY, s, x))
-            elif op.kind == "land":
-                f = flows[op.flow]
+        self.works: list = [None] * len(rp.ops)
+        pieces: dict = {}                    # piece -> (its view, [its view], its length)
+        slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
+        args = self.args = []
+        add = args.append
+        ops = rp.ops
+        for kind, piece, slot, peer, flow, local in zip(*(map(attrgetter(f), ops) for f in
+                                                          ("kind", "piece", "slot", "peer", "flow", "local"))):
+            x = pieces.get(piece)
+            if x is None:
+                lo, hi = ranges[piece]
+                v = flat[lo:hi]
+                x = pieces[piece] = (v, [v], hi - lo)
+            s = None
+            if slot is not None:
+                s = slots.get((slot, x[2]))
+                if s is None:
+                    v = scratch[offsets[slot]:offsets[slot] + x[2]]
+                    s = slots[(slot, x[2])] = (v, [v])
+            if kind == "recv":
+                add((_RECV, s[1], peer))
+            elif kind == "send":
+                add((_SEND, x[1] if s is None else s[1], peer))
+            elif kind == "snap":
+                add((_COPY, s[0], x[0]))
+            elif kind == "land":
+                f = flows[flow]
                 if f.op == "copy":
-                    self.args.append((_COPY, x, s))
+                    add((_COPY, x[0], s[0]))
                 elif f.coef == 1:
-                    self.args.append((_ADD, x, s))
+                    add((_ADD, x[0], s[0]))
                 else:
-                    self.args.append((_AXPY, x, s, f.coef))
+                    add((_AXPY, x[0], s[0], f.coef))
             else:
-                self.args.append((_SCALE, x, schedule.local_ops[op.local].coef))
+                add((_SCALE, x[0], local_ops[local].coef))
 
 
 class StreamingExecutor:
@@ -109,25 +126,16 @@ class StreamingExecutor:
                 check_proved_program(schedule, rp, window, recv_order)
         self.window, self.recv_order = window, recv_order
         self.rp = rp
-        n = len(rp.ops)
-        after = ([[] for _ in range(n)], [[] for _ in range(n)])   # dependents of S, of C
-        self._ndeps = [len(op.deps) for op in rp.ops]
-        for k, op in enumerate(rp.ops):
-            for m, ev in op.deps:
-                after[ev == "C"][m].append(k)
-        self._after_s = tuple(tuple(d) for d in after[0])
-        self._after_c = tuple(tuple(d) for d in after[1])
-        self._start = [k for k in range(n) if self._ndeps[k] == 0]
-        self._n_posts = sum(1 for op in rp.ops if op.kind in ("send", "recv"))
-        self._waiters: dict = {}            # peer -> (queue, thread)
-        self._route = None                  # (process group, {peer: (its group rank, its queue)})
+        with gc_paused():
+            self._after_s, self._after_c, self._ndeps, self._start = _dependents(rp.ops, rank)
+        self._route = None                  # (process group, nccl, group rank per schedule rank)
         self._running = threading.Lock()    # held by run(); close() waits for it
         self._failed = False                # a run raised: works may still be in flight
-        stop = weakref.finalize(self, _stop_waiters, self._waiters)   # dropped unclosed: end them
-        stop.atexit = False                 # at exit _close_open_executors joins them instead
         self._scratch: dict = {}
         self._bound: dict = {}
         self._connected = False
+        self._waiting = -1                  # the post a run waits on (for the watchdog's message)
+        self._abandoned: list = []          # works a failed run left in flight
 
     def _peer(self, r: int) -> int:
         return r if self.group_ranks is None else self.group_ranks[r]
@@ -138,46 +146,41 @@ class StreamingExecutor:
         bound = self._bound.get(key)
         if bound is not None:
             return bound
+        with gc_paused():
+            return self._bind(flat, key)
+
+    def _bind(self, flat: torch.Tensor, key) -> _BoundProgram:
         ranges = piece_ranges(self.schedule.pieces, flat.numel())
         sizes = [0] * self.rp.n_slots
-        for op in self.rp.ops:
-            if op.slot is not None:
-                lo, hi = ranges[op.piece]
-                sizes[op.slot] = max(sizes[op.slot], -(-(hi - lo) // ALIGN) * ALIGN)
-        offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+        for slot, piece in zip(map(attrgetter("slot"), self.rp.ops), map(attrgetter("piece"), self.rp.ops)):
+            if slot is not None:
+                lo, hi = ranges[piece]
+                sizes[slot] = max(sizes[slot], -(-(hi - lo) // ALIGN) * ALIGN)
+        offsets = [0, *accumulate(sizes)][:-1]
         skey = (flat.numel(), flat.dtype, flat.device)
         scratch = self._scratch.get(skey)
         if scratch is None:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets)
+        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, ranges)
         return bound
 
-    def _waiter(self, peer: int) -> queue.SimpleQueue:
-        w = self._waiters.get(peer)
-        if w is None:
-            q = queue.SimpleQueue()
-            nccl = dist.get_backend(self.group) == "nccl"
-            t = threading.Thread(target=_wait_loop, args=(q, nccl), daemon=True, name=f"optcc-wait-{peer}")
-            w = self._waiters[peer] = (q, t)
-            _open.add(self)
-            t.start()
-        return w[0]
-
     def _routes(self):
-        """The process group and, per peer of the program, (its rank in that group, its waiter's
-        queue): what torch.distributed.isend/irecv would compute on every call, computed once (again
-        after close() or when the default group changed). Starts the waiter threads."""
+        """The process group, whether it is NCCL, and per schedule rank of a peer its rank in that
+        group: what torch.distributed.isend/irecv would compute on every call, computed once (again
+        when the default group changed)."""
         pg = self.group if self.group is not None else dist.group.WORLD
         route = self._route
-        if route is None or route[0] is not pg or any(p not in self._waiters for p in route[1]):
+        if route is None or route[0] is not pg:
             if pg is None:
                 raise RunnerError("the default process group is not initialised")
             if dist.get_rank(pg) < 0:
                 raise RunnerError("this process is not a member of the executor's process group")
-            route = self._route = (pg, {peer: (dist.get_group_rank(pg, self._peer(peer)), self._waiter(peer))
-                                        for peer in self.rp.peer_seq})
+            to = [-1] * self.schedule.cluster.p
+            for peer in self.rp.peer_seq:
+                to[peer] = dist.get_group_rank(pg, self._peer(peer))
+            route = self._route = (pg, dist.get_backend(pg) == "nccl", to)
         return route
 
     @property
@@ -186,21 +189,12 @@ class StreamingExecutor:
         return self._failed
 
     def close(self, timeout: float | None = None) -> bool:
-        """Wait for the run in progress (if any), then end and join the waiter threads. Idempotent;
-        a later run() starts new ones. False if a run or a thread did not end within `timeout`.
-        After a failed run it does not wait: a waiter may be blocked on a dead peer for good."""
+        """Wait for the run in progress (if any); False if it did not end within `timeout`. There
+        is no thread to end: runs post and observe on the caller's thread. Idempotent."""
         if not self._running.acquire(timeout=-1 if timeout is None else timeout):
             return False
-        try:
-            waiters = list(self._waiters.values())
-            self._waiters.clear()
-            self._route = None
-            _open.discard(self)
-            if self._failed:
-                timeout = 0.0
-        finally:
-            self._running.release()
-        return _join_waiters(waiters, timeout)
+        self._running.release()
+        return True
 
     def run(self, tensor: torch.Tensor) -> torch.Tensor:
         """AllReduce `tensor` in place; returns it."""
@@ -212,212 +206,143 @@ class StreamingExecutor:
         if not self._connected and dist.get_backend(self.group) == "nccl":
             _connect_pairs(self.rank, self.rp.peer_seq, self._peer, self.group, bound.flat.device)
         self._connected = True
-        run = _Run(self, bound, *self._routes())
-        run.lock.acquire()
-        run.serve()
+        pg, nccl, to = self._routes()
+        trace = {} if os.environ.get(TRACE_ENV) else None    # op -> [post_s, complete_s]
         if self.watchdog is not None:
-            self.watchdog.waiting(run.describe)
-        run.finished.wait()
-        if run.error is not None:
-            self._failed = True
-            raise run.error
-        if run.trace is not None:
-            _write_trace(self, run)
+            self.watchdog.waiting(self._describe)
+        t0 = time.perf_counter()
+        try:
+            self._execute(bound, pg, nccl, to, trace, t0)
+        except BaseException:
+            self._failed = True           # its works in flight are never waited for, nor destroyed
+            self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
+            bound.works = [None] * len(bound.works)
+            raise
+        finally:
+            self._waiting = -1
+        if trace is not None:
+            _write_trace(self, trace, time.perf_counter() - t0)
         return tensor
 
-
-class _Run:
-    """One execution. A waiter thread that sees a completion queues it on `done` and, if it gets
-    `lock`, applies every queued completion and runs the ops they enable; a waiter that finds the
-    lock taken goes back to waiting at once, its completion served by the holder, which looks at
-    `done` again after releasing (so none is left behind). Posting never blocks, so an enabled op
-    never waits for a thread to wake up or for a lock: the fair execution the proof assumes."""
-
-    def __init__(self, ex: StreamingExecutor, bound: _BoundProgram, pg, routes):
-        self.ex, self.args, self.ops = ex, bound.args, ex.rp.ops
-        self.pg, self.routes = pg, routes
-        self.lock = threading.Lock()
-        self.finished = threading.Event()
-        self.done: deque = deque()            # (op, error or None) completions not yet applied
-        self.remaining = list(ex._ndeps)
-        self.ready = list(ex._start)
-        heapq.heapify(self.ready)
-        self.state = bytearray(len(self.ops))   # per op: 1 posted, 2 completed
-        self.posted = self.completed = self.started = 0
-        self.error: Exception | None = None
-        self.t0 = time.perf_counter()
-        self.trace = {} if os.environ.get(TRACE_ENV) else None   # op -> [post_s, complete_s]
-
-    def serve(self) -> None:
-        """With `lock` held: apply queued completions and run what they enable until none is
-        queued, then release it; take it again if a completion came in meanwhile (its waiter found
-        the lock taken and left it to us)."""
-        done, finished = self.done, self.finished
+    def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float) -> None:
+        """Run every enabled op, lowest index first; with none enabled, wait for the in-flight post
+        of the lowest index and apply its completion (module docstring: why this is live)."""
+        args, works, after_s, after_c = bound.args, bound.works, self._after_s, self._after_c
+        remaining = self._ndeps[:]
+        ready = self._start[:]
+        inflight: list = []
+        pop, push = heapq.heappop, heapq.heappush
+        recv, send = pg.recv, pg.send
+        watchdog = self.watchdog
+        k = None
         while True:
             try:
-                while not finished.is_set():
-                    if done:
-                        self._apply(done)
-                        if finished.is_set():
-                            break
-                    self.pump()
-                    if not done:
-                        break
-                if finished.is_set():
-                    done.clear()              # a failed run: later completions change nothing
-            finally:
-                self.lock.release()
-            if not done or not self.lock.acquire(False):
-                return
-
-    def _apply(self, done: deque) -> None:
-        remaining, ready, state, after_c = self.remaining, self.ready, self.state, self.ex._after_c
-        while done:
-            k, err = done.popleft()
-            if err is not None:
-                first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-                self._fail(RunnerError(f"peer failure while waiting for {self._what(k)}: {first}"))
-                return
-            state[k] = 2
-            self.completed += 1
-            if self.trace is not None:
-                self.trace[k][1] = time.perf_counter() - self.t0
+                while ready:
+                    k = pop(ready)
+                    a = args[k]
+                    code = a[0]
+                    if trace is not None:
+                        trace[k] = [time.perf_counter() - t0, None]
+                    if code == _RECV:
+                        works[k] = recv(a[1], to[a[2]], 0)       # torch.distributed.irecv's call
+                        push(inflight, k)
+                    elif code == _SEND:
+                        works[k] = send(a[1], to[a[2]], 0)       # torch.distributed.isend's call
+                        push(inflight, k)
+                    elif code == _ADD:
+                        a[1].add_(a[2])
+                    elif code == _COPY:
+                        a[1].copy_(a[2])
+                    elif code == _AXPY:
+                        a[1].add_(a[2], alpha=a[3])
+                    else:
+                        a[1].mul_(a[2])
+                    for m in after_s[k]:
+                        remaining[m] -= 1
+                        if remaining[m] == 0:
+                            push(ready, m)
+            except Exception as e:  # noqa: BLE001 - ends the run with one clear error
+                raise RunnerError(f"posting or applying op {k} failed (streaming): {e}") from e
+            if not inflight:
+                break
+            k = pop(inflight)
+            work = works[k]
+            works[k] = None
+            self._waiting = k
+            try:
+                if nccl:
+                    while not work.is_completed():
+                        time.sleep(POLL_S)
+                work.wait()
+            except Exception as e:  # noqa: BLE001 - a dead peer: one clear error
+                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+                raise RunnerError(f"peer failure while waiting for {self._what(k)}: {first}") from e
+            del work
+            if trace is not None:
+                trace[k][1] = time.perf_counter() - t0
+            if watchdog is not None:
+                watchdog.beat()
             for m in after_c[k]:
                 remaining[m] -= 1
                 if remaining[m] == 0:
-                    heapq.heappush(ready, m)
-
-    def pump(self) -> None:
-        """Run every enabled op, lowest index first (lock held); finish when every post completed."""
-        args, ready, remaining, state, routes, pg = self.args, self.ready, self.remaining, self.state, self.routes, self.pg
-        after_s, trace = self.ex._after_s, self.trace
-        pop, push = heapq.heappop, heapq.heappush
-        k = None
-        try:
-            while ready:
-                k = pop(ready)
-                a = args[k]
-                code = a[0]
-                if trace is not None:
-                    trace[k] = [time.perf_counter() - self.t0, None]
-                if code == _RECV:
-                    rank, q = routes[a[2]]
-                    state[k] = 1
-                    self.posted += 1
-                    q.put((k, pg.recv(a[1], rank, 0), self))     # torch.distributed.irecv's call
-                elif code == _SEND:
-                    rank, q = routes[a[2]]
-                    state[k] = 1
-                    self.posted += 1
-                    q.put((k, pg.send(a[1], rank, 0), self))     # torch.distributed.isend's call
-                elif code == _ADD:
-                    a[1].add_(a[2])
-                elif code == _COPY:
-                    a[1].copy_(a[2])
-                elif code == _AXPY:
-                    a[1].add_(a[2], alpha=a[3])
-                else:
-                    a[1].mul_(a[2])
-                self.started += 1
-                for m in after_s[k]:
-                    remaining[m] -= 1
-                    if remaining[m] == 0:
-                        push(ready, m)
-        except Exception as e:  # noqa: BLE001 - ends the run; the runner thread raises it
-            self._fail(RunnerError(f"posting or applying op {k} failed (streaming): {e}"))
-            return
-        if self.completed == self.ex._n_posts:
-            if self.started != len(self.ops):
-                self._fail(RunnerError(f"internal: {len(self.ops) - self.started} ops of the streaming program never ran"))
-            self.finished.set()
-        elif self.posted == self.completed and not self.done:
-            self._fail(RunnerError("internal: the streaming program stalled with nothing in flight"))
-
-    def complete(self, k: int, err) -> None:
-        """Called by a waiter thread when op k's work finished (err: its exception or None)."""
-        self.done.append((k, err))
-        if self.lock.acquire(False):
-            self.serve()
-        if self.ex.watchdog is not None:
-            self.ex.watchdog.beat()
-
-    def _fail(self, error: Exception) -> None:
-        if self.error is None:
-            self.error = error
-        self.finished.set()
+                    push(ready, m)
+        if any(remaining):      # an op with dependencies runs once they all happened: none may be left
+            left = sum(1 for r in remaining if r)
+            raise RunnerError(f"internal: the streaming program stalled: {left} ops never ran")
 
     def _what(self, k: int) -> str:
-        op = self.ops[k]
+        op = self.rp.ops[k]
         if op.kind == "recv":
             return f"the data of flow {op.flow} from rank {op.peer} (streaming)"
         return f"the send of flow {op.flow} to rank {op.peer} to complete (streaming)"
 
-    def describe(self) -> str:
-        k = self.state.find(1)
+    def _describe(self) -> str:
+        k = self._waiting
         return self._what(k) if k >= 0 else "the streaming run to finish"
 
 
-def _write_trace(ex: StreamingExecutor, run: _Run) -> None:
+def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
+    """(dependents of each op's start S, of its completion C, each op's number of dependencies,
+    the ops with none in index order), the dependents as tuples of op indices in index order
+    (the shared empty tuple where none). OptccError
+    "program" where a dependency names a later op: the wait-lowest-post rule's liveness needs
+    every one earlier (module docstring)."""
+    import numpy as np
+    n = len(ops)
+    deps = list(map(attrgetter("deps"), ops))
+    ndeps = list(map(len, deps))
+    flat = list(chain.from_iterable(deps))
+    on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
+    by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
+    completion = np.fromiter(map("C".__eq__, map(itemgetter(1), flat)), bool, len(flat))
+    later = np.flatnonzero(on >= by)
+    if later.size:
+        i = int(later[0])
+        raise OptccError("program", f"op {int(by[i])} of rank {rank}'s program depends on a later op ({int(on[i])})")
+    out = []
+    for sel in (~completion, completion):
+        m, k = on[sel], by[sel]
+        order = np.argsort(m, kind="stable")           # by op; each op's dependents stay in index order
+        ks = k[order].tolist()
+        ends = np.cumsum(np.bincount(m, minlength=n)).tolist()
+        out.append(tuple(map(tuple, map(ks.__getitem__, map(slice, [0] + ends[:-1], ends)))))
+    start = np.flatnonzero(np.array(ndeps, np.int64) == 0).tolist()   # sorted: a valid heap
+    return out[0], out[1], ndeps, start
+
+
+def _write_trace(ex: StreamingExecutor, trace: dict, total_s: float) -> None:
     """Append one JSON line per run: per op its kind, flow, peer, schedule start (slot units),
     measured start/complete seconds since the run began, and its deps (gpu_runner.stream_trace
     reads it; docs/gpu_runner.md, "Where the time goes")."""
     flows = ex.schedule.flows
     rows = []
-    for k, (post, done) in sorted(run.trace.items()):
-        op = run.ops[k]
+    for k, (post, done) in sorted(trace.items()):
+        op = ex.rp.ops[k]
         start = None if op.flow is None else float(flows[op.flow].start)
         rows.append([k, op.kind, op.flow, op.peer, start, post, done, [list(d) for d in op.deps]])
     path = os.path.join(os.environ[TRACE_ENV], f"rank{ex.rank}.jsonl")
     with open(path, "a") as f:
-        f.write(json.dumps({"rank": ex.rank, "total_s": time.perf_counter() - run.t0, "ops": rows}) + "\n")
-
-
-def _wait_loop(todo: queue.SimpleQueue, nccl: bool) -> None:
-    """Wait on one peer's works in posting order; hand each completion (or error) to its run.
-    None ends the loop. No work or run is kept past its completion (nothing of the process
-    group outlives the run on this thread)."""
-    get = todo.get
-    while True:
-        item = get()
-        if item is None:
-            return
-        k, work, run = item
-        del item
-        err = None
-        try:
-            if nccl:
-                while not work.is_completed():
-                    time.sleep(POLL_S)
-            work.wait()
-        except Exception as e:  # noqa: BLE001 - handed to the run, whose runner thread raises it
-            err = e
-        del work
-        run.complete(k, err)
-        del run, err
-
-
-def _stop_waiters(waiters: dict) -> None:
-    for q, _ in waiters.values():
-        q.put(None)
-
-
-def _join_waiters(waiters, timeout: float | None) -> bool:
-    for q, _ in waiters:
-        q.put(None)          # after every work already queued: FIFO
-    deadline = None if timeout is None else time.monotonic() + timeout
-    for _, t in waiters:
-        t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    return not any(t.is_alive() for _, t in waiters)
-
-
-_open: weakref.WeakSet = weakref.WeakSet()    # executors with live waiter threads
-
-
-@atexit.register
-def _close_open_executors() -> None:
-    """At interpreter exit (before daemon threads are killed), end every executor's waiters."""
-    for ex in list(_open):
-        ex.close(EXIT_JOIN_S)
+        f.write(json.dumps({"rank": ex.rank, "total_s": total_s, "ops": rows}) + "\n")
 
 
 def handshake_order(rank: int, peers) -> list[tuple[int, int]]:

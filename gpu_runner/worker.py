@@ -112,6 +112,19 @@ def _rank_part(schedule, sched_rank: int, args):
     return part
 
 
+def rank_executor(schedule, sched_rank: int, args, group_ranks=None, watchdog=None):
+    """(this rank's part, its executor): the part as _rank_part builds it, the executor of the
+    runner named (a streaming one takes the program the part's check built): what a rank does
+    between agreeing on the schedule and its first message (benchmarks/first_message.py times it)."""
+    from gpu_runner.proof import built_program
+    from gpu_runner.runners import make_executor, program_key
+    part = _rank_part(schedule, sched_rank, args)
+    key = program_key(args.runner)
+    executor = make_executor(part, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
+                             program=built_program(part, *key) if key else None)
+    return part, executor
+
+
 def _main(args, rank: int) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -153,13 +166,7 @@ def _main(args, rank: int) -> int:
         watchdog.phase("every rank's host name (stragglers named by host)")
         sched_rank, group_ranks, placed = placement(schedule)
         watchdog.beat()
-        schedule = _rank_part(schedule, sched_rank, args)
-        from gpu_runner.runners import make_executor
-        from gpu_runner.proof import built_program
-        from gpu_runner.runners import program_key
-        key = program_key(args.runner)
-        executor = make_executor(schedule, sched_rank, args.runner, group_ranks=group_ranks, watchdog=watchdog,
-                                 program=built_program(schedule, *key) if key else None)
+        schedule, executor = rank_executor(schedule, sched_rank, args, group_ranks, watchdog)
 
     def barrier():
         watchdog.waiting("the barrier before a timed run")
@@ -250,7 +257,7 @@ def _main(args, rank: int) -> int:
         tell({"event": "row", "row": rows[-1]})
     watchdog.phase("shutdown")
     if executor is not None:
-        executor.close()                # join the streaming waiter threads before the group goes
+        executor.close()                # waits for a run in progress (the RankExecutor contract)
     out = {"backend": backend, "world_size": world, "algo": args.algo, "runner": args.runner,
            "schedule": None if schedule is None else schedule.meta.get("algorithm", "schedule"),
            "device": str(device), "rows": rows, **placed}

@@ -27,12 +27,14 @@ from optcc.latency import units as latency_units
 from optcc.model_time import ModelTime, knee_fraction, model_time
 
 K_MAX = 1024
-# measured: a healthy rank's host time per post of the streaming runner with the transport removed
-# (benchmarks/runner_overhead.py --transport none, optcc p = 16, k = 16, on this project's 2-core
-# CPU machine, issue 23 item 4: 12.9–18.1 µs per post over 4 runs interleaved with the previous
-# runner, median 14.3 µs, 15 µs taken; it was 23–35 µs, 25 µs, before; docs/gpu_runner.md,
-# "Host cost per post"); a GPU host has its own figure.
-HOST_POST_S = Fraction(15, 10**6)
+# measured: the host's CPU time per post of the streaming runner with the transport removed, the
+# largest over a healthy rank and the straggler at p = 256, 1024 and 4096 (k = 25, ℓ = 2), rounded
+# up: `python benchmarks/first_message.py` on this project's 2-core CPU machine (3.1-3.8 µs at load
+# average 10-13; docs/gpu_runner.md, "Host cost per post"). The runner posts and observes on one
+# thread, so on a host with a free core its wall time per post is this CPU time; the straggler
+# pays the same per post (no thread per peer) and posts half as many messages as a healthy rank.
+# It was 15 µs (wall, healthy rank, p = 16) with a waiter thread per peer. A GPU host has its own figure.
+HOST_POST_S = Fraction(4, 10**6)
 
 
 def host_segments(cluster: Cluster, n_bytes: int, host_post_s: Fraction | float) -> int:

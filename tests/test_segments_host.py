@@ -60,9 +60,9 @@ def test_optcc_bench_builds_the_host_capped_k(monkeypatch, capsys):
         raise Stop()
     monkeypatch.setattr("gpu_runner.launch.launch", fake_launch)
     assert main(["bench", "--nproc", "16", "--algo", "optcc", "--straggler", "0:2", "--latency-model", "simai",
-                 "-b", "1G", "-e", "1G"]) == 3                  # the Stop above, as an internal error
+                 "-b", "64M", "-e", "64M"]) == 3                # the Stop above, as an internal error
     c = Cluster.build(16, stragglers={0: 2}, latency_model="simai")
-    capped = choose_segments("auto", "optcc", c, 2**30, host_post_s=HOST_POST_S)[0]
-    assert capped < choose_segments("auto", "optcc", c, 2**30)[0]
-    assert seen["schedule"].meta["segments"] == capped == host_segments(c, 2**30, HOST_POST_S)
+    capped = choose_segments("auto", "optcc", c, 2**26, host_post_s=HOST_POST_S)[0]
+    assert capped < choose_segments("auto", "optcc", c, 2**26)[0]
+    assert seen["schedule"].meta["segments"] == capped == host_segments(c, 2**26, HOST_POST_S)
     assert "HOST_POST_S" in capsys.readouterr().err

@@ -71,6 +71,8 @@ class _IntArith:
 
     @staticmethod
     def div(a: Term, b: Term) -> Term:
+        if type(a) is int and type(b) is int and b and a % b == 0:
+            return a // b                  # exact; an int, not a Fraction, where it is one
         return a if b == 1 else Fraction(a) / b
 
     @staticmethod

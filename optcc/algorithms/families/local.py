@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -265,14 +266,19 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
     import math
     from itertools import product
     form = local_form(algo)
-    P = Params(p, k, Fraction(ell), s)
-    node = form.node_of(P, rank)
+    ell = Fraction(ell)
+    P = Params(p, k, ell.numerator if ell.denominator == 1 else ell, s)   # an integral ℓ as an int: the
+    node = form.node_of(P, rank)                                           # same values, no Fraction per flow
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
 
-    def rank_of(n: int) -> int:                        # the form's maps, on scalars
-        r: int = form.rank_of(PT, n)
+    ranks: dict[int, int] = {}
+
+    def rank_of(n: int) -> int:                        # the form's maps, on scalars (p nodes: each once)
+        r = ranks.get(n)
+        if r is None:
+            r = ranks[n] = form.rank_of(PT, n)
         return r
 
     def piece_of(key: tuple[int, ...]) -> int:
@@ -292,7 +298,7 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
                 continue
             T = fam.terms(INT, PT, *idx)
             raw.append((T.phase, T.offset, T.box, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
-    pairs = {(ph, Fraction(off)) for ph, off, *_ in raw}
+    pairs = {(ph, Fraction(off)) for ph, off in {(ph, off) for ph, off, *_ in raw}}
     scale = 1
     for ph, off in pairs:
         for x in (origin[ph], unit[ph], off * unit[ph]):
@@ -318,11 +324,13 @@ def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int,
     if len(flows) != len(want):
         raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
                                      f"give it {len(want)}")
+    starts = [t.numerator * (scale // t.denominator) if scale % t.denominator == 0 else None
+              for t in map(attrgetter("start"), flows)]                 # None: off the grid
+    got = list(zip(starts, *(map(attrgetter(name), flows) for name in ("src", "dst", "piece", "op"))))
+    if got == want and all(f.link == "nic" and f.rate == 1 and f.coef == 1 for f in flows):
+        return
     for i, (f, (start, src, dst, piece, op)) in enumerate(zip(flows, want)):
-        t = f.start
-        on_grid = scale % t.denominator == 0
-        if not on_grid or (t.numerator * (scale // t.denominator), f.src, f.dst, f.piece, f.op) != \
-                (start, src, dst, piece, op) or f.link != "nic" or f.rate != 1 or f.coef != 1:
+        if got[i] != want[i] or f.link != "nic" or f.rate != 1 or f.coef != 1:
             raise OptccError("schedule", f"rank {rank}'s flow {i} ({f.src} -> {f.dst}, piece {f.piece}, {f.op} at "
                                          f"{f.start}) is not the proved families' ({src} -> {dst}, piece {piece}, "
                                          f"{op} at {Fraction(start, scale)}); refusing to run it")
