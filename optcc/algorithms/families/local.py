@@ -19,7 +19,7 @@ the global enumeration filtered to the rank (tests/test_rank_local.py).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
 from dataclasses import dataclass
 from fractions import Fraction
 from operator import attrgetter
@@ -28,141 +28,26 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from optcc.algorithms.families import INT, Arith, Family, Params, Term
+from optcc.algorithms.families import INT, Params, Term
+from optcc.algorithms.families.local_form import Branch, LocalForm
+from optcc.proof_sources import SOURCES
 from optcc.errors import OptccError
 
 if TYPE_CHECKING:
     from optcc.schedule import Schedule
 
 
-@dataclass(frozen=True)
-class Branch:
-    """Flows of `family` whose `end` ("src" or "dst") is node r: `solved` is the position of the
-    index `solve(A, P, r, *free)` gives, the other indices run over `ranges`; `applies(A, P, r)`
-    says for which nodes the branch has flows at all."""
-
-    family: Family
-    end: str
-    solved: int | None                   # None: every index is free (the node is fixed, e.g. S)
-    solve: Callable[..., tuple[Term, ...]]
-    applies: Callable[..., Term]
-
-
-@dataclass(frozen=True)
-class LocalForm:
-    """A generator's rank-local enumeration: branches, loop ranges, node <-> rank and clock."""
-
-    name: str
-    families: tuple[Family, ...]
-    branches: tuple[Branch, ...]
-    ranges: Callable[[Params], dict[str, tuple[tuple[int, int], ...]]]  # P -> {family name: ((lo, hi), ...)}
-    nodes: Callable[[Params], Term]      # P -> number of nodes                   (inclusive, per index)
-    node_of: Callable[[Params, Term], Term]  # (P, rank) -> node
-    rank_of: Callable[[Params, Term], Term]  # (P, node array) -> rank array
-    piece_of: Callable[[Params, tuple[Term, ...]], Term]  # (P, key arrays) -> piece index array
-    clock: Callable[[Params], tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]  # (P) -> (origins, units)
-    pieces: Callable[[Params], list[Fraction]]  # (P) -> piece sizes (n/B)       per phase (n/B)
-    terms_params: Callable[[Params], Params] = lambda P: P  # P the formulas are evaluated at (the ring's starts
-    #                                       and nodes do not depend on ℓ, s; its durations do)
-
-
-def _same(A: Arith, P: Params, r: Term, *free: Term) -> tuple[Term, ...]:
-    return free
-
-
-def _always(A: Arith, P: Params, r: Term) -> Term:
-    return True
-
-
-# ---- ring: nodes are ranks; hop (σ, t, i) sends i -> i+1 mod p --------------------------------
-
-def _ring_form() -> LocalForm:
-    from optcc.algorithms.ring import families as R
-    from optcc.algorithms.families.arrays import NP
-
-    def src_i(A: Arith, P: Params, r: Term, sigma: Term, t: Term) -> tuple[Term, ...]:
-        return (sigma, t, r)
-
-    def dst_i(A: Arith, P: Params, r: Term, sigma: Term, t: Term) -> tuple[Term, ...]:
-        return (sigma, t, A.mod(r - 1, P.p, -1, 0))
-
-    branches = tuple(Branch(fam, end, 2, fn, _always) for fam in R.FAMILIES
-                     for end, fn in (("src", src_i), ("dst", dst_i)))
-
-    def ranges(P: Params) -> dict[str, tuple[tuple[int, int], ...]]:
-        span = ((0, P.k - 1), (0, P.p - 2), (0, P.p - 1))
-        return {fam.name: span for fam in R.FAMILIES}
-
-    def clock(P: Params) -> tuple[tuple[Fraction, ...], tuple[Fraction, ...]]:
-        return (Fraction(0),), (R.slot(INT, P),)
-
-    return LocalForm("ring", R.FAMILIES, branches, ranges, lambda P: P.p, lambda P, r: r,
-                     lambda P, n: n, lambda P, key: R.piece_index(NP, P, key), clock,
-                     R.piece_sizes, lambda P: Params(P.p, P.k, 1, -1))
-
-
-# ---- single-straggler OptCC: healthy positions 0..H−1, the straggler is node H ----------------
-
-def _optcc_form() -> LocalForm:
-    from optcc.algorithms.single import families as F
-    from optcc.algorithms.families.arrays import NP
-    pro, rs, up, down, p2p_up, p2p_down, ag, epi = F.FAMILIES
-
-    def healthy(A: Arith, P: Params, r: Term) -> Term:
-        return r < P.p - 1
-
-    def straggler(A: Arith, P: Params, r: Term) -> Term:
-        return r == P.p - 1
-
-    def ring_src(A: Arith, P: Params, r: Term, t: Term) -> tuple[Term, ...]:                    # prologue / epilogue (t, i): i -> i+1 mod H
-        return (t, r)
-
-    def ring_dst(A: Arith, P: Params, r: Term, t: Term) -> tuple[Term, ...]:
-        return (t, A.mod(r - 1, P.p - 1, -1, 0))
-
-    def hop_src(A: Arith, P: Params, r: Term, sigma: Term, j: Term) -> tuple[Term, ...]:              # hop (σ, o, j) sends a = (o+j) mod H -> a+1 mod H
-        return (sigma, A.mod(r - j, P.p - 1, -1, 0), j)
-
-    def hop_dst(A: Arith, P: Params, r: Term, sigma: Term, j: Term) -> tuple[Term, ...]:
-        return (sigma, A.mod(r - 1 - j, P.p - 1, -1, 0), j)
-
-    def at_o(A: Arith, P: Params, r: Term, sigma: Term) -> tuple[Term, ...]:                    # job (σ, o) with o = r
-        return (sigma, r)
-
-    every = _same
-    branches = (
-        Branch(pro, "src", 1, ring_src, healthy), Branch(pro, "dst", 1, ring_dst, healthy),
-        Branch(rs, "src", 1, hop_src, healthy), Branch(rs, "dst", 1, hop_dst, healthy),
-        Branch(up, "src", 1, at_o, healthy), Branch(up, "dst", None, every, straggler),
-        Branch(down, "src", None, every, straggler), Branch(down, "dst", 1, at_o, healthy),
-        Branch(p2p_up, "src", 1, at_o, healthy), Branch(p2p_up, "dst", None, every, straggler),
-        Branch(p2p_down, "src", None, every, straggler), Branch(p2p_down, "dst", 1, at_o, healthy),
-        Branch(ag, "src", 1, hop_src, healthy), Branch(ag, "dst", 1, hop_dst, healthy),
-        Branch(epi, "src", 1, ring_src, healthy), Branch(epi, "dst", 1, ring_dst, healthy),
-    )
-
-    def ranges(P: Params) -> dict[str, tuple[tuple[int, int], ...]]:
-        H = P.p - 1
-        ring = ((0, H - 2), (0, H - 1))
-        job = ((0, P.k - 1), (0, H - 1))
-        return {pro.name: ring, epi.name: ring, rs.name: job + ((1, H - 1),), ag.name: job + ((0, H - 2),),
-                up.name: job, down.name: job, p2p_up.name: job, p2p_down.name: job}
-
-    return LocalForm("optcc", F.FAMILIES, branches, ranges, lambda P: P.p,
-                     lambda P, r: F.rank_node(INT, P, r), lambda P, n: F.node_rank(NP, P, n),
-                     lambda P, key: F.piece_index(NP, P, key), lambda P: F.phase_clock(INT, P), F.piece_sizes)
-
-
-_FORMS: dict[str, Callable[[], LocalForm]] = {"ring": _ring_form, "optcc": _optcc_form}
 _BUILT: dict[str, LocalForm] = {}
 
 
 def local_form(algo: str) -> LocalForm:
-    """The rank-local enumeration of a proved generator ("ring" or "optcc")."""
-    if algo not in _FORMS:
-        raise OptccError("algo", f"no rank-local enumeration for {algo!r} (known: {', '.join(_FORMS)})")
+    """The rank-local enumeration of a proved generator: `form()` of the `local` module in the
+    folder optcc.proof_sources.SOURCES names for it (optcc/algorithms/ring, …/single)."""
+    if algo not in SOURCES:
+        raise OptccError("algo", f"no rank-local enumeration for {algo!r} (known: {', '.join(SOURCES)})")
     if algo not in _BUILT:
-        _BUILT[algo] = _FORMS[algo]()
+        module = importlib.import_module(SOURCES[algo].replace("/", ".") + ".local")
+        _BUILT[algo] = module.form()
     return _BUILT[algo]
 
 
@@ -351,11 +236,7 @@ def check_start_grid(algo: str, p: int, k: int, s: int, ell: Fraction, field: st
         T = fam.terms(INT, PT, *(lo for lo, _ in ranges[fam.name]))
         pairs.add((int(T.phase), Fraction(T.offset)))
     grid = PhaseGrid(sorted(pairs), origin, unit)
-    if algo == "ring":
-        from optcc.algorithms.ring.families import slot
-        finish = 2 * (p - 1) * k * slot(INT, P)
-    else:
-        finish = origin[-1] + (p - 1) * unit[-1]
+    finish = form.finish(P)
     bound = (finish + 4 * max(unit)) * grid.scale     # the last box, its length and offset: margin
     if bound >= INT64_SAFE:
         raise OptccError(field, f"ℓ = {ell} puts this schedule's flow starts on a grid of {grid.scale} steps per "
