@@ -299,3 +299,21 @@ def test_graph_runner_is_in_the_table_and_refuses_what_it_cannot_run():
     assert isinstance(ex, GraphExecutor)
     with pytest.raises(RunnerError, match="needs CUDA tensors"):
         ex.run(torch.zeros(16))
+
+
+def test_a_generated_schedule_is_refused_by_the_graph_runner_naming_it():
+    """The graph runner runs the step plans, which need the flow list: the launcher's and the
+    worker's checks refuse a generated schedule, naming --runner graph."""
+    import argparse
+
+    from gpu_runner.launch import check_runner
+    from gpu_runner.worker import _rank_part
+    from optcc.errors import OptccError
+    from optcc.generated import GeneratedSchedule
+    gen = GeneratedSchedule.of("optcc", Cluster.build(8, stragglers={0: 2}), 2)
+    with pytest.raises(OptccError, match="--runner graph needs the flow list") as e:
+        check_runner(gen, "graph")
+    assert e.value.field == "runner"
+    with pytest.raises(ValueError, match="--runner graph needs the flow list"):
+        _rank_part(gen, 0, argparse.Namespace(runner="graph", dtype="float32", allow_worse_numerics=False))
+    assert check_runner(build_schedule("ring", Cluster.build(3), 1), "graph") == "graph runner"
