@@ -403,12 +403,12 @@ def check_runner(schedule: Schedule, runner: str) -> str:
     key = program_key(runner)
     if isinstance(schedule, GeneratedSchedule):
         if key is None:
-            raise OptccError("runner", "a generated schedule runs with the streaming runners; --runner step "
+            raise OptccError("runner", f"a generated schedule runs with the streaming runners; --runner {runner} "
                                        "needs the flow list (optcc schedule --form flows)")
         return (f"streaming runner (window {key[0]}; each rank checks its own program: "
                 f"verifier.streaming_local's order argument)")
     if key is None:
-        return "step runner"
+        return f"{runner} runner"                     # step, graph: the step plans (runnable, checked per plan)
     program = require_streaming(schedule, *key)       # OptccError("runner") when refuted
     order = ", receives in port order" if program.recv_order else ""
     return f"streaming runner (proved safe, window {program.window}{order})"

@@ -18,12 +18,16 @@ class Runner:
     streaming: bool          # gpu_runner.streaming (a proved dependency program) or the step runner
     recv_order: bool         # streaming: receives wait for the previous receive on their port
     what: str
+    executor: str = "gpu_runner.executor:Executor"   # module:class of a non-streaming runner's executor
 
 
 _TABLE = (
     Runner("streaming", True, False, "no per-time barrier; receives posted early (default)"),
     Runner("streaming-ordered", True, True, "streaming, receives in the schedule's order per port"),
     Runner("step", False, False, "one batch of posts per start time (gpu_runner.executor)"),
+    Runner("graph", False, False, "the step plans as CUDA streams, events and one NCCL P2P group per start "
+           "time, captured once in a CUDA graph (CUDA tensors, NCCL; untested on GPUs)",
+           "gpu_runner.device_executor:GraphExecutor"),
 )
 RUNNER = {r.name: r for r in _TABLE}
 RUNNERS = tuple(RUNNER)
@@ -37,7 +41,8 @@ def runner_named(name: str) -> Runner:
 
 
 def program_key(name: str) -> tuple[int, bool] | None:
-    """(window, recv_order) of a streaming runner's program, None for the step runner."""
+    """(window, recv_order) of a streaming runner's program, None for the step and graph runners
+    (they run the step plans of optcc.lowering.step)."""
     r = runner_named(name)
     return (DEFAULT_WINDOW, r.recv_order) if r.streaming else None
 
@@ -72,6 +77,8 @@ def make_executor(schedule, rank: int, runner: str = DEFAULT_RUNNER, *, group=No
         return StreamingExecutor(schedule, rank, group=group, group_ranks=group_ranks, watchdog=watchdog,
                                  recv_order=r.recv_order, certificate=certificate, unsafe=unsafe,
                                  program=program)
-    from gpu_runner.executor import Executor
-    return Executor(schedule, rank, group=group, group_ranks=group_ranks, watchdog=watchdog,
-                    certificate=certificate, unsafe=unsafe)
+    import importlib
+    module, name = r.executor.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    return cls(schedule, rank, group=group, group_ranks=group_ranks, watchdog=watchdog,
+               certificate=certificate, unsafe=unsafe)

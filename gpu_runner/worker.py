@@ -82,8 +82,8 @@ def _load_schedule(args):
             from gpu_runner.runners import program_key
             key = program_key(args.runner)
             if key is None:
-                raise ValueError("a generated schedule runs with the streaming runners; --runner step needs "
-                                 "the flow list (optcc schedule --form flows)")
+                raise ValueError(f"a generated schedule runs with the streaming runners; --runner {args.runner} "
+                                 "needs the flow list (optcc schedule --form flows)")
             if args.certificate:
                 raise ValueError("a generated schedule is accepted by its generator's proof, re-proved here; "
                                  "it takes no --certificate")
@@ -104,9 +104,10 @@ def _rank_part(schedule, sched_rank: int, args):
     if not isinstance(schedule, GeneratedSchedule):
         return schedule
     from gpu_runner.proof import generated_rank_schedule, require_numerics
-    if args.runner == "step":
-        raise ValueError("a generated schedule runs with the streaming runners (each rank builds only its own "
-                         "program); --runner step needs the flow list (optcc schedule --form flows)")
+    from gpu_runner.runners import program_key
+    if program_key(args.runner) is None:
+        raise ValueError(f"a generated schedule runs with the streaming runners (each rank builds only its own "
+                         f"program); --runner {args.runner} needs the flow list (optcc schedule --form flows)")
     part = generated_rank_schedule(schedule, sched_rank)
     require_numerics(part, args.dtype, args.allow_worse_numerics)   # attested: a lookup
     return part

@@ -1,4 +1,4 @@
-"""One short prepared GPU check (≤ 5 minutes on one H200); results go to $OUT/gpu_results.json.
+"""One short prepared GPU check (≤ 8 minutes on one H100/H200); results go to $OUT/gpu_results.json.
 
 Sections (each independent; an error is recorded and the next section runs; the JSON is
 rewritten after every section so a timeout still leaves what was measured):
@@ -6,6 +6,10 @@ rewritten after every section so a timeout still leaves what was measured):
   virtual    the executor's CUDA data path: run_virtual (plans, scratch, in-place add_/copy_/mul_ on
              CUDA tensors; transfers are device copies) for ring and OptCC at p ∈ {3,4,5,8}, all
              five dtypes, lengths 1, 1001, 2^20+3; compared with the exact sum (float64)
+  graph      the graph runner's single-GPU mode (gpu_runner.device_executor.VirtualGraph): p virtual
+             ranks, device copies for the network, one CUDA graph replayed; ring p = 4, OptCC p = 4
+             and 8, float32 and bfloat16, 1/16/64 MiB per rank: a table of build seconds, µs per
+             AllReduce and per device op, GB/s, max error against the exact sum
   nccl1      single-rank NCCL process group: per-step overhead of dist.batch_isend_irecv with m
              matched self send/recv pairs (m = 1, 4, 8), 4 KiB and 4 MiB tensors, host-synchronised
              per step and pipelined (synchronised once per 100 steps)
@@ -15,7 +19,7 @@ rewritten after every section so a timeout still leaves what was measured):
              send/recv take CUDA tensors? (recorded either way; NCCL needs one GPU per rank, so
              multi-rank NCCL cannot run on one GPU)
 Run: `OUT=/some/dir bash benchmarks/device/run.sh` (or python benchmarks/device/gpu_checks.py --out DIR;
-`--cpu-dry-run` runs the virtual and add sections on CPU: a code check, tests/test_device_script.py).
+`--cpu-dry-run` runs the virtual, graph and add sections on CPU: a code check, tests/test_device_script.py).
 Not part of the installed package: a prepared script for a lent device machine.
 """
 from __future__ import annotations
@@ -28,7 +32,9 @@ import traceback
 
 from optcc.jsonout import dumps
 
-BUDGET_S = 240.0
+BUDGET_S = 380.0         # no section starts after it (gloo_cuda's launch may take 90 s; run.sh kills at 470 s)
+VIRTUAL_UNTIL_S = 120.0  # the virtual section stops adding cases then
+GRAPH_UNTIL_S = 300.0    # the graph section stops adding cases then
 T_START = time.monotonic()
 DEVICE = "cuda"          # --cpu-dry-run sets "cpu": exercises the code paths on a machine without a GPU
 SIZES = (1, 1001, (1 << 20) + 3)
@@ -67,7 +73,7 @@ def section_virtual(torch):
                 continue
             for dtype in dtypes:
                 for n in SIZES:
-                    if elapsed() > BUDGET_S * 0.5:
+                    if elapsed() > VIRTUAL_UNTIL_S:
                         results.append({"skipped": "time budget"})
                         return results
                     g = torch.Generator(device="cpu").manual_seed(p * 1000 + n)
@@ -90,6 +96,84 @@ def section_virtual(torch):
                     results.append({"algo": algo, "p": p, "dtype": str(dtype).replace("torch.", ""), "n": n,
                                     "wrong": wrong, "seconds": dt})
     return results
+
+
+GRAPH_CASES = (("ring", 4), ("optcc", 4), ("optcc", 8))
+GRAPH_BYTES = (1 << 20, 16 << 20, 64 << 20)     # per rank; --cpu-dry-run: GRAPH_DRY_ELEMENTS
+GRAPH_DRY_ELEMENTS = 1001
+GRAPH_REPS = 20
+
+
+def section_graph(torch):
+    """The graph runner's single-GPU mode (gpu_runner.device_executor.VirtualGraph on
+    CudaVirtualBackend): p virtual ranks, device copies for the network, captured once in a CUDA
+    graph. Per case: graph build seconds (plans, check, capture), µs per AllReduce (mean of
+    GRAPH_REPS replays, CUDA events), µs per device op (that / the graph's copies, adds, scales and
+    groups), GB/s (bytes per rank / time: nccl-tests' algbw, all p ranks on one device), and the
+    error against the exact float64 sum: max |x − exact| / Σ|x| and elements beyond the
+    (2(p − 1) + 1)·eps·Σ|x| bound (the virtual section's). --cpu-dry-run: CpuVirtualBackend, a code check."""
+    from gpu_runner.device_executor import CpuVirtualBackend, CudaVirtualBackend, VirtualGraph
+    from optcc.algorithms import build_schedule
+    from optcc.cluster import Cluster
+    from optcc.text_table import table_lines
+    dev = torch.device(DEVICE)
+    rows = []
+    for algo, p in GRAPH_CASES:
+        sched = build_schedule(algo, Cluster.build(p, stragglers={0: 2} if algo == "optcc" else {}), 4)
+        for dtype in (torch.float32, torch.bfloat16):
+            for nbytes in (GRAPH_BYTES if DEVICE == "cuda" else (GRAPH_DRY_ELEMENTS * 4,)):
+                if elapsed() > GRAPH_UNTIL_S:
+                    rows.append({"skipped": "time budget"})
+                    return {"rows": rows, "table": _graph_table(rows, table_lines)}
+                n = nbytes // torch.empty(0, dtype=dtype).element_size()
+                g = torch.Generator(device=dev).manual_seed(p * 7 + n)
+                inputs = [torch.randn(n, generator=g, device=dev).to(dtype) for _ in range(p)]
+                xs = [x.clone() for x in inputs]
+                backend = CudaVirtualBackend() if DEVICE == "cuda" else CpuVirtualBackend()
+                sync(torch)
+                graph = VirtualGraph(sched, xs, backend, unsafe=True)   # the schedules are the library's own
+                sync(torch)
+                graph.run()                            # the checked run: inputs -> the AllReduce
+                sync(torch)
+                exact = torch.stack([x.double() for x in inputs]).sum(0)
+                absum = torch.stack([x.double().abs() for x in inputs]).sum(0)
+                bound = (2 * (p - 1) + 1) * torch.finfo(dtype).eps * absum + 1e-30
+                err = max(float(((x.double() - exact).abs() / (absum + 1e-30)).max()) for x in xs)
+                wrong = sum(int(((x.double() - exact).abs() > bound).sum()) for x in xs)
+                reps = GRAPH_REPS if DEVICE == "cuda" else 2
+                seconds = _time_replays(torch, graph, reps)
+                rows.append({"algo": algo, "p": p, "dtype": str(dtype).replace("torch.", ""), "bytes": n * xs[0].element_size(),
+                             "build_s": graph.build_s, "us_per_allreduce": seconds * 1e6, "device_ops": graph.n_ops,
+                             "us_per_op": seconds * 1e6 / max(graph.n_ops, 1),
+                             "GBps": n * xs[0].element_size() / seconds / 1e9, "max_rel_err": err, "wrong": wrong})
+                del graph, xs, inputs
+    table = _graph_table(rows, table_lines)
+    print("\n".join(table), flush=True)
+    return {"rows": rows, "table": table}
+
+
+def _time_replays(torch, graph, reps):
+    """Mean seconds per replay (CUDA events around `reps` back-to-back replays; perf_counter on CPU)."""
+    graph.run()
+    if DEVICE != "cuda":
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            graph.run()
+        return (time.perf_counter() - t0) / reps
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        graph.backend.replay(graph.graph)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / 1e3 / reps
+
+
+def _graph_table(rows, table_lines):
+    head = ("algo", "p", "dtype", "bytes", "build_s", "us/allreduce", "ops", "us/op", "GB/s", "max_rel_err", "wrong")
+    keys = ("algo", "p", "dtype", "bytes", "build_s", "us_per_allreduce", "device_ops", "us_per_op", "GBps",
+            "max_rel_err", "wrong")
+    return table_lines(head, [[r[k] for k in keys] for r in rows if "algo" in r])
 
 
 def section_nccl1(torch):
@@ -204,7 +288,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--cpu-dry-run", action="store_true",
-                    help="run the virtual and add sections on CPU with small sizes (code check only)")
+                    help="run the virtual, graph and add sections on CPU with small sizes (code check only)")
     args = ap.parse_args(argv)
     global DEVICE, SIZES
     if args.cpu_dry_run:
@@ -225,10 +309,10 @@ def main(argv=None) -> int:
         results["error"] = f"torch not importable: {e}"
         save()
         return 1
-    order = [("env", section_env), ("virtual", section_virtual), ("add", section_add),
+    order = [("env", section_env), ("virtual", section_virtual), ("graph", section_graph), ("add", section_add),
              ("nccl1", section_nccl1), ("gloo_cuda", section_gloo_cuda)]
     for name, fn in order:
-        cpu_ok = args.cpu_dry_run and name in ("virtual", "add")
+        cpu_ok = args.cpu_dry_run and name in ("virtual", "graph", "add")
         if name != "env" and not torch.cuda.is_available() and not cpu_ok:
             results["sections"][name] = {"skipped": "no CUDA device"}
             continue
@@ -246,9 +330,12 @@ def main(argv=None) -> int:
               f"in {results['sections'][name]['seconds']:.1f} s", flush=True)
         save()
     virt = results["sections"].get("virtual", {}).get("result") or []
+    graph = (results["sections"].get("graph", {}).get("result") or {}).get("rows") or []
     results["summary"] = {
         "virtual_cases": sum(1 for r in virt if "wrong" in r),
         "virtual_wrong_cases": sum(1 for r in virt if r.get("wrong", 0) or "error" in r),
+        "graph_cases": sum(1 for r in graph if "wrong" in r),
+        "graph_wrong_cases": sum(1 for r in graph if r.get("wrong", 0)),
     }
     save()
     print(dumps(results["summary"]), flush=True)
