@@ -124,6 +124,11 @@ class _Clear:
         raise NotPolynomial(f"formula {e.decl().name()}")
 
 
+def _and(xs: list[Z3Term]) -> Z3Term:
+    """And of xs, true for none (z3.And() of nothing prints as an undeclared symbol)."""
+    return z3.And(*xs) if xs else z3.BoolVal(True)
+
+
 def _mul(a: Z3Term, b: Z3Term) -> Z3Term:
     """a·b, without a factor 1 (the pairs' denominators are 1 wherever no division occurs)."""
     return b if _is_one(a) else a if _is_one(b) else a * b
@@ -219,7 +224,7 @@ def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation
         goal = clear.formula(claim)
         side = [d > 0 if positive else d != 0 for d in dens]
         what = ", ".join(f"{c}" if v else f"¬({c})" for c, v in zip(conds, values)) or "one case"
-        cases.append(z3.And(*here))
+        cases.append(_and(here))
         parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", premise + here, goal,
                                 side, None))
     if not parts:
@@ -229,7 +234,7 @@ def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation
     relaxed = [cover.formula(h) for h in base_hyps]
     cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # their denominators: cover.nonzero
     parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
-                            z3.Implies(z3.And(*cleared), z3.Or(*cases)),
+                            z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
                             [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
     return parts
 

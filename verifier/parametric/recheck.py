@@ -46,6 +46,15 @@ def _script(constraints: Iterable[Z3Term]) -> str:
     return "(set-logic ALL)\n" + smt2
 
 
+def claim_obligation(claim: Any, prop: str = "lower_bound_lp") -> Obligation:
+    """A bounds.proofs Claim (an LP certificate's) as an obligation: its query exactly as
+    bounds.proofs.prove decides it (bounds.proofs.z3_query)."""
+    from bounds.proofs import z3_query
+    from verifier.parametric.obligations import Obligation
+    _, _, hyps, goal = z3_query(claim)
+    return Obligation(prop, claim.name, hyps, goal)
+
+
 def queries(ob: Obligation) -> list[tuple[str, str, str]]:
     """(what, expected answer, SMT-LIB2 script) of one obligation."""
     claim = z3.And(*ob.side, ob.goal) if ob.side else ob.goal
