@@ -111,6 +111,8 @@ class _Clear:
             if c not in self.case:
                 raise NotPolynomial("an if-then-else condition outside the case")
             return self.formula(e.arg(1) if self.case[c] else e.arg(2))
+        if k in _CMP and e.num_args() != 2:
+            raise NotPolynomial(f"{e.decl().name()} of {e.num_args()} terms")
         if k in _CMP and not z3.is_bool(e.arg(0)):
             (n1, d1), (n2, d2) = self.frac(e.arg(0)), self.frac(e.arg(1))
             if _is_one(d1) and _is_one(d2):               # no division: the atom as it is
