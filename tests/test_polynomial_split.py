@@ -23,7 +23,7 @@ def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
     for p in parts:
         assert not any(z3.is_div(x) for x in _subterms(p.goal)), p.name      # no division left
         assert discharge(p)["status"] == "proved", p.name
-    assert {str(v) for p in parts for v in _vars(p.goal)} <= {"p", "k", "ell"}
+    assert {str(v) for p in parts for v in _vars(p.goal)} <= {"p", "k", "ell", "s"}
     assert all(z3.is_real(v) for p in parts for v in _vars(p.goal))          # p, k relaxed to reals
 
 

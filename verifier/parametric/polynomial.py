@@ -13,8 +13,8 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
   D² > 0, or N ⋈ 0 where every denominator met in the case is positive there; the case's side
   conditions state that (nonzero, or positive), so the cleared atoms mean what the original ones
   mean;
-- one *cover* obligation: under the (relaxed) assumptions some case holds, so no point of the
-  range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
+- one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
+  conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
   cover proves its denominators nonzero from the assumptions without division).
 
 Every part is proved by Z3 (prove-all) as well as the original, and cvc5 re-checks the parts
@@ -132,8 +132,15 @@ def _and(xs: list[Z3Term]) -> Z3Term:
 
 
 def _mul(a: Z3Term, b: Z3Term) -> Z3Term:
-    """a·b, without a factor 1 (the pairs' denominators are 1 wherever no division occurs)."""
+    """a·b, without a factor 1 (the pairs' denominators are 1 wherever no division occurs) and
+    0 for a factor 0."""
+    if _is_zero(a) or _is_zero(b):
+        return z3.RealVal(0)
     return b if _is_one(a) else a if _is_one(b) else a * b
+
+
+def _is_zero(e: Z3Term) -> bool:
+    return bool(z3.is_rational_value(e) and e.as_fraction() == 0 or z3.is_int_value(e) and e.as_long() == 0)
 
 
 def _is_one(e: Z3Term) -> bool:
@@ -222,19 +229,20 @@ def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation
         base.formula(claim)                          # the denominators met in this case
         dens = list(dict.fromkeys(base.nonzero))
         positive = bool(dens) and _decided(premise + here + [z3.Or(*[d <= 0 for d in dens])]) == "unsat"
-        clear = _Clear(case, positive)
+        clear = _Clear(case, positive)          # the case's own premise and conditions cleared alike,
+        premise = [clear.formula(h) for h in hyps]           # so the cover names what the part assumes
+        here = [clear.formula(c) if v else z3.Not(clear.formula(c)) for c, v in zip(conds, values)]
         goal = clear.formula(claim)
         side = [d > 0 if positive else d != 0 for d in dens]
         what = ", ".join(f"{c}" if v else f"¬({c})" for c, v in zip(conds, values)) or "one case"
-        cases.append(_and(here))
+        cases.append(_and(premise + here))
         parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", premise + here, goal,
                                 side, None))
     if not parts:
         raise NotPolynomial("no feasible case")
-    base_hyps = [h for h in hyps if not _has_division(h)]
-    cover = _Clear({})
-    relaxed = [cover.formula(h) for h in base_hyps]
-    cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # their denominators: cover.nonzero
+    cover = _Clear({})                      # the range: assumptions without division as they are,
+    relaxed = [cover.formula(h) for h in hyps if not _has_division(h)]
+    cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared (denominators ≠ 0)
     parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
                             z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
                             [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
