@@ -83,22 +83,28 @@ def to_z3(expr: sp.Expr, env: dict):
     raise TypeError(f"not a polynomial expression: {expr!r} ({type(expr).__name__})")
 
 
-def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
-    """Decide the claim with Z3 (nonlinear real arithmetic) over all reals in the hypotheses."""
+def z3_query(claim: Claim):
+    """(symbols, env, hypotheses, goal): the claim exactly as `prove` decides it, Z3 terms over
+    reals (also what a second solver re-checks: verifier.parametric.recheck)."""
     symbols = sorted(claim.expr.free_symbols | set().union(*(h.free_symbols for h in claim.hypotheses)),
                      key=lambda s: s.name)
     env = {s: z3.Real(s.name) for s in symbols}
-    solver = z3.SolverFor("QF_NRA")
-    solver.set("timeout", timeout_ms)
-    for sym in symbols:  # a sympy "positive" symbol is > 0 in Z3 too (integrality is dropped)
-        if sym.is_positive:
-            solver.add(env[sym] > 0)
+    hyps = [env[sym] > 0 for sym in symbols if sym.is_positive]  # a sympy "positive" symbol is > 0 in Z3 too
     for h in claim.hypotheses:
         if h is sp.true:
             raise ValueError(f"hypothesis of {claim.name} evaluated to True; build it with evaluate=False")
-        solver.add(_hypothesis_to_z3(h, env))
+        hyps.append(_hypothesis_to_z3(h, env))
     n, d = to_z3(claim.numerator, env), to_z3(claim.denominator, env)
-    solver.add(z3.Not(z3.And(d != 0, _OPS[claim.op](n * d))))
+    return symbols, env, hyps, z3.And(d != 0, _OPS[claim.op](n * d))
+
+
+def prove(claim: Claim, timeout_ms: int = 20000) -> ProofResult:
+    """Decide the claim with Z3 (nonlinear real arithmetic) over all reals in the hypotheses."""
+    symbols, env, hyps, goal = z3_query(claim)
+    solver = z3.SolverFor("QF_NRA")
+    solver.set("timeout", timeout_ms)
+    solver.add(*hyps)
+    solver.add(z3.Not(goal))
     answer = solver.check()
     if answer == z3.unsat:
         return ProofResult(claim, True, None, "unsat")

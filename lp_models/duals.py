@@ -229,6 +229,11 @@ def _coverage_claims(cert: LPCertificate) -> list[proofs.Claim]:
     return out
 
 
+def all_claims(cert: LPCertificate) -> list[proofs.Claim]:
+    """Every claim `prove_certificate` decides: the certificate's and its coverage."""
+    return claims(cert) + _coverage_claims(cert)
+
+
 def vacuous_regions(cert: LPCertificate, timeout_ms: int = 20000) -> list[str]:
     """Regions (range + a primal's or dual's region) that Z3 does not show satisfiable: a claim
     proved there would prove nothing."""
@@ -244,7 +249,7 @@ def prove_certificate(cert: LPCertificate, timeout_ms: int = 20000) -> dict:
     """JSON-ready: every claim's result, and the statement proved when all hold (and no
     region is vacuous)."""
     t0 = time.perf_counter()
-    results = [proofs.prove(c, timeout_ms) for c in claims(cert) + _coverage_claims(cert)]
+    results = [proofs.prove(c, timeout_ms) for c in all_claims(cert)]
     failed = [r for r in results if not r.proved]
     vacuous = vacuous_regions(cert, timeout_ms)
     return {"lp": cert.name, "label": cert.label, "statement": f"LP optimum = {cert.formula}",

@@ -1,6 +1,9 @@
 """`optcc prove-all --algo A --recheck cvc5`: every obligation exported as SMT-LIB2 exactly as Z3
-discharges it and decided again by cvc5 (verifier.parametric.recheck). The ring's whole set runs
-here (124 queries, seconds); OptCC's and servers' sets take minutes (docs/parametric.md)."""
+discharges it (a closed form through its polynomial split) and decided again by cvc5
+(verifier.parametric.recheck). The ring's own set runs here (128 queries, seconds); the LP
+certificates' claims, common to every construction, and OptCC's and servers' sets take minutes
+and run by hand (docs/parametric.md "A second solver"), so the CLI tests here leave the LP claims
+out (`lp_obligations`)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +13,7 @@ import pytest
 pytest.importorskip("cvc5")
 
 from optcc_app.cli import main  # noqa: E402
+from optcc_app.commands import prove_all as PA  # noqa: E402
 from verifier.parametric import recheck as R  # noqa: E402
 from verifier.parametric.obligations import Obligation  # noqa: E402
 
@@ -24,7 +28,13 @@ def test_cvc5_refutes_a_false_obligation_on_its_own():
     assert [R.solve(s)[0] for _, _, s in R.queries(false)] == ["sat", "sat"]
 
 
-def test_a_disagreement_fails_the_run_and_is_printed(capsys, monkeypatch):
+@pytest.fixture
+def no_lp(monkeypatch):
+    """The ring's own obligations only: the LP claims' re-check (248 queries) runs by hand."""
+    monkeypatch.setattr(PA, "lp_obligations", lambda: [])
+
+
+def test_a_disagreement_fails_the_run_and_is_printed(capsys, monkeypatch, no_lp):
     real = R.solve
     calls = []
 
@@ -34,25 +44,31 @@ def test_a_disagreement_fails_the_run_and_is_printed(capsys, monkeypatch):
     monkeypatch.setattr(R, "solve", lying)
     assert main(["prove-all", "--algo", "ring", "--recheck", "cvc5"]) == 1
     out = capsys.readouterr().out
-    assert "re-checked by cvc5: 123 of 124 queries agree with Z3, 1 disagree" in out
+    assert "re-checked by cvc5: 127 of 128 queries agree with Z3, 1 disagree" in out
     assert "DISAGREE: lemmas:" in out and "NOT PROVED" in out
 
 
-def test_ring_every_obligation_agrees_with_cvc5_with_a_checked_proof_each(tmp_path, capsys):
-    """All 124 queries agree; with `--proofs DIR` every one of the ring's 62 claims comes with a
-    CPC proof that cvc5's proof checker accepted (check-proofs), one file each, none with an
-    unjustified step."""
+def test_ring_every_obligation_agrees_with_cvc5_with_a_checked_proof_each(tmp_path, capsys, no_lp):
+    """All 128 queries agree (the ring's 62 obligations, two of them closed forms re-checked
+    through their polynomial split: 2 parts each, proved by Z3 too); with `--proofs DIR` every one
+    of the 64 claims comes with a CPC proof that cvc5's proof checker accepted (check-proofs), one
+    file each; one has unjustified steps: the Theorem 1 bound's polynomial case, which cvc5 decides
+    by cylindrical algebraic coverings, whose steps CPC records as `trust` (ARITH_NL_COVERING_*)."""
     d = tmp_path / "proofs"
     assert main(["prove-all", "--algo", "ring", "--recheck", "cvc5", "--proofs", str(d), "--json"]) == 0
     rc = json.loads(capsys.readouterr().out)["recheck"]
-    assert rc["solver"] == "cvc5" and rc["queries"] == 124
-    assert rc["agree"] == 124 and rc["disagree"] == [] and rc["unknown"] == []
+    assert rc["solver"] == "cvc5" and rc["queries"] == 128
+    assert rc["obligations"] == 62 and rc["split"] == 2 and rc["parts_proved_by_z3"] == 4
+    assert rc["agree"] == 128 and rc["disagree"] == [] and rc["unknown"] == []
     pr = rc["proofs"]
     files = sorted(d.iterdir())
-    assert pr["written"] == len(files) == 62 and pr["checker"] == "cvc5 check-proofs"
+    assert pr["written"] == len(files) == 64 and pr["checker"] == "cvc5 check-proofs"
     assert pr["bytes"] == sum(f.stat().st_size for f in files) > 0
     assert all(f.suffix == ".cpc" and "(assume " in f.read_text() for f in files)
-    assert pr["with_holes"] == [] and not any(":rule trust" in f.read_text() for f in files)
+    [hole] = pr["with_holes"]
+    assert "Theorem-1-polynomial" in hole and sum(":rule trust" in f.read_text() for f in files) == 1
+    trusts = [line for line in open(hole).read().splitlines() if line.startswith("; trust TRUST")]
+    assert trusts and all("ARITH_NL_COVERING" in t for t in trusts)
 
 
 def test_a_proof_of_a_false_claim_is_not_written(tmp_path):
@@ -62,6 +78,20 @@ def test_a_proof_of_a_false_claim_is_not_written(tmp_path):
     false = Obligation("sum", "x ≥ 1, y ≥ 1 ⇒ x·y ≥ 2", [x >= 1, y >= 1], x * y >= 2)
     rc = R.recheck([false], proofs_dir=str(tmp_path))
     assert rc["disagree"] and rc["proofs"]["written"] == 0 and list(tmp_path.iterdir()) == []
+
+
+def test_lp_claims_are_exported_as_prove_decides_them():
+    """An LP certificate's claim re-checked: the query bounds.proofs.prove decides (z3_query),
+    true claims unsat for cvc5, a false one (the dual's Σ ports·π ≤ 1 made ≤ 0) sat."""
+    import sympy as sp
+
+    from lp_models.duals import CERTIFICATES, all_claims
+    claim = next(c for c in all_claims(CERTIFICATES[0]()) if "Σ ports·π + π_ν ≤ 1" in c.name)
+    ob = R.claim_obligation(claim)
+    assert [R.solve(s, 10000)[0] for _, _, s in R.queries(ob)] == ["sat", "unsat"]
+    from bounds.proofs import Claim
+    false = R.claim_obligation(Claim(claim.name, claim.expr + sp.Integer(1), claim.op, claim.hypotheses))
+    assert R.solve(R.queries(false)[1][2], 10000)[0] == "sat"
 
 
 def test_proofs_needs_recheck(capsys, tmp_path):

@@ -76,8 +76,16 @@ def _print_bounds(res: dict) -> None:
               f"{'proved' if c['proved'] else 'NOT PROVED'} ({c['claims']} claims)")
 
 
+def lp_obligations() -> list:
+    """The LP certificates' claims (lp_models.duals), as obligations for the re-check."""
+    from lp_models.duals import CERTIFICATES, all_claims
+    from verifier.parametric.recheck import claim_obligation
+    return [claim_obligation(c) for make in CERTIFICATES for c in all_claims(make())]
+
+
 def _recheck(res: dict, args) -> dict:
-    """prove-all's obligations and the near-optimality statements re-checked by cvc5."""
+    """prove-all's obligations, the near-optimality statements and the LP certificates' claims
+    re-checked by cvc5."""
     import sys
 
     from verifier.parametric.prove import obligations
@@ -90,6 +98,7 @@ def _recheck(res: dict, args) -> dict:
     extra = {"optcc": near_optimal, "servers": near_optimal_servers}.get(args.algo)
     if extra is not None:
         obs = obs + extra.obligations()
+    obs = obs + lp_obligations()
 
     def progress(n, total):
         if n % 50 == 0 or n == total:
@@ -150,7 +159,8 @@ def run(args) -> int:
         if rc:
             print(f"re-checked by {rc['solver']}: {rc['agree']} of {rc['queries']} queries agree with Z3, "
                   f"{len(rc['disagree'])} disagree, {len(rc['unknown'])} undecided within {args.recheck_timeout:g} s "
-                  f"({rc['seconds']:.1f} s)")
+                  f"({rc['seconds']:.1f} s; {rc['obligations']} obligations, {rc['split']} of them through their "
+                  f"polynomial split, {rc['parts_proved_by_z3']} parts proved by Z3 too)")
             for x in rc["disagree"] + rc["unknown"]:
                 print(f"  {'DISAGREE' if x in rc['disagree'] else 'undecided'}: {x['property']}: {x['obligation']} "
                       f"({x['query']}: cvc5 {x['cvc5']})")

@@ -5,7 +5,12 @@ solver state: the assumptions, the premise and the negated claim — side condit
 together), and cvc5 must answer `unsat`; the assumptions alone are exported too and must be
 `sat` (non-vacuity). cvc5 reads the text, not Z3's objects, so an obligation both solvers decide
 is decided twice, by independent code. Nonlinear real queries use cvc5's cylindrical algebraic
-coverings (`nl-cov`).
+coverings (`nl-cov`). A closed-form obligation (rational functions of the parameters with regimes)
+is re-checked through its polynomial split (`Obligation.parts`, verifier.parametric.polynomial):
+the cases with denominators cleared and their cover, which together imply the obligation; Z3
+proves every part in the same run (so both solvers decide the same text), and cvc5 decides them
+where division defeats it on the original. prove-all without `--recheck` proves the originals
+only: the parts are the second solver's route, not a second statement.
 
 Proof objects (`proofs_dir`): for every claim cvc5 refutes, it also produces a proof in its own
 Cooperating Proof Calculus (CPC, the format the Ethos checker reads) and re-checks it with its
@@ -39,6 +44,15 @@ def _script(constraints: Iterable[Z3Term]) -> str:
     s.add(*constraints)
     smt2: str = s.to_smt2()
     return "(set-logic ALL)\n" + smt2
+
+
+def claim_obligation(claim: Any, prop: str = "lower_bound_lp") -> Obligation:
+    """A bounds.proofs Claim (an LP certificate's) as an obligation: its query exactly as
+    bounds.proofs.prove decides it (bounds.proofs.z3_query)."""
+    from bounds.proofs import z3_query
+    from verifier.parametric.obligations import Obligation
+    _, _, hyps, goal = z3_query(claim)
+    return Obligation(prop, claim.name, hyps, goal)
 
 
 def queries(ob: Obligation) -> list[tuple[str, str, str]]:
@@ -96,11 +110,12 @@ def _child(conn: Connection, script: str, timeout_ms: int, nl_cov: bool, proof: 
 def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False) -> tuple[str, str | None]:
     """cvc5's answer (and proof, as run_cvc5), each try in a forked process killed at the time limit
     (cvc5's own limit does not interrupt every procedure): first its default nonlinear strategy,
-    then `nl-cov`."""
+    then `nl-cov` (the other way round for a query over the reals alone, where the coverings are
+    complete)."""
     import multiprocessing as mp
     ctx = mp.get_context("fork")
     answer: tuple[str, str | None] = ("unknown", None)
-    for nl_cov in (False, True):
+    for nl_cov in ((True, False) if " Int)" not in script else (False, True)):
         parent, child = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_child, args=(child, script, timeout_ms, nl_cov, proof), daemon=True)
         proc.start()
@@ -118,17 +133,34 @@ def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False
 HOLE_RULES = (":rule hole", ":rule trust")   # a step the proof does not justify (Alethe, CPC)
 
 
-def _proof_file(directory: str, n: int, ob: Obligation) -> str:
+def _proof_file(directory: str, n: int, ob: Obligation, part: int | None = None) -> str:
     import os
     import re
     slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{ob.prop}-{ob.name}").strip("-")[:60]
-    return os.path.join(directory, f"{n:04d}-{slug}.{PROOF_FORMAT}")
+    return os.path.join(directory, f"{n:04d}{'' if part is None else f'.{part:02d}'}-{slug}.{PROOF_FORMAT}")
+
+
+def _units(ob: Obligation, timeout_ms: int, unknown: list[dict[str, str]]) -> list[Obligation] | None:
+    """The polynomial split cvc5 re-checks in place of `ob`, each part first proved by Z3 (so the
+    statement cvc5 decides is one Z3 proves too); None when `ob` has none, or when Z3 does not
+    prove a part (listed; cvc5 then gets the obligation as it is)."""
+    from verifier.parametric.obligations import discharge
+    if not ob.parts:
+        return None
+    for part in ob.parts:
+        r = discharge(part, timeout_ms)
+        if r["status"] != "proved":
+            unknown.append({"obligation": part.name, "property": ob.prop, "query": "split",
+                            "cvc5": f"not used: Z3 {r['status']} ({r.get('why', '')})"})
+            return None
+    return ob.parts
 
 
 def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
             progress: Callable[[int, int], object] | None = None, proofs_dir: str | None = None) -> dict[str, Any]:
-    """Every obligation's queries through cvc5 (`solve`): counts of agreement, disagreement and
-    timeouts, with the obligations that did not agree; with `proofs_dir`, every refuted claim's
+    """Every obligation's queries through cvc5 (`solve`), a closed form's through its polynomial
+    split (`split`: how many; Z3 proves each part here, `parts_proved_by_z3`): counts of agreement, disagreement and timeouts, with the
+    obligations (or parts) that did not agree; with `proofs_dir`, every refuted claim's
     checked proof written there and counted (files, bytes, steps cvc5 left as holes)."""
     from optcc.files import write_text_atomic
     t0 = time.perf_counter()
@@ -137,26 +169,32 @@ def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
     unknown: list[dict[str, str]] = []
     written, size, holes = 0, 0, []
 
+    asked, split, z3_parts = 0, 0, 0
     for n, ob in enumerate(obs):
-        for what, want, script in queries(ob):
+        units = _units(ob, timeout_ms, unknown)
+        split += units is not None
+        z3_parts += len(units or ())
+        for u, unit, what, want, script in [(u, x, *q) for u, x in enumerate(units or [ob]) for q in queries(x)]:
+            asked += 1
             got, text = solve(script, timeout_ms, proof=proofs_dir is not None and what == "claim")
             if got == want:
                 agree += 1
                 if text is not None and proofs_dir is not None:
-                    path = _proof_file(proofs_dir, n, ob)
+                    path = _proof_file(proofs_dir, n, unit, u if units else None)
                     write_text_atomic(path, text, "--proofs")
                     written += 1
                     size += len(text.encode())
                     if any(h in text for h in HOLE_RULES):
                         holes.append(path)
             elif got == "unknown" or got.startswith("error"):
-                unknown.append({"obligation": ob.name, "property": ob.prop, "query": what, "cvc5": got})
+                unknown.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
             else:
-                disagree.append({"obligation": ob.name, "property": ob.prop, "query": what, "cvc5": got})
+                disagree.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
         if progress is not None:
             progress(n + 1, len(obs))
-    out = {"solver": "cvc5", "queries": 2 * len(obs), "agree": agree, "disagree": disagree, "unknown": unknown,
-           "seconds": round(time.perf_counter() - t0, 3)}
+    out = {"solver": "cvc5", "obligations": len(obs), "split": split, "parts_proved_by_z3": z3_parts,
+           "queries": asked, "agree": agree,
+           "disagree": disagree, "unknown": unknown, "seconds": round(time.perf_counter() - t0, 3)}
     if proofs_dir is not None:
         out["proofs"] = {"dir": proofs_dir, "written": written, "bytes": size, "with_holes": holes,
                          "checker": "cvc5 check-proofs", "format": PROOF_FORMAT}

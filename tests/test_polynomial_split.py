@@ -1,0 +1,85 @@
+"""A closed-form obligation's polynomial split (verifier.parametric.polynomial): the cases with
+denominators cleared and their cover, each part proved by Z3 and decided by cvc5, where cvc5
+does not decide the original (division defeats it; docs/parametric.md "A second solver")."""
+from __future__ import annotations
+
+import pytest
+import z3
+
+from verifier.parametric import optcc as O
+from verifier.parametric.obligations import Obligation, discharge
+
+
+def _phase_lemma() -> Obligation:
+    return O.phase_lemma(O.generator_model())
+
+
+def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
+    ob = _phase_lemma()
+    parts = ob.parts
+    names = [p.name[len(ob.name):] for p in parts]
+    assert len(parts) == 5 and names[-1] == " [polynomial: the cases cover the range]"
+    assert sum("ell >= 2" in n and "¬(ell >= 2)" not in n for n in names) == 2     # ℓ ≥ 2 with k = 1 and k ≠ 1
+    for p in parts:
+        assert not any(z3.is_div(x) for x in _subterms(p.goal)), p.name      # no division left
+        assert discharge(p)["status"] == "proved", p.name
+    assert {str(v) for p in parts for v in _vars(p.goal)} <= {"p", "k", "ell", "s"}
+    assert all(z3.is_real(v) for p in parts for v in _vars(p.goal))          # p, k relaxed to reals
+
+
+def test_cvc5_decides_every_part_of_the_phase_lemma():
+    pytest.importorskip("cvc5")
+    from verifier.parametric import recheck as R
+    for p in _phase_lemma().parts:
+        assert [R.solve(s, 10000)[0] for _, _, s in R.queries(p)] == ["sat", "unsat"], p.name
+
+
+def test_a_wrong_closed_form_is_refuted_through_its_split():
+    """T = 1/k for ℓ ≥ 2, 2/k below, claimed ≤ 1/k: false in the ℓ < 2 case, and that part is
+    refuted (by Z3, and by cvc5 where installed) while the ℓ ≥ 2 part is proved."""
+    k, ell = z3.Real("k"), z3.Real("ell")
+    ob = Obligation("bound", "T ≤ 1/k", [k >= 1, ell >= 1], z3.If(ell >= 2, 1 / k, 2 / k) <= 1 / k, [], (k, ell))
+    parts = ob.parts
+    status = {p.name[len(ob.name):]: discharge(p)["status"] for p in parts}
+    assert status == {" [polynomial: ell >= 2]": "proved", " [polynomial: ¬(ell >= 2)]": "refuted",
+                      " [polynomial: the cases cover the range]": "proved"}
+    try:
+        from verifier.parametric import recheck as R
+        import cvc5  # noqa: F401
+    except ImportError:
+        return
+    wrong = next(p for p in parts if "¬" in p.name)
+    assert R.solve(R.queries(wrong)[1][2], 10000)[0] == "sat"
+
+
+def test_the_cover_is_checked_a_missing_case_fails_it():
+    ob = _phase_lemma()
+    cover = ob.parts[-1]
+    cases = cover.goal.children()
+    assert discharge(cover)["status"] == "proved"
+    short = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cases[1:]), [], None)
+    assert discharge(short)["status"] == "refuted"
+
+
+def test_flow_obligations_and_linear_ones_are_not_split():
+    """Only closed forms are split: a family's flow obligation (its indices are integers that
+    must stay integers) and a claim without division keep their one query."""
+    from verifier.parametric import generic as G
+    C = O.generator_model()
+    assert all(ob.parts == [] for ob in G.well_formed(C))
+    assert O.piece_lemma().parts == []
+
+
+def _subterms(e):
+    seen, todo = set(), [e]
+    while todo:
+        x = todo.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        yield x
+        todo.extend(x.children())
+
+
+def _vars(e):
+    return {x for x in _subterms(e) if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED}

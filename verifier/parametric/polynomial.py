@@ -1,0 +1,260 @@
+"""An obligation's polynomial split: the same claim, case by case, with every denominator cleared.
+
+A closed-form obligation (a rational function of p, k, ℓ, … with if-then-else on regimes) is
+nonlinear real arithmetic with division; Z3's nlsat decides it, cvc5 often does not within
+minutes. Its split is a set of obligations that together imply it, each polynomial:
+
+- integers relaxed to reals (p, k as real numbers ≥ their bounds): a claim proved for every real
+  value holds for every integer one (only a claim whose integers are its parameters, entering
+  through +, −, ·, comparisons and to_real, is split: not a flow's indices, not mod);
+- one *case* per consistent truth assignment of the if-then-else conditions (each branch taken);
+- in each case every atom a ⋈ b (⋈ ∈ =, ≠, ≤, <, ≥, >), with a − b = N/D built by the field rules
+  (x/y = Nx·Dy / (Dx·Ny), …), becomes N·D ⋈ 0 (N ⋈ 0 for = and ≠), exact where D ≠ 0 because
+  D² > 0, or N ⋈ 0 where every denominator met in the case is positive there; the case's side
+  conditions state that (nonzero, or positive), so the cleared atoms mean what the original ones
+  mean;
+- one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
+  conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
+  cover proves its denominators nonzero from the assumptions without division).
+
+Every part is proved by Z3 (prove-all) as well as the original, and cvc5 re-checks the parts
+(verifier.parametric.recheck): the statement is written once (the original), the split derived
+from it mechanically. Why it implies the original: a point of the range lies in some case (cover);
+there its denominators are nonzero (side), so each cleared atom has the original atom's truth
+value and the branches taken are the original's: the case's claim is the original claim there.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import z3
+
+from verifier.parametric.obligations import Obligation
+
+if TYPE_CHECKING:
+    from verifier.parametric.arith import Z3Term
+
+MAX_CONDITIONS = 6        # at most 2^6 cases per obligation; a claim with more regimes is not split
+
+
+class NotPolynomial(Exception):
+    """The term has an operator the split does not translate (int div/mod, quantifiers, ...)."""
+
+
+_CMP = {z3.Z3_OP_EQ: lambda a, b: a == b, z3.Z3_OP_DISTINCT: lambda a, b: a != b,
+        z3.Z3_OP_LE: lambda a, b: a <= b, z3.Z3_OP_LT: lambda a, b: a < b,
+        z3.Z3_OP_GE: lambda a, b: a >= b, z3.Z3_OP_GT: lambda a, b: a > b}
+_BOOL = {z3.Z3_OP_AND: lambda xs: z3.And(*xs), z3.Z3_OP_OR: lambda xs: z3.Or(*xs),
+         z3.Z3_OP_NOT: lambda xs: z3.Not(xs[0]), z3.Z3_OP_IMPLIES: lambda xs: z3.Implies(*xs),
+         z3.Z3_OP_IFF: lambda xs: xs[0] == xs[1]}
+
+
+class _Clear:
+    """Translate terms under one case (a truth value per if-then-else condition): real terms to
+    (numerator, denominator) pairs of polynomials, formulas to cleared formulas; every
+    denominator met is recorded in `nonzero`."""
+
+    def __init__(self, case: dict[int, bool], positive: bool = False):
+        self.case, self.positive = case, positive
+        self.nonzero: list[Z3Term] = []
+        self.memo: dict[int, tuple[Z3Term, Z3Term]] = {}
+
+    def frac(self, e: Z3Term) -> tuple[Z3Term, Z3Term]:
+        key = e.get_id()
+        if key not in self.memo:
+            self.memo[key] = self._frac(e)
+        return self.memo[key]
+
+    def _frac(self, e: Z3Term) -> tuple[Z3Term, Z3Term]:
+        one = z3.RealVal(1)
+        if z3.is_rational_value(e) or z3.is_int_value(e):
+            return z3.RealVal(e.as_fraction() if z3.is_rational_value(e) else e.as_long()), one
+        if z3.is_const(e) and e.sort() in (z3.IntSort(), z3.RealSort()):
+            return z3.Real(e.decl().name()), one          # an integer relaxed to a real
+        k = e.decl().kind()
+        if k == z3.Z3_OP_ITE:
+            c = e.arg(0).get_id()
+            if c not in self.case:
+                raise NotPolynomial("an if-then-else condition outside the case")
+            return self.frac(e.arg(1) if self.case[c] else e.arg(2))
+        if k == z3.Z3_OP_TO_REAL:
+            return self.frac(e.arg(0))
+        args = [self.frac(a) for a in e.children()]
+        if k == z3.Z3_OP_ADD or k == z3.Z3_OP_SUB:
+            n, d = args[0]
+            for n2, d2 in args[1:]:
+                a, b = _mul(n, d2), _mul(n2, d)
+                n, d = (a + b if k == z3.Z3_OP_ADD else a - b), _mul(d, d2)
+            return n, d
+        if k == z3.Z3_OP_UMINUS:
+            return -args[0][0], args[0][1]
+        if k == z3.Z3_OP_MUL:
+            n, d = args[0]
+            for n2, d2 in args[1:]:
+                n, d = _mul(n, n2), _mul(d, d2)
+            return n, d
+        if k == z3.Z3_OP_DIV:
+            (n1, d1), (n2, d2) = args
+            self.nonzero.append(n2)
+            return _mul(n1, d2), _mul(d1, n2)
+        raise NotPolynomial(f"operator {e.decl().name()}")
+
+    def formula(self, e: Z3Term) -> Z3Term:
+        if z3.is_true(e) or z3.is_false(e):
+            return e
+        k = e.decl().kind()
+        if k in _BOOL:
+            return _BOOL[k]([self.formula(a) for a in e.children()])
+        if k == z3.Z3_OP_ITE:
+            c = e.arg(0).get_id()
+            if c not in self.case:
+                raise NotPolynomial("an if-then-else condition outside the case")
+            return self.formula(e.arg(1) if self.case[c] else e.arg(2))
+        if k in _CMP and e.num_args() != 2:
+            raise NotPolynomial(f"{e.decl().name()} of {e.num_args()} terms")
+        if k in _CMP and not z3.is_bool(e.arg(0)):
+            (n1, d1), (n2, d2) = self.frac(e.arg(0)), self.frac(e.arg(1))
+            if _is_one(d1) and _is_one(d2):               # no division: the atom as it is
+                return _CMP[k](n1, n2)
+            n, d = _mul(n1, d2) - _mul(n2, d1), _mul(d1, d2)
+            zero = z3.RealVal(0)
+            lhs = n if k in (z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT) or self.positive else _mul(n, d)
+            return _CMP[k](lhs, zero)
+        if k == z3.Z3_OP_EQ:                              # Boolean equality
+            return self.formula(e.arg(0)) == self.formula(e.arg(1))
+        raise NotPolynomial(f"formula {e.decl().name()}")
+
+
+def _and(xs: list[Z3Term]) -> Z3Term:
+    """And of xs, true for none (z3.And() of nothing prints as an undeclared symbol)."""
+    return z3.And(*xs) if xs else z3.BoolVal(True)
+
+
+def _mul(a: Z3Term, b: Z3Term) -> Z3Term:
+    """a·b, without a factor 1 (the pairs' denominators are 1 wherever no division occurs) and
+    0 for a factor 0."""
+    if _is_zero(a) or _is_zero(b):
+        return z3.RealVal(0)
+    return b if _is_one(a) else a if _is_one(b) else a * b
+
+
+def _is_zero(e: Z3Term) -> bool:
+    return bool(z3.is_rational_value(e) and e.as_fraction() == 0 or z3.is_int_value(e) and e.as_long() == 0)
+
+
+def _is_one(e: Z3Term) -> bool:
+    return bool(z3.is_rational_value(e) and e.as_fraction() == 1 or z3.is_int_value(e) and e.as_long() == 1)
+
+
+def _conditions(terms: list[Z3Term]) -> list[Z3Term]:
+    """The if-then-else conditions of non-Boolean terms, innermost first, each once."""
+    out: dict[int, Z3Term] = {}
+    seen: set[int] = set()
+
+    def walk(e: Z3Term) -> None:
+        if e.get_id() in seen:
+            return
+        seen.add(e.get_id())
+        for c in e.children():
+            walk(c)
+        if z3.is_app_of(e, z3.Z3_OP_ITE) and not z3.is_bool(e):
+            out.setdefault(e.arg(0).get_id(), e.arg(0))
+    for t in terms:
+        walk(t)
+    return list(out.values())
+
+
+def _has_division(e: Z3Term, seen: set[int] | None = None) -> bool:
+    seen = set() if seen is None else seen
+    if e.get_id() in seen:
+        return False
+    seen.add(e.get_id())
+    return z3.is_div(e) or any(_has_division(c, seen) for c in e.children())
+
+
+def _integers(terms: list[Z3Term]) -> set[str]:
+    """Names of the integer variables in terms."""
+    out: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(e: Z3Term) -> None:
+        if e.get_id() in seen:
+            return
+        seen.add(e.get_id())
+        if z3.is_const(e) and e.sort() == z3.IntSort() and not z3.is_int_value(e):
+            out.add(e.decl().name())
+        for c in e.children():
+            walk(c)
+    for t in terms:
+        walk(t)
+    return out
+
+
+def _claim(ob: Obligation) -> Z3Term:
+    goal = z3.BoolVal(True) if ob.goal is True else ob.goal
+    return z3.And(*ob.side, goal) if ob.side else goal
+
+
+def polynomial_split(ob: Obligation) -> list[Obligation]:
+    """The obligation's split (module docstring): cases, then the cover; [] unless it is a closed
+    form: a claim with real division whose only integers are its parameters (no flow index),
+    entering through +, −, ·, comparisons and to_real only (so they relax to reals), over a range
+    free of division and regimes."""
+    claim = _claim(ob)
+    hyps = list(ob.assumptions) + list(ob.premise)
+    if not _has_division(claim) or _conditions(hyps):
+        return []            # regimes only in the claim: the range is one set
+    params = {str(t) for t in (ob.params or ()) if isinstance(t, z3.ExprRef)}
+    if not _integers([claim, *hyps]) <= params:
+        return []            # a flow's indices: integrality matters there, and the claim is not a closed form
+    try:
+        return _split(ob, claim, hyps)
+    except NotPolynomial:
+        return []
+
+
+def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation]:
+    conds = _conditions([claim])
+    if len(conds) > MAX_CONDITIONS:
+        raise NotPolynomial(f"{len(conds)} regimes")
+    cases, parts = [], []
+    for values in itertools.product((True, False), repeat=len(conds)):
+        case = {c.get_id(): v for c, v in zip(conds, values)}
+        base = _Clear(case)
+        premise = [base.formula(h) for h in hyps]
+        here = [base.formula(c) if v else z3.Not(base.formula(c)) for c, v in zip(conds, values)]
+        if conds and _decided(premise + here) == "unsat":
+            continue
+        base.formula(claim)                          # the denominators met in this case
+        dens = list(dict.fromkeys(base.nonzero))
+        positive = bool(dens) and _decided(premise + here + [z3.Or(*[d <= 0 for d in dens])]) == "unsat"
+        clear = _Clear(case, positive)          # the case's own premise and conditions cleared alike,
+        premise = [clear.formula(h) for h in hyps]           # so the cover names what the part assumes
+        here = [clear.formula(c) if v else z3.Not(clear.formula(c)) for c, v in zip(conds, values)]
+        goal = clear.formula(claim)
+        side = [d > 0 if positive else d != 0 for d in dens]
+        what = ", ".join(f"{c}" if v else f"¬({c})" for c, v in zip(conds, values)) or "one case"
+        cases.append(_and(premise + here))
+        parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", premise + here, goal,
+                                side, None))
+    if not parts:
+        raise NotPolynomial("no feasible case")
+    cover = _Clear({})                      # the range: assumptions without division as they are,
+    relaxed = [cover.formula(h) for h in hyps if not _has_division(h)]
+    cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared (denominators ≠ 0)
+    parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
+                            z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
+                            [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
+    return parts
+
+
+def _decided(constraints: list[Z3Term]) -> str:
+    """Z3's quick answer on constraints, to shape the split (a case that never arises is left out,
+    denominators shown positive are cleared without squaring); what the split claims is proved
+    afterwards like every obligation (the cover, the side conditions), so a wrong answer here
+    can only make a part fail, never make one hold."""
+    s = z3.Solver()
+    s.set(timeout=2000)
+    s.add(*constraints)
+    return str(s.check())
