@@ -39,7 +39,6 @@ import hashlib
 import json
 import logging
 import math
-import statistics
 import time
 
 import torch
@@ -209,7 +208,7 @@ def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float =
             cost_history: list | None = None) -> dict:
     """The probe's estimate (rates, ℓ, the significance rule, the cluster JSON) of the hook's
     timed steps (history: each step's `halves`, forward then backward; a step is one repetition,
-    `paired`), B the median rank's rate, with the per-message cost the hook measured
+    `paired`), with the per-message cost the hook measured
     over `cost_history` (default: `history`; `message_cost`, "message_cost_s"; its cluster's
     `overhead` is that cost as subtracted); the same on every rank that holds the same history."""
     from gpu_runner.probe import estimate
@@ -218,12 +217,7 @@ def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float =
     p = len(hosts)
     sent = [row[p + s] / row[2 * p + s] for rep in history for d, row in enumerate(rep) for s in range(p)
             if s != d and row[2 * p + s] > 0]
-    reps, size = paired(rates), round(sum(sent) / len(sent))
-    first = estimate(reps, size, hosts, None, min_ell, c)
-    # B: the median rank's rate, not the fastest's (a flow that rode a shaped link's burst reads
-    # fast, and the fastest would then set every ℓ high)
-    healthy = statistics.median(min(r["send_bytes_per_s"], r["recv_bytes_per_s"]) for r in first["ranks"])
-    est = estimate(reps, size, hosts, healthy, min_ell, c)
+    est = estimate(paired(rates), round(sum(sent) / len(sent)), hosts, None, min_ell, c)
     est["message_cost_s"] = measured
     return est
 

@@ -49,12 +49,10 @@ def _step(p, slow_rank=None, ell=1.0, chunk=1e6, rate=5e6, jitter=(), messages=1
 
 
 def test_verdict_names_the_slow_host_with_its_ell():
-    """Two timed steps (each its forward and backward half) with rank 0's link at half rate; rank
-    2 reads fast once both ways (a shaped link's burst): B is the median rank's rate, not its."""
+    """Two timed steps (each its forward and backward half) with rank 0's link at half rate."""
     from gpu_runner.adaptive import verdict
     hosts = [f"node{r}" for r in range(4)]
-    fast = {(2, 3): 0.7, (1, 2): 0.7}
-    est = verdict([_step(4, 0, 2.0), _step(4, 0, 2.0, jitter={(1, 2): 1.05}), _step(4, 0, 2.0, jitter=fast),
+    est = verdict([_step(4, 0, 2.0), _step(4, 0, 2.0, jitter={(1, 2): 1.05}), _step(4, 0, 2.0),
                    _step(4, 0, 2.0, jitter={(2, 3): 1.05})], hosts)
     assert [r["straggler"] for r in est["ranks"]] == [True, False, False, False]
     assert est["ranks"][0]["ell"] == pytest.approx(2.0, rel=1e-9)
