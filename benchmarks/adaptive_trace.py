@@ -1,14 +1,16 @@
 """Step-time trace of a training job whose NIC degrades and is repaired (root: the shaped testbed).
 
 4 nodes at --rate Mbit/s train the MLP of gpu_runner.adaptive_scenario; node 0's link runs at
-rate/ℓ from step --degrade to step --restore. Runs, on one testbed, one after another:
+rate/ℓ from step --degrade to step --restore. On one testbed, --rounds times, the runs alternate
+(forward order, then backward, so a drift of the shared host's load meets every hook alike):
 `default` (DDP's all-reduce) and `adaptive` (OptccHookState.adaptive with the probe's cluster)
 through the whole scenario, and `static k=K` (the OptCC schedule for the degraded cluster at
-each --static-k) with the links degraded throughout. Prints each step's time per hook, then the
-phase medians (healthy: before the degradation and from 3 steps after the repair; degraded: from
-3 steps after the degradation to the repair) and the ratios the issue targets: degraded adaptive
-/ best static ≤ 1.15, default / adaptive ≥ 1.3, healthy adaptive / default ≤ 1.1. --plot writes
-the trace (matplotlib). All ratios come from this one run.
+each --static-k) with the links degraded throughout. Prints each step's median time per hook
+over the rounds, then the phase medians over every round's steps (healthy: before the
+degradation and from 3 steps after the repair; degraded: from 3 steps after the degradation to
+the repair; static: every step but the first) and the ratios the issue targets: degraded
+adaptive / best static ≤ 1.15, default / adaptive ≥ 1.3, healthy adaptive / default ≤ 1.1.
+--plot writes the trace (matplotlib). All ratios come from this one run.
 
     sudo python benchmarks/adaptive_trace.py --plot docs/figures/adaptive_trace.png
 """
@@ -40,48 +42,60 @@ def run(args) -> dict:
     events = scenario_events(p, args.rate, args.degrade, args.restore, args.ell)
     slow = events[args.degrade]
     out: dict = {"rate_mbit": args.rate, "ell": args.ell, "degrade": args.degrade, "restore": args.restore,
-                 "steps": args.steps, "runs": {}}
+                 "steps": args.steps, "rounds": args.rounds, "runs": {}}
     with Testbed(p, tag=args.tag) as tb:
         tb.shape([args.rate] * p)
         probe = testbed_overhead(tb)
         out["probe_cluster"] = probe
-        for hook in ("default", "adaptive"):
-            tb.shape([args.rate] * p)
-            out["runs"][hook] = run_scenario(tb, hook, args.steps, events, cluster=probe, width=args.width)
-            print(f"# {hook} done", file=sys.stderr, flush=True)
         degraded = Cluster.from_json(probe)
         degraded = Cluster.build(p, stragglers={0: Fraction(str(args.ell))}, bandwidth=degraded.bandwidth,
                                  overhead=degraded.overhead)
-        for k in args.static_k:
-            tb.shape(slow)
-            out["runs"][f"static k={k}"] = run_scenario(tb, "static", args.static_steps, {},
-                                                        cluster=degraded.to_json(), segments=k, width=args.width)
-            print(f"# static k={k} done", file=sys.stderr, flush=True)
+        plan = [("default", dict(hook="default", steps=args.steps, events=events), [args.rate] * p),
+                ("adaptive", dict(hook="adaptive", steps=args.steps, events=events, sample_bytes=args.sample_bytes),
+                 [args.rate] * p)]
+        plan += [(f"static k={k}", dict(hook="static", steps=args.static_steps, events={}, segments=k,
+                                        cluster=degraded.to_json()), slow) for k in args.static_k]
+        for rnd in range(args.rounds):
+            for name, kw, rates in (plan if rnd % 2 == 0 else plan[::-1]):
+                tb.shape(rates)
+                kw = {"cluster": probe, **kw}
+                out["runs"].setdefault(name, []).append(
+                    run_scenario(tb, kw.pop("hook"), kw.pop("steps"), kw.pop("events"), width=args.width, **kw))
+                print(f"# round {rnd}: {name} done", file=sys.stderr, flush=True)
     ph = phases(args.steps, args.degrade, args.restore)
-    med = {name: {phase: statistics.median(r["step_seconds"][s] for s in steps) for phase, steps in ph.items()}
-           for name, r in out["runs"].items() if not name.startswith("static")}
-    static = {name: statistics.median(r["step_seconds"][1:]) for name, r in out["runs"].items() if name.startswith("static")}
+    med = {name: {phase: statistics.median(r["step_seconds"][s] for r in rs for s in steps) for phase, steps in ph.items()}
+           for name, rs in out["runs"].items() if not name.startswith("static")}
+    static = {name: statistics.median(t for r in rs for t in r["step_seconds"][1:])
+              for name, rs in out["runs"].items() if name.startswith("static")}
     best = min(static, key=static.get) if static else None
     out["medians"], out["static_medians"], out["best_static"] = med, static, best
+    out["step_medians"] = {name: [statistics.median(r["step_seconds"][s] for r in out["runs"][name])
+                                  for s in range(args.steps)] for name in ("default", "adaptive")}
     ad, de = med["adaptive"], med["default"]
     out["ratios"] = {"healthy adaptive/default": ad["healthy"] / de["healthy"],
                      "degraded default/adaptive": de["degraded"] / ad["degraded"],
-                     "degraded adaptive/best static": ad["degraded"] / static[best] if best else None}
+                     "degraded adaptive/best static": ad["degraded"] / static[best] if best else None,
+                     "degraded default/best static": de["degraded"] / static[best] if best else None}
     return out
 
 
 def report(out: dict) -> None:
-    runs = out["runs"]
-    ad, de = runs["adaptive"], runs["default"]
+    runs, sm = out["runs"], out["step_medians"]
     print(f"# 4 nodes at {out['rate_mbit']:g} Mbit/s, node 0 at 1/{out['ell']:g} from step {out['degrade']} "
-          f"to step {out['restore']}; step seconds (rank 0)")
-    print(f"{'step':>4} {'link':>8} {'default':>8} {'adaptive':>8}  mode")
+          f"to step {out['restore']}; step seconds (rank 0), median of {out['rounds']} runs each")
+    print(f"{'step':>4} {'link':>8} {'default':>8} {'adaptive':>8}  mode (each run)")
     for s in range(out["steps"]):
         link = "degraded" if out["degrade"] <= s < out["restore"] else "healthy"
-        print(f"{s:>4} {link:>8} {de['step_seconds'][s]:8.3f} {ad['step_seconds'][s]:8.3f}  {ad['modes'][s]}")
-    for sw in ad["switches"]:
-        ells = ", ".join(f"{h} ℓ = {e:.2f}" for h, e in sw["ell"].items())
-        print(f"# switch before step {sw['step']} to {sw['to']}: {ells}; {sw['decision']}")
+        modes = "/".join(r["modes"][s] for r in runs["adaptive"])
+        print(f"{s:>4} {link:>8} {sm['default'][s]:8.3f} {sm['adaptive'][s]:8.3f}  {modes}")
+    for i, r in enumerate(runs["adaptive"]):
+        for sw in r["switches"]:
+            ells = ", ".join(f"{h} ℓ = {e:.2f}" for h, e in sw["ell"].items())
+            how = ""
+            if sw["to"] == "optcc":
+                ks = ", ".join(f"k = {k} for {n} B" for n, k in sw["segments"].items())
+                how = f"; {ks} at o = {sw['overhead_s'] * 1e3:.3g} ms ({sw['overhead_from']})"
+            print(f"# run {i}: switch before step {sw['step']} to {sw['to']}: {ells}{how}")
     for name, m in out["medians"].items():
         print(f"# median {name}: healthy {m['healthy']:.3f} s, degraded {m['degraded']:.3f} s")
     for name, m in out["static_medians"].items():
@@ -92,23 +106,27 @@ def report(out: dict) -> None:
     if r["degraded adaptive/best static"] is not None:
         print(f"# degraded adaptive/best static ({out['best_static']}) = {r['degraded adaptive/best static']:.3f} "
               f"(target ≤ 1.15)")
+        print(f"# degraded default/best static ({out['best_static']}) = {r['degraded default/best static']:.3f}")
 
 
 def plot(out: dict, path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    runs = out["runs"]
+    runs, sm = out["runs"], out["step_medians"]
     steps = list(range(out["steps"]))
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.axvspan(out["degrade"] - 0.5, out["restore"] - 0.5, color="#f2dede", label=f"node 0's link at 1/{out['ell']:g}")
-    ax.plot(steps, runs["default"]["step_seconds"], "o-", color="#7f7f7f", label="default DDP hook")
-    ax.plot(steps, runs["adaptive"]["step_seconds"], "s-", color="#2ca02c", label="OptccHookState.adaptive()")
+    each = f" (median of {out['rounds']} runs)" if out["rounds"] > 1 else ""
+    ax.plot(steps, sm["default"], "o-", color="#7f7f7f", label="default DDP hook" + each)
+    ax.plot(steps, sm["adaptive"], "s-", color="#2ca02c", label="OptccHookState.adaptive()" + each)
     if out["best_static"]:
+        k = out["best_static"].split("=")[1]
         ax.axhline(out["static_medians"][out["best_static"]], color="#1f77b4", linestyle="--", linewidth=1,
-                   label=f"static OptCC {out['best_static']} (median, degraded)")
-    for sw in runs["adaptive"]["switches"]:
-        ax.axvline(sw["step"] - 0.5, color="k", linewidth=0.8, linestyle=":")
+                   label=f"static OptCC, k = {k} (best of {', '.join(n.split('=')[1] for n in out['static_medians'])}; "
+                         "median, degraded)")
+    for step in sorted({sw["step"] for r in runs["adaptive"] for sw in r["switches"]}):
+        ax.axvline(step - 0.5, color="k", linewidth=0.8, linestyle=":")
     ax.set_xlabel("training step")
     ax.set_ylabel("step time (s, rank 0)")
     ax.set_title(f"4 nodes, {out['rate_mbit']:g} Mbit/s links: a NIC degrades and is repaired")
@@ -126,8 +144,10 @@ def main(argv=None) -> int:
     ap.add_argument("--degrade", type=int, default=6)
     ap.add_argument("--restore", type=int, default=16)
     ap.add_argument("--width", type=int, default=256)
-    ap.add_argument("--static-k", type=int, nargs="*", default=[1, 2, 4])
+    ap.add_argument("--static-k", type=int, nargs="*", default=[4, 8, 16, 32])
     ap.add_argument("--static-steps", type=int, default=6)
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each hook, alternating order")
+    ap.add_argument("--sample-bytes", type=int, help="the adaptive state's sample_bytes (default: its own)")
     ap.add_argument("--tag", default="o41bm")
     ap.add_argument("--json", metavar="FILE", help="write the whole result here")
     ap.add_argument("--plot", metavar="PNG")

@@ -1,40 +1,44 @@
-"""The adaptive DDP hook state (`OptccHookState.adaptive()`): the default exchange while the links
-are even, OptCC for the measured cluster while one host is slow, and back after the repair.
+"""The adaptive DDP hook state (`OptccHookState.adaptive()`): the default all-reduce while the
+links are even, OptCC for the measured cluster while one host is slow, and back after the repair.
 
-What runs while the links are even is a pairwise exchange (`pairwise_allreduce`): a reduce-scatter
-then an all-gather, each in p − 1 rounds where rank r sends to r + j and receives from r − j.
-Every NIC carries one outgoing and one incoming stream per round and 2·(p−1)/p·n bytes in all,
-as the ring does (derived); unlike the ring, whose p − 1 chained steps each wait for the slowest
-link upstream, its rounds meet every peer in both directions, so each receive is the probe's
-timed flow s → d (gpu_runner.probe, module docstring) and the probe's own `estimate` and rule
-(`decide`: slow iff ℓ·(1 − spread) ≥ min_ell) read the hook's timings unchanged: no probe
-traffic, the gradients' own messages are timed. A rank that waited in one round for the slow
-host starts the next late, and its receiver counts that wait; the rounds of one round-robin
-direction pass that wait on to the slow host's successor in every round, so successive timed
-steps alternate the direction (r + j, then r − j) and a repetition is two successive timed steps,
-each flow's better reading of the two (`paired`); a verdict reads the last three timed steps, two
-overlapping repetitions (the probe's rule needs two to measure a spread; overlapping, they
-understate it somewhat). Chunk c is summed by rank c in rank order and
-sent out as it is, so every rank holds the same bits.
+While the links are even each bucket is all-reduced as the default hook does it (gloo's
+all_reduce, asynchronous, issued in the hook), except a sample: `sample_bytes` of each step's
+first bucket go by a timed pairwise exchange (`pairwise_allreduce`). Its reduce-scatter runs in
+p − 1 rounds where rank r sends to r + j and receives from r − j (the sample's first half) and
+then to r − j from r + j (its second half); every NIC carries one outgoing and one incoming
+stream per round, and each receive is the probe's timed flow s → d (gpu_runner.probe, module
+docstring), so the probe's own `estimate` and rule (`decide`: slow iff ℓ·(1 − spread) ≥ min_ell)
+read the hook's timings unchanged: no probe traffic, the gradients' own messages are timed. A
+rank that waited in one round for the slow host starts the next late, and in one direction
+that wait lands on the slow host's neighbour every round; so a step's repetition is each flow's
+better reading of its two directions (`paired`), and a verdict reads the last two timed steps,
+the two repetitions the probe's rule needs. The summed chunks (chunk c summed by rank c in rank
+order, so every rank holds the same bits) and every rank's receive times travel in one
+all-gather, so every rank decides from the same data, the same way. A barrier first lines the
+ranks up: a rank that reaches its first bucket late would otherwise read as a slow sender.
 
-At each step boundary (DDP's last bucket of a backward) of a timed step every rank all-gathers
-its receive times (3·p numbers) and every rank computes the verdict from the same data, so the
-decision is the same everywhere. A host named slow in the last three timed steps switches the
-state to OptCC: the measured cluster (the probe's cluster JSON of the hook's rates, with the
-per-message cost of `cluster` if given, else none, and `OptccHookState.auto` times k under
-optcc.segments.auto_timed_cluster) is planned by AutoHookState, which proves each schedule and
-all-gathers its digest (the gate of every run); the plan's own digest is agreed first, and the
-schedules of the bucket sizes already seen are admitted at the boundary. While OptCC runs, every
-`check_every`-th step sends its first bucket by the pairwise exchange (the gradients' own
-traffic, at the default's speed) so the repair is seen; once no host is named the state
-switches back. Each switch is logged (logger `gpu_runner.adaptive`, rank 0) with the measured ℓ
-and recorded in `switches`.
+Every fourth timed step sends each chunk in SPLIT messages: one flow timed in two message
+counts gives the per-message cost o (`message_cost`), which the plan's k is chosen for; it is
+logged with the k of each bucket size. A host named slow switches the state, from the next
+step, to OptCC for the measured cluster (the probe's cluster JSON of the hook's rates and o;
+`cluster`, if given, adds its issue delay and latency; `plan_cluster`), planned by
+AutoHookState, which proves each schedule and all-gathers its digest (the gate of every run);
+the plan's own digest is agreed first, and the schedules of the bucket sizes seen are admitted
+at the boundary. While OptCC runs, every `check_every`-th step sends its first bucket's sample
+by the timed exchange (in the hook, before the rest is handed to the communication thread) so
+the repair is seen; once no host is named and each named one measures ℓ below the square root
+of the ℓ OptCC was planned for (policy: halfway between healthy and that slowdown on a log scale;
+a host merely no longer named, its slowdown within the spread, keeps OptCC: no flapping on
+noise) the state switches back.
+Each switch is logged (logger `gpu_runner.adaptive`, rank 0) with the measured ℓ and recorded
+in `switches`.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import math
 import time
 
 import torch
@@ -47,9 +51,16 @@ from optcc.errors import OptccError
 
 log = logging.getLogger("gpu_runner.adaptive")
 
-WINDOW = 3                 # timed steps a verdict reads: two overlapping pairs, the two repetitions the probe's rule needs
+WINDOW = 2                 # timed steps a verdict reads: the two repetitions the probe's rule needs
+COST_WINDOW = 8            # timed steps the per-message cost is the median over (a cost, unlike a rate, does not
+                           # change when a link degrades; one step's dozen flows give it to ±1 ms on a busy host)
 DEFAULT_MIN_ELL = 1.25     # policy: a switch costs a plan and a proof, so a small slowdown does not
 DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the links (repair seen within 3 steps)
+DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first bucket sent by the pairwise exchange
+                                    # (48 KiB per flow and direction at p = 4, 3x a shaped link's burst; on the
+                                    # busy 2-core testbed 256 KiB let noise delay a switch, 512 KiB cost 1.27x)
+SPLIT = 8                  # policy: every fourth timed step sends each chunk in 8 messages: one flow timed in
+                           # two message counts gives the per-message cost (message_cost), 7·o apart
 
 
 def _isend(tensor, dst, group):
@@ -68,54 +79,112 @@ class FlowTimes:
         self.nbytes = [0.0] * p
         self.messages = [0.0] * p
 
-    def add(self, src: int, seconds: float, nbytes: int) -> None:
+    def add(self, src: int, seconds: float, nbytes: int, messages: int = 1) -> None:
         self.seconds[src] += seconds
         self.nbytes[src] += nbytes
-        self.messages[src] += 1
+        self.messages[src] += messages
 
     def row(self) -> list[float]:
         return self.seconds + self.nbytes + self.messages
 
 
-def _exchange(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int, group, peer, times: FlowTimes) -> None:
-    """One round: send `send` to dst while receiving `recv` from src; the receive is timed from
-    the post (the probe's receiver-timed flow)."""
+def _exchange(send: torch.Tensor, recv: torch.Tensor, dst: int, src: int, group, peer, times: FlowTimes,
+              split: int = 1) -> None:
+    """One round: send `send` to dst while receiving `recv` from src, each in `split` messages
+    posted at once; the receive is timed from the post to its last message (the probe's
+    receiver-timed flow)."""
     t0 = time.perf_counter()
-    s = _isend(send, peer(dst), group)
-    r = _irecv(recv, peer(src), group)
-    r.wait()
-    times.add(src, time.perf_counter() - t0, recv.numel() * recv.element_size())
-    s.wait()
+    sends = [_isend(x, peer(dst), group) for x in torch.tensor_split(send, split)]
+    recvs = [_irecv(x, peer(src), group) for x in torch.tensor_split(recv, split)]
+    for r in recvs:
+        r.wait()
+    times.add(src, time.perf_counter() - t0, recv.numel() * recv.element_size(), split)
+    for s in sends:
+        s.wait()
 
 
 def pairwise_allreduce(flat: torch.Tensor, rank: int, p: int, group=None, peer=lambda r: r,
-                       times: FlowTimes | None = None, reverse: bool = False) -> torch.Tensor:
-    """Sum `flat` (1-D, contiguous) over the p ranks in place by the pairwise exchange (module
-    docstring); each receive is recorded in `times`. `peer` maps a group rank to the rank the
-    point-to-point calls take; `reverse`: round j sends to r − j and receives from r + j."""
-    times = times if times is not None else FlowTimes(p)
-    way = -1 if reverse else 1
-    chunks = torch.tensor_split(flat, p)
-    mine = chunks[rank]
-    parts = [mine if r == rank else torch.empty_like(mine) for r in range(p)]
-    for j in range(1, p):
-        dst, src = (rank + way * j) % p, (rank - way * j) % p
-        _exchange(chunks[dst], parts[src], dst, src, group, peer, times)
-    total = parts[0].clone()
-    for r in range(1, p):                 # rank order: the same sum whoever owns the chunk
-        total.add_(parts[r])
-    mine.copy_(total)
-    for j in range(1, p):
-        dst, src = (rank + way * j) % p, (rank - way * j) % p
-        _exchange(mine, chunks[src], dst, src, group, peer, times)
-    return flat
+                       times: tuple[FlowTimes, FlowTimes] | None = None, split: int = 1,
+                       gather_times: bool = False) -> list | None:
+    """Sum `flat` (1-D, contiguous, a multiple of 2·p elements) over the p ranks in place: its first
+    half reduce-scattered in rounds j = 1..p−1 that send to r + j and receive from r − j, its
+    second half in rounds that send to r − j and receive from r + j (module docstring), each
+    receive timed into `times` (forward, backward), each chunk sent in `split` messages; then one
+    all-gather of the summed chunks (untimed). `peer` maps a group rank to the rank the
+    point-to-point calls take. `gather_times`: every rank's two rows ride along in that
+    all-gather (their float64 bits after the chunks' bytes, one collective instead of two);
+    returns the p rows, each forward row + backward row."""
+    if flat.numel() % (2 * p):
+        raise OptccError("flat", f"the pairwise exchange needs a multiple of 2·p = {2 * p} elements, "
+                                 f"got {flat.numel()}")
+    times = times if times is not None else (FlowTimes(p), FlowTimes(p))
+    totals, owned = [], []
+    for half, way, rec in zip(torch.tensor_split(flat, 2), (1, -1), times):
+        chunks = list(torch.tensor_split(half, p))
+        mine = chunks[rank]
+        parts = [mine if r == rank else torch.empty_like(mine) for r in range(p)]
+        for j in range(1, p):
+            dst, src = (rank + way * j) % p, (rank - way * j) % p
+            _exchange(chunks[dst], parts[src], dst, src, group, peer, rec, split)
+        total = parts[0].clone()
+        for r in range(1, p):             # rank order: the same sum whoever owns the chunk
+            total.add_(parts[r])
+        totals.append(total.view(torch.uint8))
+        owned.append(chunks)
+    row = times[0].row() + times[1].row()
+    extra = [torch.tensor(row, dtype=torch.float64).view(torch.uint8)] if gather_times else []
+    mine_out = torch.cat(totals + extra)
+    outs = [torch.empty_like(mine_out) for _ in range(p)]
+    dist.all_gather(outs, mine_out, group=group)     # every rank then holds the owners' bits
+    width = totals[0].numel()
+    for r in range(p):
+        for h in range(2):
+            owned[h][r].view(torch.uint8).copy_(outs[r][h * width:(h + 1) * width])
+    if not gather_times:
+        return None
+    return [outs[r][2 * width:].clone().view(torch.float64).tolist() for r in range(p)]
+
+
+def halves(rows: list) -> tuple[list, list]:
+    """One gathered step's rows (forward row + backward row per rank) as two steps' rows."""
+    n = len(rows[0]) // 2
+    return [r[:n] for r in rows], [r[n:] for r in rows]
+
+
+def message_cost(history: list[list[list[float]]]) -> float | None:
+    """The per-message cost o the hook measured (seconds), None where no flow was timed in two
+    message counts: a flow timed in one direction in successive steps (history[i], history[i + 2]:
+    `halves` of each step, forward then backward) in m1 messages (x1 bytes, t1 s) and in m2
+    (x2, t2) gives, under T = m·o + x/rate, o = (t2 − t1·x2/x1) / (m2 − m1·x2/x1) (derived); the
+    upper quartile over the flows and step pairs of `history` (a late peer's wait lands in either
+    reading, so the errors are two-sided; policy: the upper quartile, not the median, because
+    too large a k costs far more than too small a one: on the testbed static k = 8 and k = 63
+    ran degraded steps in 0.34 s and 0.74 s)."""
+    p = len(history[0]) if history else 0
+    costs = []
+    for a, b in zip(history, history[2:]):
+        for d in range(p):
+            for s in range(p):
+                t1, x1, m1 = (a[d][k * p + s] for k in range(3))
+                t2, x2, m2 = (b[d][k * p + s] for k in range(3))
+                if s == d or x1 <= 0 or x2 <= 0 or m1 == m2:
+                    continue
+                if m2 < m1:
+                    (t1, x1, m1), (t2, x2, m2) = (t2, x2, m2), (t1, x1, m1)
+                den = m2 - m1 * x2 / x1
+                if den > 0:
+                    costs.append((t2 - t1 * x2 / x1) / den)
+    if not costs:
+        return None
+    costs.sort()
+    return costs[(3 * len(costs)) // 4]
 
 
 def flow_rates(history: list[list[list[float]]], overhead_s: float) -> tuple[list, float]:
     """(rates[rep][src][dst] in bytes/s, the per-message cost c subtracted) from gathered rows
     (history[rep][dst] = FlowTimes.row() of rank dst). A flow's rate is bytes / (seconds − m·c)
     over its m messages (derived: T(x) = c + x / rate per message, the probe's model), with c the
-    cluster's overhead kept within half the shortest message time, as the probe keeps its own."""
+    measured cost kept within half the shortest message time, as the probe keeps its own."""
     p = len(history[0])
     per_msg = [row[s] / row[2 * p + s] for rep in history for d, row in enumerate(rep) for s in range(p)
                if s != d and row[2 * p + s] > 0]
@@ -130,22 +199,27 @@ def flow_rates(history: list[list[list[float]]], overhead_s: float) -> tuple[lis
 
 
 def paired(rates: list) -> list:
-    """Each two successive timed steps as one repetition: every flow's better reading of the two
-    (they ran the rounds in opposite directions; module docstring)."""
-    return [[[max(a, b) for a, b in zip(ra, rb)] for ra, rb in zip(x, y)] for x, y in zip(rates, rates[1:])]
+    """Each step's two halves (rates[2i], rates[2i + 1]: forward, backward) as one repetition:
+    every flow's better reading of the two (module docstring)."""
+    return [[[max(a, b) for a, b in zip(ra, rb)] for ra, rb in zip(x, y)] for x, y in zip(rates[0::2], rates[1::2])]
 
 
-def verdict(history: list[list[list[float]]], hosts: list[str], overhead_s: float = 0.0,
-            min_ell: float = DEFAULT_MIN_ELL) -> dict:
+def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float = DEFAULT_MIN_ELL,
+            cost_history: list | None = None) -> dict:
     """The probe's estimate (rates, ℓ, the significance rule, the cluster JSON) of the hook's
-    timed steps, successive steps paired (`paired`); the same on every rank that holds the same
-    history."""
+    timed steps (history: each step's `halves`, forward then backward; a step is one repetition,
+    `paired`), with the per-message cost the hook measured
+    over `cost_history` (default: `history`; `message_cost`, "message_cost_s"; its cluster's
+    `overhead` is that cost as subtracted); the same on every rank that holds the same history."""
     from gpu_runner.probe import estimate
-    rates, c = flow_rates(history, overhead_s)
+    measured = message_cost(cost_history if cost_history is not None else history)
+    rates, c = flow_rates(history, measured or 0.0)
     p = len(hosts)
     sent = [row[p + s] / row[2 * p + s] for rep in history for d, row in enumerate(rep) for s in range(p)
             if s != d and row[2 * p + s] > 0]
-    return estimate(paired(rates), round(sum(sent) / len(sent)), hosts, None, min_ell, c)
+    est = estimate(paired(rates), round(sum(sent) / len(sent)), hosts, None, min_ell, c)
+    est["message_cost_s"] = measured
+    return est
 
 
 def complete(history: list[list[list[float]]]) -> bool:
@@ -156,13 +230,19 @@ def complete(history: list[list[list[float]]]) -> bool:
 
 
 def plan_cluster(est: dict, base=None):
-    """The cluster OptCC is planned for: the verdict's (stragglers, B, the c it used), with the
-    issue delay and latency of `base` when given."""
+    """The cluster OptCC is planned for: the verdict's (stragglers, B, the per-message cost it
+    measured), with the issue delay and latency of `base` when given. A cost measured below what
+    this host needs to post a message (optcc.segments.HOST_POST_S) is taken as that: a message
+    costs at least its post, and a cluster with no latency at all would be timed under a preset.
+    Returns (the cluster, where its o came from: "measured" or "host post cost")."""
     from optcc.cluster import Cluster
+    from optcc.segments import HOST_POST_S
     cluster = Cluster.from_json(est["cluster"])
-    if base is not None and (base.issue_delay or base.latency):
-        cluster = cluster.with_latency(cluster.overhead, base.issue_delay, base.latency, "custom")
-    return cluster
+    overhead, label = cluster.overhead, "measured"
+    if overhead < HOST_POST_S:
+        overhead, label = HOST_POST_S, "host post cost"
+    issue, latency = (base.issue_delay, base.latency) if base is not None else (0, 0)
+    return cluster.with_latency(overhead, issue, latency, "custom"), label
 
 
 def cluster_digest(cluster) -> str:
@@ -171,11 +251,13 @@ def cluster_digest(cluster) -> str:
 
 class AdaptiveHookState:
     """The hook's state that re-plans while training (module docstring). `mode` is "default" or
-    "optcc"; `switches` lists each switch ({step, to, ell, hosts, decision}); `trace` holds, per
-    finished step, its mode and whether it was timed."""
+    "optcc"; `switches` lists each switch ({step it takes effect, to, ell, hosts, decision,
+    message_cost_s}, to OptCC also {segments: k per bucket bytes, overhead_s, overhead_from});
+    `trace` holds, per finished step, its mode, whether it was timed and its verdict."""
 
     def __init__(self, cluster=None, algo: str = "optcc", *, process_group=None, min_ell: float = DEFAULT_MIN_ELL,
-                 check_every: int = DEFAULT_CHECK_EVERY, runner: str = "streaming", asynchronous: bool = True,
+                 check_every: int = DEFAULT_CHECK_EVERY, sample_bytes: int = DEFAULT_SAMPLE_BYTES,
+                 runner: str = "streaming", asynchronous: bool = True,
                  timeout: float | None = DEFAULT_TIMEOUT_S, allow_worse_numerics: bool = False):
         from gpu_runner.runners import runner_named
         runner_named(runner)
@@ -183,6 +265,8 @@ class AdaptiveHookState:
             raise OptccError("min_ell", f"expected a slowdown above 1, got {min_ell!r}")
         if not (isinstance(check_every, int) and check_every >= 1):
             raise OptccError("check_every", f"expected a positive number of steps, got {check_every!r}")
+        if not (isinstance(sample_bytes, int) and sample_bytes >= 1):
+            raise OptccError("sample_bytes", f"expected a positive number of bytes, got {sample_bytes!r}")
         if timeout is not None and not timeout > 0:
             raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         if cluster is not None and cluster.g != 1:
@@ -192,6 +276,7 @@ class AdaptiveHookState:
         self.process_group = process_group
         self.min_ell = float(min_ell)
         self.check_every = check_every
+        self.sample_bytes = sample_bytes
         self.timeout = timeout
         self._plan_kw = {"process_group": process_group, "runner": runner, "asynchronous": False,
                          "timeout": timeout, "allow_worse_numerics": allow_worse_numerics}
@@ -204,11 +289,17 @@ class AdaptiveHookState:
         self._plans: dict = {}              # cluster digest -> AutoHookState
         self._plan = None
         self._named: tuple = ()
+        self._planned_ell: dict = {}        # rank -> the ℓ OptCC was planned for
         self._switched_at = 0
         self._timed_steps = 0
         self._history: list = []
-        self._times: FlowTimes | None = None
-        self._sizes: dict = {}              # bucket bytes -> dtype, seen in the last step
+        self._cost_history: list = []
+        self._times: tuple[FlowTimes, FlowTimes] | None = None
+        self._step_timed = False
+        self._verdict: dict | None = None
+        self._next: tuple | None = None      # (mode, plan) from the next step
+        self._sizes: dict = {}              # bucket bytes -> dtype OptCC would run, seen in this step
+        self._last_sizes: dict = {}         # and in the last one
         self._group_info: tuple | None = None
         self._watchdog = None
         self._comm: tuple | None = None
@@ -249,99 +340,166 @@ class AdaptiveHookState:
     def _timed_step(self) -> bool:
         return self.mode == "default" or (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
-    def _run(self, tensor: torch.Tensor, step_end: bool) -> None:
-        rank, p, peer, hosts = self._group()
+    def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
+        """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
+        mode's own collective): `sample_bytes`, at most the bucket, a multiple of 2·p·SPLIT."""
+        unit = 2 * p * SPLIT
+        return min(numel, max(unit, self.sample_bytes // element_size)) // unit * unit
+
+    def _begin(self, flat: torch.Tensor) -> int:
+        """Each bucket's bookkeeping (a step's first bucket opens it); the elements to sample."""
+        p = self._group()[1]
         first = self._times is None
         if first:
-            self._times = FlowTimes(p)
+            self._times = (FlowTimes(p), FlowTimes(p))
             self._sizes = {}
             self._step_timed = self._timed_step()
-        nbytes = tensor.numel() * tensor.element_size()
-        self._sizes[nbytes] = tensor.dtype
+        es = flat.element_size()
+        n = self._sample_numel(flat.numel(), es, p) if first else 0
+        self._sizes[flat.numel() * es] = flat.dtype
+        if first and n < flat.numel():      # what OptCC runs of a timed step's first bucket
+            self._sizes[(flat.numel() - n) * es] = flat.dtype
+        return n if self._step_timed else 0
+
+    def _sample(self, flat: torch.Tensor) -> None:
+        """Sum `flat` by the timed pairwise exchange, every rank's receive times gathered with it
+        (after the warm-up step); every rank decides from the same rows, the same way; a switch
+        takes effect at the next step."""
+        rank, p, peer, hosts = self._group()
         wd = self._watchdog
         if wd is not None:
-            wd.arm(f"a gradient bucket's AllReduce ({self.mode}) to start")
+            wd.arm(f"a gradient bucket's timed exchange ({self.mode}) to start")
         try:
-            if self.mode == "default" or (self._step_timed and first):
-                pairwise_allreduce(tensor.view(-1), rank, p, self.process_group, peer, self._times,
-                                   reverse=self._timed_steps % 2 == 1)
-            else:
-                state = self._plan.state_for(nbytes)
-                state.admit(tensor)
-                state.submit(tensor)
-            if step_end:
-                self._end_step(rank, p, hosts)
+            # the ranks reach their first bucket up to milliseconds apart (their own backward); a
+            # receive timed from its post would count a late sender's start as a slow link
+            dist.barrier(group=self.process_group)
+            rows = pairwise_allreduce(flat, rank, p, self.process_group, peer, self._times,
+                                      split=SPLIT if self._timed_steps % 4 == 3 else 1,
+                                      gather_times=self.step > 0)  # step 0 warms up: gloo connects each pair
+            if rows is not None:
+                self._decide(rows, hosts)
         finally:
             if wd is not None:
                 wd.rest()
 
-    def _end_step(self, rank: int, p: int, hosts: list) -> None:
-        """At DDP's last bucket: gather a timed step's receive times, decide, switch if the verdict says so."""
-        timed, times = self._step_timed, self._times
-        self._times = None
-        self.trace.append({"step": self.step, "mode": self.mode, "timed": timed})
-        self.step += 1
-        self._timed_steps += timed
-        if not timed or self.step == 1:     # step 0 is a warm-up: gloo connects each pair at its first message
+    def _decide(self, rows: list, hosts: list) -> None:
+        """Add one timed step's gathered rows; switch (from the next step) if the verdict says so."""
+        self._history = (self._history + list(halves(rows)))[-2 * WINDOW:]
+        self._cost_history = (self._cost_history + list(halves(rows)))[-2 * COST_WINDOW:]
+        if len(self._history) < 2 * WINDOW or not complete(self._history):
             return
-        mine = torch.tensor(times.row(), dtype=torch.float64)
-        rows = [torch.empty_like(mine) for _ in range(p)]
-        if self._watchdog is not None:
-            self._watchdog.arm("every rank's receive times (the step boundary)")
-        dist.all_gather(rows, mine, group=self.process_group)
-        self._history = (self._history + [[r.tolist() for r in rows]])[-WINDOW:]
-        if len(self._history) < WINDOW or not complete(self._history):
-            return
-        est = verdict(self._history, hosts, float(self.base.overhead) if self.base is not None else 0.0, self.min_ell)
+        est = verdict(self._history, hosts, self.min_ell, self._cost_history)
         self.last_verdict = est
-        self.trace[-1]["verdict"] = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
-                                     "named": [r["rank"] for r in est["ranks"] if r["straggler"]]}
+        self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
+                         "named": [r["rank"] for r in est["ranks"] if r["straggler"]],
+                         "message_cost_s": est["message_cost_s"]}
         named = tuple(r["rank"] for r in est["ranks"] if r["straggler"])
-        if named == self._named:
-            return
-        if named:
-            self._switch_to_optcc(est, named, hosts)
-        else:
+        if named and named != self._named:
+            self._next = ("optcc", self._switch_to_optcc(est, named, hosts))
+            self._planned_ell = {r: est["ranks"][r]["ell"] for r in named}
+        elif not named and self._named and all(est["ranks"][r]["ell"] < math.sqrt(self._planned_ell[r])
+                                               for r in self._named):
             self._record("default", est, named, hosts)
-            self.mode, self._plan = "default", None
+            self._next = ("default", None)
+        else:       # the same hosts slow, or the slow ones no longer named but not recovered either
+            return
         self._named = named
-        self._switched_at = self.step
 
-    def _switch_to_optcc(self, est: dict, named: tuple, hosts: list) -> None:
-        """Plan OptCC for the measured cluster, agree on it, admit the sizes already seen."""
+    def _end_step(self) -> None:
+        """At DDP's last bucket: close the step's record, take up a switch decided in it."""
+        self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed,
+                           **({"verdict": self._verdict} if self._verdict else {})})
+        self._times, self._verdict, self._last_sizes = None, None, self._sizes
+        self.step += 1
+        self._timed_steps += self._step_timed
+        if self._next is not None:
+            self.mode, self._plan = self._next
+            self._next = None
+            self._switched_at = self.step
+
+    def _optcc_rest(self, plan, rest: torch.Tensor) -> None:
+        """What OptCC runs of a bucket (the communication thread): `plan`'s schedule for its size."""
+        if rest.numel() == 0:
+            return
+        wd = self._watchdog
+        if wd is not None:
+            wd.arm("a gradient bucket's AllReduce (OptCC) to start")
+        try:
+            state = plan.state_for(rest.numel() * rest.element_size())
+            state.admit(rest)
+            state.submit(rest)
+        finally:
+            if wd is not None:
+                wd.rest()
+
+    def _switch_to_optcc(self, est: dict, named: tuple, hosts: list):
+        """Plan OptCC for the measured cluster, agree on it, admit the sizes seen; the plan."""
         from gpu_runner.ddp_hook import AutoHookState
-        cluster = plan_cluster(est, self.base)
+        cluster, source = plan_cluster(est, self.base)
         digest = cluster_digest(cluster)
         agree_on_schedule(digest, self.process_group)     # every rank planned the same cluster
         plan = self._plans.get(digest)
         if plan is None:
             plan = self._plans[digest] = AutoHookState(cluster, self.algo, **self._plan_kw)
-        for nbytes, dtype in sorted(self._sizes.items()):
+        sizes = {**self._last_sizes, **self._sizes}       # the last step's buckets and this one's so far
+        for nbytes, dtype in sorted(sizes.items()):
             state = plan.state_for(nbytes)                 # built and proved
             state.admit(torch.empty(0, dtype=dtype))
             state.executor()                               # its schedule's digest all-gathered
-        self._record("optcc", est, named, hosts)
-        self.mode, self._plan = "optcc", plan
+        self._record("optcc", est, named, hosts, {
+            "segments": {str(n): plan.chosen[n] for n in sorted(sizes)},
+            "overhead_s": float(cluster.overhead), "overhead_from": source})
+        return plan
 
-    def _record(self, to: str, est: dict, named: tuple, hosts: list) -> None:
+    def _record(self, to: str, est: dict, named: tuple, hosts: list, plan: dict | None = None) -> None:
+        """Keep the switch in `switches` and log it (rank 0): the measured ℓ, the rule's decision
+        and, to OptCC, each bucket size's k and the per-message cost it was chosen for."""
         ranks = est["ranks"]
         watched = named or self._named
-        entry = {"step": self.step, "to": to, "hosts": [hosts[r] for r in watched],
+        entry = {"step": self.step + 1, "to": to, "hosts": [hosts[r] for r in watched],
                  "ell": {hosts[r]: ranks[r]["ell"] for r in watched}, "spread": est["spread"],
-                 "decision": est["decision"]}
+                 "decision": est["decision"], "message_cost_s": est["message_cost_s"], **(plan or {})}
         self.switches.append(entry)
         if self._group_info[0] == 0:
             ells = ", ".join(f"{h} ℓ = {e:.2f}" for h, e in entry["ell"].items())
-            log.warning("optcc adaptive: from step %d %s (%s; %s)", self.step,
-                        "OptCC" if to == "optcc" else "the default exchange", ells, est["decision"])
+            how = ""
+            if plan is not None:
+                ks = ", ".join(f"k = {k} for {n} B" for n, k in plan["segments"].items())
+                measured = est["message_cost_s"]
+                cost = (f"o = {plan['overhead_s'] * 1e3:.3g} ms measured" if plan["overhead_from"] == "measured" else
+                        f"o measured {'nothing' if measured is None else f'{measured * 1e3:.3g} ms'}, below this "
+                        f"host's post cost: k timed at o = {plan['overhead_s'] * 1e3:.3g} ms")
+                how = f"; {ks} ({cost})"
+            log.warning("optcc adaptive: from step %d %s (%s; %s%s)", self.step + 1,
+                        "OptCC" if to == "optcc" else "the default all-reduce", ells, est["decision"], how)
 
     # -- the hook's interface ------------------------------------------------------------------
     def submit(self, tensor: torch.Tensor, step_end: bool = False) -> torch.futures.Future:
-        """All-reduce `tensor` in place off this thread; `step_end`: DDP's last bucket of the step."""
+        """All-reduce `tensor` in place; `step_end`: DDP's last bucket of the step. A timed step's
+        sample runs here, in the hook, while no other message of this state is in flight (DDP
+        has waited for the last step's buckets) and no thread of ours competes for the
+        interpreter; the rest while the links are even by gloo's all_reduce as the default hook
+        does (asynchronous), while OptCC runs by the plan's schedule off this thread."""
         from gpu_runner.ddp_hook import _submit
         if self._closed:
             raise RunnerError("the optcc hook state is closed")
-        return _submit(self, tensor, lambda t: self._run(t, step_end), None)
+        flat = tensor.view(-1)
+        n = self._begin(flat)
+        if n:
+            self._sample(flat[:n])
+        rest = flat[n:]
+        if self.mode == "optcc":
+            plan = self._plan
+            fut = _submit(self, tensor, lambda t: self._optcc_rest(plan, rest), None)
+        elif rest.numel():
+            work = dist.all_reduce(rest, group=self.process_group, async_op=True)   # the default hook's collective
+            fut = work.get_future().then(lambda _: tensor)
+        else:
+            fut = torch.futures.Future()
+            fut.set_result(tensor)
+        if step_end:
+            self._end_step()
+        return fut
 
     def close(self, timeout: float | None = None) -> None:
         """Finish every submitted bucket, join the thread, close every plan's states."""

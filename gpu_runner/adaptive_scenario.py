@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--control", help="folder of the handshake files")
     ap.add_argument("--cluster", help="cluster JSON: the adaptive state's per-message cost, the static schedule's cluster")
     ap.add_argument("--segments", type=int, default=1)
+    ap.add_argument("--sample-bytes", type=int, help="the adaptive state's sample_bytes (default: its own)")
     ap.add_argument("--width", type=int, default=256, help="hidden width of the MLP")
     ap.add_argument("--bucket-mb", type=float, default=0.5)
     ap.add_argument("--params-out", help="rank 0 writes the final parameters here (torch.save)")
@@ -63,7 +64,8 @@ def _hook_state(args):
         with open(args.cluster) as fh:
             cluster = Cluster.from_json(json.load(fh))
     if args.hook == "adaptive":
-        return OptccHookState.adaptive(cluster, timeout=args.timeout)
+        kw = {"sample_bytes": args.sample_bytes} if args.sample_bytes else {}
+        return OptccHookState.adaptive(cluster, timeout=args.timeout, **kw)
     from optcc.algorithms import build_schedule
     return OptccHookState(build_schedule("optcc", cluster, args.segments), timeout=args.timeout)
 
@@ -136,7 +138,8 @@ def _main(args, rank: int) -> int:
 
 
 def run_scenario(tb, hook: str, steps: int, events: dict, *, cluster: dict | None = None, segments: int = 1,
-                 width: int = 256, timeout_s: float = 120.0, params_out: str | None = None) -> dict:
+                 width: int = 256, timeout_s: float = 120.0, params_out: str | None = None,
+                 sample_bytes: int | None = None) -> dict:
     """Run the scenario on Testbed `tb` (module docstring); rank 0's result."""
     from gpu_runner.testbed import measure
     with tempfile.TemporaryDirectory(prefix="optcc-adaptive-") as control:
@@ -151,6 +154,8 @@ def run_scenario(tb, hook: str, steps: int, events: dict, *, cluster: dict | Non
             args += ["--cluster", path]
         if params_out:
             args += ["--params-out", params_out]
+        if sample_bytes:
+            args += ["--sample-bytes", str(sample_bytes)]
         stop = threading.Event()
         shaper = threading.Thread(target=_shape_on_cue, args=(tb, control, events, stop), daemon=True)
         shaper.start()

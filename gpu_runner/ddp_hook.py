@@ -97,10 +97,10 @@ class OptccHookState:
 
     @staticmethod
     def adaptive(cluster=None, algo: str = "optcc", **kw):
-        """No schedule file, no straggler known: the default exchange while the links are even, OptCC
-        for the measured cluster while a host is slow, back after the repair
-        (gpu_runner.adaptive.AdaptiveHookState). `cluster` (e.g. the probe's file) gives the
-        per-message cost; its stragglers are not used, the hook measures them."""
+        """No schedule file, no straggler known: the default all-reduce while the links are even,
+        OptCC for the measured cluster while a host is slow, back after the repair
+        (gpu_runner.adaptive.AdaptiveHookState). The hook measures the stragglers and the
+        per-message cost itself; `cluster` (optional) adds its issue delay and latency."""
         from gpu_runner.adaptive import AdaptiveHookState
         return AdaptiveHookState(cluster, algo, **kw)
 

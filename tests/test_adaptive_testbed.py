@@ -1,8 +1,8 @@
 """The adaptive hook on the shaped testbed (root): 4 nodes at 40 Mbit/s train a small MLP; node 0's
 link is halved before step 3 and restored before step 8. The hook switches to OptCC within 3
 steps of each change (the second slow step is the first a host can be named in), names node 0
-with ℓ between 1.5 and 3 (shaped: 2; waits behind a late peer read high), every rank holds the same parameters, and they equal a default-hook
-run's within 1e-5."""
+with ℓ between 1.5 and 5 (shaped: 2; the errors are one-sided, high), every rank holds the same
+parameters, and they equal a default-hook run's within 1e-5."""
 import os
 
 import pytest
@@ -44,7 +44,9 @@ def test_switches_within_three_steps_each_way_on_the_testbed(tmp_path):
     assert "optcc" not in modes[:DEGRADE] and "optcc" not in modes[back:], modes
     sw = ad["switches"]
     assert [s["to"] for s in sw] == ["optcc", "default"] and sw[0]["hosts"] == [f"{TAG}r0"], sw
-    assert 1.5 <= sw[0]["ell"][f"{TAG}r0"] <= 3.0, sw     # a late peer's wait reads as slowness: high, never low
+    # shaped: 2. Errors are one-sided, high: a late peer's wait reads as slowness, and the fastest
+    # rank sets B, where one of the sample's 48 KiB flows that rode a link's 16 KiB burst reads fast
+    assert 1.5 <= sw[0]["ell"][f"{TAG}r0"] <= 5.0, sw
     assert ad["params_identical"] and ref["params_identical"]
     diff = (torch.load(tmp_path / "ad.pt") - torch.load(tmp_path / "ref.pt")).abs().max()
     assert float(diff) <= 1e-5
