@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from optcc.schedule import Schedule
-from optcc.timing import IntegerTimes, event_time
+from optcc.errors import OptccError
+from optcc.timing import DISCIPLINES, IntegerTimes, event_time
 
 if TYPE_CHECKING:
     from optcc.algorithms.families.arrays import FlowArrays
@@ -41,8 +42,12 @@ def _units(x: Fraction, mult: int, scale: int) -> int:
 class GroupTimer:
     """Running maxima of write landings (per rank·piece key) and port ends (per port key)."""
 
-    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int) -> None:
+    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int, step_pieces: int = 0) -> None:
+        """`step_pieces`: 0, or the pieces per rank (keys are rank·pieces + piece) for the step
+        discipline (optcc.timing): a flow also waits for every flow of its two ranks started before."""
         self.w = np.zeros(n_write_keys, dtype=np.int64)
+        self.step_pieces = step_pieces
+        self.rank_done = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
         self.port = np.zeros(n_ports, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
         self.pending: list[tuple[np.ndarray, ...]] = []          # [slot_end, write_key, send, recv, lands, ends] arrays
@@ -75,10 +80,17 @@ class GroupTimer:
         ready = self.w[read_key] + self.li
         np.maximum(ready, self.port[send], out=ready)
         np.maximum(ready, self.port[recv], out=ready)
+        if self.step_pieces:
+            src, dst = read_key // self.step_pieces, write_key // self.step_pieces
+            np.maximum(ready, self.rank_done[src], out=ready)
+            np.maximum(ready, self.rank_done[dst], out=ready)
         ends = ready + (dur + self.o)
         for idx, before in chain:
             ends[idx] = np.maximum(ends[idx], ends[before] + (dur[idx] + self.o))
         lands = ends + self.wire
+        if self.step_pieces:                   # later groups (later slot starts) wait for these
+            np.maximum.at(self.rank_done, src, lands)
+            np.maximum.at(self.rank_done, dst, lands)
         if len(lands):
             self.finish = max(self.finish, int(lands.max()))
         self.pending.append((slot_end, write_key, send, recv, lands, ends))
@@ -281,11 +293,15 @@ class Prepared:
         return True
 
     def event_time(self, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
-                   lat: Fraction = Fraction(0)) -> Fraction:
+                   lat: Fraction = Fraction(0), discipline: str = "exclusive") -> Fraction:
+        """optcc.timing.event_time under `discipline` ("shared": from the Schedule, exact, small only)."""
         o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
-        if self.fallback:
-            assert self.schedule is not None            # only a Schedule's flows fall back
-            return event_time(self.schedule, o, self.grid, li, lat)
+        if discipline not in DISCIPLINES:
+            raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+        if self.fallback or discipline == "shared":
+            if self.schedule is None:
+                raise ValueError("event_timer: the shared discipline times a Schedule (optcc.event_shared)")
+            return event_time(self.schedule, o, self.grid, li, lat, discipline)
         mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
         extra = 1                    # a grid that holds each batched flow's r·(o + d) (optcc.timing)
         for c, r in self.bat_pairs:
@@ -297,10 +313,11 @@ class Prepared:
         if self.max_end * mult + len(self.group_start) * (oi + lii + wi) >= INT_LIMIT // 4:
             if self.schedule is None:
                 raise OverflowError("event_timer: event times beyond int64 on this grid")
-            return event_time(self.schedule, o, self.grid, li, lat)
+            return event_time(self.schedule, o, self.grid, li, lat, discipline)
         table = self.dur_table * mult
         cls = self.dur_cls
-        timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi)
+        timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi,
+                           self.n_pieces if discipline == "step" else 0)
         ops, j = self.ops, 0
         b = self.bounds
         service = np.array([(int(self.dur_table[c]) * mult + oi) * r // self.rate_den - oi for c, r in self.bat_pairs],
@@ -335,11 +352,13 @@ def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction 
 
 
 def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
-                    lat: Fraction = Fraction(0)) -> Fraction:
+                    lat: Fraction = Fraction(0), discipline: str = "exclusive") -> Fraction:
     """Event time of NCCLNoFailure on a fault-free cluster without building its flows: the ring
     (g = 1, optcc.algorithms.ring, k = 1) or the flat ring (g > 1,
     baselines.flat_ring_allreduce), generated a synchronous step at a time as index arrays (the
-    same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step."""
+    same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step. Under
+    "shared" it is the exclusive time: each receiver has one sender per step and link (g = 1),
+    and a GPU's NVLink hops of a step come from one sender, sent one at a time either way."""
     from optcc.algorithms.baselines_rings import flat_ring_step
     from optcc.algorithms.ring import ring_step
     p, g = cluster.p, cluster.g
@@ -369,7 +388,9 @@ def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = 
     step_i = step.numerator * (grid_scale // step.denominator)
     bound = 2 * (p - 1) * (step_i * mult + oi + lii + wi) * 2
     assert bound < INT_LIMIT, "values beyond int64"
-    timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi)
+    if discipline not in DISCIPLINES:
+        raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+    timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi, n_pieces if discipline == "step" else 0)
     flat: Callable[[np.ndarray], np.ndarray] = lambda a: a.reshape(-1)                             # noqa: E731
     send_f, recv_f, dur_f = flat(send), flat(recv), flat(d_int) * mult
     chain: list[tuple[np.ndarray, np.ndarray]] = []

@@ -24,6 +24,15 @@ the slot model splits into shares (rate r each, Σ r ≤ 1); the event model sen
 another in piece order, each for r·(o + duration) at the port's full rate, so the first lands
 early and the next hop can start (a work-conserving NVLink: the flat ring then pays one latency
 Li + L in all, not one a step; the batch's total port time is at most the old o + duration).
+
+Port disciplines (derived; `discipline`): "exclusive" is the above, each port serving one flow
+at a time in slot order (what the project's streaming runner does: it posts a port's messages in
+the schedule's order). "step": step-synchronous ranks, as NCCL's step loop: a flow also waits
+until every flow its two ranks sent or received at an earlier slot start has landed.
+"shared": receivers share their NIC max-min among concurrent senders (how SimAI's NIC serves
+queue pairs): a flow starts at max(data ready + Li, its send port free in slot order), each
+sender sends one flow at a time at most at its own rate, and the flows arriving at a receiver
+split its bandwidth max-min (optcc.event_shared, exact, for small schedules).
 """
 from __future__ import annotations
 
@@ -42,6 +51,8 @@ if TYPE_CHECKING:
     from optcc.cluster import Cluster
 
 CAPACITY_MODELS = ("exclusive", "shared")
+# Port disciplines of the event model (module docstring): the one the runners implement first.
+DISCIPLINES = ("exclusive", "step", "shared")
 _K = TypeVar("_K")
 
 
@@ -211,14 +222,22 @@ def slot_time(schedule: Schedule, grid: IntegerTimes | None = None) -> Fraction:
 
 
 def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None,
-               issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0)) -> Fraction:
+               issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0),
+               discipline: str = "exclusive") -> Fraction:
     """As-soon-as-possible makespan keeping the slot schedule's dependencies and port order.
 
     LogGP-style (docs/latency.md): a flow starts at max(data ready + Li, send port free,
     receive port free), holds both ports for o + duration and lands L later. `alpha_units` is
     the overhead o, `issue_units` Li, `latency_units` L, all in units of n/B (seconds·B/n).
-    With Li = L = 0 this is the α-per-flow model exactly.
+    With Li = L = 0 this is the α-per-flow model exactly. `discipline`: one of DISCIPLINES
+    (module docstring; "shared" is optcc.event_shared.shared_event_time).
     """
+    if discipline not in DISCIPLINES:
+        raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+    if discipline == "shared":
+        from optcc.event_shared import shared_event_time
+        return shared_event_time(schedule, alpha_units, issue_units, latency_units)
+    step = discipline == "step"
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows
     batched = nvlink_batches(schedule, grid)         # flow -> the flow before it in its batch (or -1)
@@ -256,7 +275,14 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             landed_max[key] = best
         return best
 
+    rank_done: defaultdict[int, int] = defaultdict(int)     # step: landings of flows started before t
+    group: list[tuple[int, int]] = []                        # step: (rank, landing) of the flows at t
+    group_t = -1
     for t, kind, _, i in order:
+        if step and t != group_t:
+            for rank, x in group:
+                rank_done[rank] = max(rank_done[rank], x)
+            group, group_t = [], t
         if kind == 0:
             op = schedule.local_ops[i]
             key = (op.rank, op.piece)
@@ -273,6 +299,8 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             ready = a
         if b > ready:
             ready = b
+        if step:
+            ready = max(ready, rank_done[f.src], rank_done[f.dst])
         before = batched.get(i, -1)
         if before >= 0 and ends[before] > ready:     # one after another in its batch
             ready = ends[before]
@@ -280,6 +308,8 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
         if i in batched:
             ends[i] = end
         lands = end + wire
+        if step:
+            group += [(f.src, lands), (f.dst, lands)]
         e = slot_end[i]
         push(pending_writes[(f.dst, f.piece)], (e, lands))
         push(pending_port[sp], (e, end))

@@ -47,6 +47,9 @@ P_EVENT_MAX = 64            # no event search beyond (the schedules at the close
 BANDWIDTHS = (S.NIC_BANDWIDTH, 2 * S.NIC_BANDWIDTH)      # 50 and 100 GB/s per GPU (issue 24)
 FIXED_K = (32, 64)          # the verdict column also at these fixed k (what a PASS needs: the searched k vs these)
 LATENCY_FACTORS = (Fraction(3, 4), Fraction(5, 4))   # a verdict is *fragile* if it flips with o, Li, L scaled by these
+DISCIPLINE = "exclusive"    # the port discipline of every verdict (optcc.timing): what the streaming runner does
+OTHER_DISCIPLINES = ("step", "shared")                # each point also under these, at its k (no new search)
+SHARED_FLOW_CAP = 3_000     # the shared discipline's fluid simulation (optcc.event_shared) up to this (cost rule)
 
 
 def gbps(bandwidth) -> str:
@@ -70,13 +73,15 @@ def cluster(p: int, g: int, ells, model: str, bandwidth=S.NIC_BANDWIDTH) -> Clus
 _NCCL: dict = {}
 
 
-def nccl_event(p: int, g: int, model: str, n: int, bandwidth=S.NIC_BANDWIDTH, factor: Fraction = Fraction(1)) -> Fraction:
-    """NCCLNoFailure's exact event time (n/B) under the preset, its o, Li and L times `factor`."""
-    key = (p, g, model, n, bandwidth, factor)
+def nccl_event(p: int, g: int, model: str, n: int, bandwidth=S.NIC_BANDWIDTH, factor: Fraction = Fraction(1),
+               discipline: str = DISCIPLINE) -> Fraction:
+    """NCCLNoFailure's exact event time (n/B) under the preset, its o, Li and L times `factor`,
+    under the port `discipline` (ring_event_time: "shared" is "exclusive" for the ring)."""
+    key = (p, g, model, n, bandwidth, factor, discipline)
     if key not in _NCCL:
         c = scaled(Cluster.build(p, g, bandwidth=bandwidth, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model),
                    factor)
-        _NCCL[key] = ring_event_time(c, *latency_units(c, n))
+        _NCCL[key] = ring_event_time(c, *latency_units(c, n), discipline=discipline)
     return _NCCL[key]
 
 
@@ -335,7 +340,33 @@ def _at_latencies(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: d
         at[str(f)] = {"verdict": verdict, "overhead": ov, "bound_overhead": bound, "decided_by": how}
     out["at_latency"] = at
     out["fragile"] = any(v["verdict"] != out["verdict"] for v in at.values())
+    _disciplines(out, c, n, tol, bandwidth, preps)
     return out
+
+
+def _disciplines(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: dict) -> None:
+    """The point under each of OTHER_DISCIPLINES (optcc.timing), at its k, no new search: refuted
+    by the bound as before (a lower bound of every port rule); else OptCC's event time at the
+    point's k under that discipline where its search kept the schedule (shared: a Schedule of at
+    most SHARED_FLOW_CAP flows), against NCCLNoFailure's under the same: PASS within the tolerance,
+    else undecided (over it at the exclusive search's k, which is not searched again under this
+    discipline; or "not computed"). In `out["disciplines"]`, with the point's own verdict under
+    DISCIPLINE."""
+    res = {DISCIPLINE: {"verdict": out["verdict"], "overhead": out["overhead"], "decided_by": out["decided_by"]}}
+    prep = preps.get(out["k"])
+    for d in OTHER_DISCIPLINES:
+        if out["decided_by"] == REFUTED_BY_BOUND:
+            res[d] = {"verdict": FAIL, "overhead": out["overhead"], "decided_by": REFUTED_BY_BOUND}
+            continue
+        small = prep is not None and (d != "shared" or (prep.schedule is not None and prep.n <= SHARED_FLOW_CAP))
+        if not small or not out["decided_by"].startswith("event time"):
+            res[d] = {"verdict": UNDECIDED, "overhead": None, "decided_by": "not computed"}
+            continue
+        ring = nccl_event(c.p, c.g, c.latency_model, n, bandwidth, Fraction(1), d)
+        ov = float(prep.event_time(*latency_units(c, n), discipline=d) / ring - 1)
+        res[d] = {"verdict": PASS if ov <= tol else UNDECIDED, "overhead": ov,
+                  "decided_by": "event time at the point's k" + ("" if ov <= tol else " (over it; k not searched)")}
+    out["disciplines"] = res
 
 
 def piece_bytes(c: Cluster, k: int | None, n: int) -> int | None:

@@ -80,11 +80,14 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
     worst = points[worst_key]["overhead"] if worst_key else None
     verdict = FAIL if fails else (UNDECIDED if undecided else PASS)
     at_lat = {str(f): _worst({pt["at_latency"][str(f)]["verdict"] for pt in points.values()}) for f in E.LATENCY_FACTORS}
+    by_disc = {d: _worst({pt["disciplines"][d]["verdict"] for pt in points.values()})
+               for d in (E.DISCIPLINE,) + E.OTHER_DISCIPLINES}
     at_k = {}
     for k in E.FIXED_K if any("fixed_k" in pt for pt in points.values()) else ():
         vs = {pt["fixed_k"][str(k)]["verdict"] for pt in points.values()}
         at_k[str(k)] = FAIL if FAIL in vs else (UNDECIDED if UNDECIDED in vs else PASS)
-    return {"verdict_at_latency": at_lat, "fragile": any(v != verdict for v in at_lat.values()),
+    return {"verdict_by_discipline": by_disc, "discipline": E.DISCIPLINE,
+            "verdict_at_latency": at_lat, "fragile": any(v != verdict for v in at_lat.values()),
             "fragile_points": [key for key, pt in points.items() if pt["fragile"]],
             "verdict_at_fixed_k": at_k, "optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "refuted_by_bound": refuted,
             "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict,
@@ -205,6 +208,9 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
                 "OptCC's closed-form upper bound: PASS or undecided, never FAIL by it; a point whose lower bound alone is "
                 "over the tolerance FAILs, refuted by the bound), 50 GB/s: " + text
                 + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
+    row.discipline = (f"{E.DISCIPLINE} (each port one flow at a time in slot order: what the streaming runner "
+                      f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k "
+                      f"(verdict_by_discipline)")
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
                  "preset (verdict = simai at 50 GB/s, the paper's simulator). " + row.model)

@@ -37,6 +37,7 @@ def render_text(report: dict) -> str:
         lines.append(f"    paper: {r['paper']}")
         lines.append(f"    ours:  {r['ours']}")
         lines.append(f"    model: {r['model']};  tolerance: {r['tolerance']}")
+        lines.append(f"    port discipline: {r.get('discipline', '')}")
         if r.get("verdicts"):
             lines.append("    verdicts: " + ", ".join(f"{m} {v}" for m, v in r["verdicts"].items())
                          + f"  (the verdict above is {VERDICT_MODEL}'s)")
@@ -107,7 +108,15 @@ def _cell(verdict: str, r: dict | None) -> str:
         text += f"; refuted by the bound: {', '.join(r['refuted_by_bound'])}"
     if r.get("verdict_at_fixed_k"):
         text += "; with k fixed: " + ", ".join(f"k = {k} {v}" for k, v in r["verdict_at_fixed_k"].items())
-    return text + _fragile(verdict, r)
+    return text + _fragile(verdict, r) + _disciplines(r)
+
+
+def _disciplines(r: dict) -> str:
+    """'; step: FAIL, shared: undecided': the row under the other port disciplines (at each point's k)."""
+    by = r.get("verdict_by_discipline")
+    if not by:
+        return ""
+    return "; " + ", ".join(f"{d}: {v}" for d, v in by.items() if d != r.get("discipline"))
 
 
 def _fragile(verdict: str, r: dict) -> str:

@@ -63,3 +63,11 @@ def test_an_event_time_point_is_retimed_at_its_k():
                                *units(cf, N))
         want = float(prep.event_time(*units(cf, N)) / ring - 1)
         assert pt["at_latency"][str(f)]["overhead"] == want
+    # the other port disciplines (optcc.timing.DISCIPLINES) at the same k: step is timed; shared only
+    # up to SHARED_FLOW_CAP flows (this schedule has more)
+    d = pt["disciplines"]
+    assert d["exclusive"]["verdict"] == pt["verdict"] and prep.n > E.SHARED_FLOW_CAP
+    step_ring = ring_event_time(E.Cluster.build(16, bandwidth=S.NIC_BANDWIDTH, latency_model="nccl"), *units(c, N),
+                                discipline="step")
+    assert d["step"]["overhead"] == float(prep.event_time(*units(c, N), discipline="step") / step_ring - 1)
+    assert d["shared"] == {"verdict": E.UNDECIDED, "overhead": None, "decided_by": "not computed"}
