@@ -15,6 +15,7 @@ import sympy as sp
 from bounds.closed_form import lower_bound
 from paper_checks import models as M
 from paper_checks import optcc_model as O
+from paper_checks import event_checks as E
 from paper_checks import per_model as P
 from paper_checks import settings as S
 from paper_checks import shared_port as SP
@@ -201,7 +202,7 @@ def check_o1p_optcc(ell: Fraction) -> Row:
             models[m] = {"verdict": verdict, "fit_verdict": fit.verdict, "overhead": ovh, "k": ks, "decided_by": how,
                          "lower_end": low, "c0_range": [c0_lo, c0_hi], "fit_decided_by": how_fit,
                          "upper_bound_at_p": bounded, "c0": d["c0"], "c1": d["c1"], "r2": d["r2"],
-                         "verdict_at_latency": at_lat, "fragile": any(v != verdict for v in at_lat.values()),
+                         "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values()),
                          "summary": f"overhead ≈ {d['c0']:+.5f} + {d['c1']:.4f}/p, R² = {d['r2']:.4f}; "
                                     f"at p = 1024: {_pct(ovh[-1])}, k = {ks[-1]}"
                                     + (f"; p = {', '.join(map(str, bounded))} by upper bound only, "

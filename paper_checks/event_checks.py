@@ -309,7 +309,7 @@ def _at_latencies(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: d
     time where its verdict was (the Prepared schedule its search kept), else by the closed form at
     that k (an upper bound). PASS if within the tolerance; FAIL if the bound alone is over it, or
     the point FAILed by event time and is still over at its k; else undecided. `fragile`: some
-    factor's verdict differs from the point's (in `out`, returned)."""
+    factor's verdict is PASS or FAIL and differs from the point's (`flips`; in `out`, returned)."""
     from optcc.model_time import model_time
     at = {}
     for f in LATENCY_FACTORS:
@@ -339,9 +339,15 @@ def _at_latencies(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: d
                 verdict = UNDECIDED
         at[str(f)] = {"verdict": verdict, "overhead": ov, "bound_overhead": bound, "decided_by": how}
     out["at_latency"] = at
-    out["fragile"] = any(v["verdict"] != out["verdict"] for v in at.values())
+    out["fragile"] = flips(out["verdict"], [v["verdict"] for v in at.values()])
     _disciplines(out, c, n, tol, bandwidth, preps)
     return out
+
+
+def flips(verdict: str, others) -> bool:
+    """Fragile: some other verdict is decided (PASS or FAIL) and differs (undecided there is no flip:
+    a k not searched again may only be over)."""
+    return any(v in (PASS, FAIL) and v != verdict for v in others)
 
 
 def _disciplines(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: dict) -> None:

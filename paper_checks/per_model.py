@@ -87,7 +87,7 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
         vs = {pt["fixed_k"][str(k)]["verdict"] for pt in points.values()}
         at_k[str(k)] = FAIL if FAIL in vs else (UNDECIDED if UNDECIDED in vs else PASS)
     return {"verdict_by_discipline": by_disc, "discipline": E.DISCIPLINE,
-            "verdict_at_latency": at_lat, "fragile": any(v != verdict for v in at_lat.values()),
+            "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values()),
             "fragile_points": [key for key, pt in points.items() if pt["fragile"]],
             "verdict_at_fixed_k": at_k, "optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "refuted_by_bound": refuted,
             "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict,
@@ -130,7 +130,7 @@ def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES, bandwid
             at_lat[f] = PASS if ok else (FAIL if exact else UNDECIDED)
     return {"optcc_gap": gap, "k": pt["k"], "bound_gap": bgap, "difference_pp": diff, "valid": pt["closed_form_valid"],
             "decided_by": pt["decided_by"], "verdict": verdict, "point": pt, "bandwidth_gbps": E.gbps(bandwidth),
-            "verdict_at_latency": at_lat, "fragile": any(v != verdict for v in at_lat.values())}
+            "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values())}
 
 
 def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH) -> tuple:
@@ -181,7 +181,7 @@ def _model_text(m: str, r: dict) -> str:
 
 def fragile_text(verdict: str, at: dict) -> str:
     """'1.25λ: undecided' for each latency factor whose verdict differs from `verdict`."""
-    return ", ".join(f"{float(Fraction(f)):g}λ: {v}" for f, v in at.items() if v != verdict)
+    return ", ".join(f"{float(Fraction(f)):g}λ: {v}" for f, v in at.items() if v != verdict and v in (PASS, FAIL))
 
 
 def attach(row, models: dict, value_of, models_100: dict | None = None):
