@@ -354,13 +354,13 @@ def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction 
 def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
                     lat: Fraction = Fraction(0), discipline: str = "exclusive") -> Fraction:
     """Event time of NCCLNoFailure on a fault-free cluster without building its flows: the ring
-    (g = 1, optcc.algorithms.ring, k = 1) or the flat ring (g > 1,
+    (g = 1, optcc.algorithms.ring.build, k = 1) or the flat ring (g > 1,
     baselines.flat_ring_allreduce), generated a synchronous step at a time as index arrays (the
     same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step. Under
     "shared" it is the exclusive time: each receiver has one sender per step and link (g = 1),
     and a GPU's NVLink hops of a step come from one sender, sent one at a time either way."""
-    from optcc.algorithms.baselines_rings import flat_ring_step
-    from optcc.algorithms.ring import ring_step
+    from optcc.algorithms.baselines.rings import flat_ring_step
+    from optcc.algorithms.ring.build import ring_step
     p, g = cluster.p, cluster.g
     assert not cluster.stragglers, "NCCLNoFailure: a fault-free cluster"
     o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
@@ -415,8 +415,8 @@ def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = 
 
 def ring_flow_tuples(cluster: Cluster) -> list[tuple[int, int, int, Fraction, str]]:
     """The flows ring_event_time times, as (src, dst, piece, start, link) tuples (for the test)."""
-    from optcc.algorithms.baselines_rings import flat_ring_step
-    from optcc.algorithms.ring import ring_step
+    from optcc.algorithms.baselines.rings import flat_ring_step
+    from optcc.algorithms.ring.build import ring_step
     p, g = cluster.p, cluster.g
     servers = p // g
     step = flat_ring_step(cluster)[0] if g > 1 else Fraction(1, p)

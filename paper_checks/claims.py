@@ -384,7 +384,7 @@ def check_within_6_percent_fig21_g8() -> Row:
         "α-β event model (α = 5 µs): optcc_rails.slot_time + α per message "
         "(optcc_model.optcc_rails_messages_on_critical_path), best k of RAILS_K_CANDIDATES, vs the flat ring; "
         "bound: the server-aggregate bound (derived) + α. Per model: optcc_rails' counts A, B and knee "
-        "(optcc.model_time_rails, tested against the event model), auto k ≤ RAILS_K_MAX",
+        "(optcc.algorithms.rails.counts, tested against the event model), auto k ≤ RAILS_K_MAX",
         {"exclusive_lp_overhead_vs_flat_ring_alpha0": lp}, k_max=O.RAILS_K_MAX)
     listed = ", ".join(f"{_pct(v)} at p = {key.split('@')[1]}" for key, v in lp.items())
     row.ours += (f". Note (not a verdict): the exclusive-port LP optimum (lp_models.fluid, α = 0, the best star "

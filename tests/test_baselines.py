@@ -96,7 +96,7 @@ def test_flat_ring_is_nvlink_bound_where_nvlink_is_slower_than_a_nic_hop(p, g):
 
 @pytest.mark.parametrize("p", [3, 5, 8])
 def test_ring_alpha_model_matches_event_model(p):
-    from optcc.algorithms.ring import ring_allreduce
+    from optcc.algorithms.ring.build import ring_allreduce
     for ell in (1, F(8, 7), 2):
         stragglers = {1: ell} if ell != 1 else {}
         sch = ring_allreduce(Cluster.build(p, stragglers=stragglers))
