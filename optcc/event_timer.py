@@ -16,14 +16,15 @@ generated schedules (tests/test_event_timer.py).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from optcc.schedule import Schedule
-from optcc.timing import IntegerTimes, event_time
+from optcc.errors import OptccError
+from optcc.timing import DISCIPLINES, IntegerTimes, event_time
 
 if TYPE_CHECKING:
     from optcc.algorithms.families.arrays import FlowArrays
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from optcc.event_arrays import EventArrays
 
 INT_LIMIT = 2**62
+Chain = Sequence[tuple[np.ndarray, np.ndarray]]     # NVLink batch rounds: (flows, the flow before each)
 
 
 def _units(x: Fraction, mult: int, scale: int) -> int:
@@ -40,8 +42,12 @@ def _units(x: Fraction, mult: int, scale: int) -> int:
 class GroupTimer:
     """Running maxima of write landings (per rank·piece key) and port ends (per port key)."""
 
-    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int) -> None:
+    def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int, step_pieces: int = 0) -> None:
+        """`step_pieces`: 0, or the pieces per rank (keys are rank·pieces + piece) for the step
+        discipline (optcc.timing): a flow also waits for every flow of its two ranks started before."""
         self.w = np.zeros(n_write_keys, dtype=np.int64)
+        self.step_pieces = step_pieces
+        self.rank_done = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
         self.port = np.zeros(n_ports, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
         self.pending: list[tuple[np.ndarray, ...]] = []          # [slot_end, write_key, send, recv, lands, ends] arrays
@@ -66,14 +72,25 @@ class GroupTimer:
         self.pending = keep
 
     def group(self, t: int, read_key: np.ndarray, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray,
-              dur: np.ndarray, slot_end: np.ndarray) -> None:
-        """Flows starting at slot time t (all arrays of one length; dur already in event units)."""
+              dur: np.ndarray, slot_end: np.ndarray, chain: Chain = ()) -> None:
+        """Flows starting at slot time t (all arrays of one length; dur already in event units, a
+        batched NVLink flow's r·(o + d) − o). `chain`: the NVLink batches (optcc.timing), a round
+        per position in them: (flows, the flow before each in its batch), which it follows."""
         self.commit(t)
         ready = self.w[read_key] + self.li
         np.maximum(ready, self.port[send], out=ready)
         np.maximum(ready, self.port[recv], out=ready)
+        if self.step_pieces:
+            src, dst = read_key // self.step_pieces, write_key // self.step_pieces
+            np.maximum(ready, self.rank_done[src], out=ready)
+            np.maximum(ready, self.rank_done[dst], out=ready)
         ends = ready + (dur + self.o)
+        for idx, before in chain:
+            ends[idx] = np.maximum(ends[idx], ends[before] + (dur[idx] + self.o))
         lands = ends + self.wire
+        if self.step_pieces:                   # later groups (later slot starts) wait for these
+            np.maximum.at(self.rank_done, src, lands)
+            np.maximum.at(self.rank_done, dst, lands)
         if len(lands):
             self.finish = max(self.finish, int(lands.max()))
         self.pending.append((slot_end, write_key, send, recv, lands, ends))
@@ -85,8 +102,8 @@ class GroupTimer:
             self.finish = max(self.finish, int(self.w[keys].max()))
 
 
-def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction) -> tuple[int, int, int, int, int]:
-    mult = math.lcm(o.denominator, li.denominator, lat.denominator)
+def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction, rate_den: int = 1) -> tuple[int, int, int, int, int]:
+    mult = math.lcm(o.denominator, li.denominator, lat.denominator) * rate_den      # rate_den | every value
     return mult, grid_scale * mult, _units(o, mult, grid_scale), _units(li, mult, grid_scale), \
         _units(lat, mult, grid_scale)
 
@@ -119,8 +136,13 @@ class Prepared:
         for op, t in zip(schedule.local_ops, grid.op_times):
             ops_at.setdefault(t, []).append(op.rank * len(schedule.pieces) + op.piece)
         table, cls = np.unique(np.asarray(grid.durs, dtype=np.int64), return_inverse=True)
+        rate = None
+        if any(f.rate != 1 for f in flows):
+            self.rate_den = math.lcm(*{f.rate.denominator for f in flows})
+            rate = np.fromiter((f.rate.numerator * (self.rate_den // f.rate.denominator) for f in flows),
+                               dtype=np.int64, count=n)
         self._arrays(schedule.cluster.p, len(schedule.pieces), grid.scale, src, dst, piece, nv,
-                     np.asarray(grid.starts, dtype=np.int64), (cls.reshape(-1), table), ops_at)
+                     np.asarray(grid.starts, dtype=np.int64), (cls.reshape(-1), table), ops_at, share=rate)
 
     @classmethod
     def from_arrays(cls, cluster: Cluster, fa: FlowArrays | EventArrays) -> Prepared:
@@ -168,15 +190,18 @@ class Prepared:
         ea.src = ea.dst = ea.piece = ea.nv = ea.start = ea.dur_cls = ea.rate = None  # type: ignore[assignment]  # consumed: its arrays are released
         self.rate_den = ea.rate_den
         self._arrays(ea.p, len(ea.pieces), ea.scale, parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], ops_at,
-                     rate=rate, consume=parts)
+                     rate=rate, consume=parts, share=rate)
         from optcc.event_arrays import release_heap
         release_heap()
         return self
 
     def _arrays(self, p: int, n_pieces: int, scale: int, src: np.ndarray, dst: np.ndarray, piece: np.ndarray,
                 nv: np.ndarray | int, start: np.ndarray, dur: tuple[np.ndarray, np.ndarray], ops_at: dict[int, list[int]],
-                rate: np.ndarray | None = None, consume: list[Any] | None = None) -> None:
-        """`dur`: (class per flow, int64 duration per class): a few bytes a flow instead of eight."""
+                rate: np.ndarray | None = None, consume: list[Any] | None = None,
+                share: np.ndarray | None = None) -> None:
+        """`dur`: (class per flow, int64 duration per class): a few bytes a flow instead of eight.
+        `share`: every flow's rate, numerators over self.rate_den (None: all 1), for the NVLink
+        batches (`_batches`)."""
         self.p, self.n_pieces, self.scale, self.n = p, n_pieces, scale, int(src.size)
         port_t = np.int16 if 4 * p < 2**15 else key_t_of(p, n_pieces)
         key_t = key_t_of(p, n_pieces)
@@ -194,6 +219,7 @@ class Prepared:
         self.read_key = (src * n_pieces + piece)[order]
         self.write_key = (dst * n_pieces + piece)[order]
         del piece
+        self._batches(nv, order, start, share)
         self.send = ((src * 2 + nv) * 2).astype(port_t)[order]
         del src
         self.recv = ((dst * 2 + nv) * 2 + 1).astype(port_t)[order]
@@ -206,6 +232,43 @@ class Prepared:
         del start
         self.max_end = int(self.slot_end.max())
         self.ops = [(t, np.array(ops_at[t], dtype=np.int64)) for t in sorted(ops_at)]
+
+    def _batches(self, nv: np.ndarray, order: np.ndarray, start: np.ndarray, share: np.ndarray | None) -> None:
+        """optcc.timing.nvlink_batches on the arrays (flows already in start order): batched flows
+        `bat`, their (duration class, rate) classes, and per batch position ≥ 1 the chain rounds
+        (flow, the flow before it), sorted by (start, position) so a group's rounds are slices."""
+        self.bat = self.bat_at = np.zeros(0, dtype=np.int64)
+        self.bat_cls = np.zeros(0, dtype=np.int64)
+        self.bat_pairs: list[tuple[int, int]] = []          # per class: (duration class, rate numerator)
+        self.chain_at = np.zeros(0, dtype=np.int64)          # per chain entry: its start, position, flow, before
+        self.chain_pos = self.chain_idx = self.chain_prev = self.chain_at
+        if not (nv.ndim and nv.any()):
+            return
+        idx = np.flatnonzero(nv[order])
+        st, se = start[idx], self.slot_end[idx]
+        rk, wk = self.read_key[idx], self.write_key[idx]
+        src, dst, pc = rk // self.n_pieces, wk // self.n_pieces, rk % self.n_pieces
+        o = np.lexsort((idx, pc, dst, src, se, st))          # batches contiguous, each in piece order
+        idx, st, se, src, dst = idx[o], st[o], se[o], src[o], dst[o]
+        new = np.ones(idx.size, dtype=bool)
+        new[1:] = (st[1:] != st[:-1]) | (se[1:] != se[:-1]) | (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+        head = np.flatnonzero(new)
+        size = np.diff(np.append(head, idx.size))
+        pos = np.arange(idx.size) - np.repeat(head, size)
+        keep = np.repeat(size > 1, size)
+        if not keep.any():
+            return
+        self.bat, self.bat_at = idx[keep], st[keep]
+        d = self.dur_cls[self.bat].astype(np.int64)
+        r = np.full(d.size, self.rate_den, dtype=np.int64) if share is None else share[order[self.bat]]
+        pairs, inv = np.unique(d * (self.rate_den + 1) + r, return_inverse=True)
+        self.bat_cls = inv.reshape(-1)
+        self.bat_pairs = [(int(x) // (self.rate_den + 1), int(x) % (self.rate_den + 1)) for x in pairs]
+        later = keep & (pos > 0)
+        prev = np.flatnonzero(later) - 1
+        c = np.lexsort((pos[later], st[later]))
+        self.chain_at, self.chain_pos = st[later][c], pos[later][c]
+        self.chain_idx, self.chain_prev = idx[later][c], idx[prev][c]
 
     def slot_time(self) -> Fraction:
         """The latest flow end or local-op time (optcc.timing.slot_time)."""
@@ -230,30 +293,53 @@ class Prepared:
         return True
 
     def event_time(self, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
-                   lat: Fraction = Fraction(0)) -> Fraction:
+                   lat: Fraction = Fraction(0), discipline: str = "exclusive") -> Fraction:
+        """optcc.timing.event_time under `discipline` ("shared": from the Schedule, exact, small only)."""
         o, li, lat = Fraction(o), Fraction(li), Fraction(lat)
-        if self.fallback:
-            assert self.schedule is not None            # only a Schedule's flows fall back
-            return event_time(self.schedule, o, self.grid, li, lat)
+        if discipline not in DISCIPLINES:
+            raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+        if self.fallback or discipline == "shared":
+            if self.schedule is None:
+                raise ValueError("event_timer: the shared discipline times a Schedule (optcc.event_shared)")
+            return event_time(self.schedule, o, self.grid, li, lat, discipline)
         mult, scale, oi, lii, wi = _latency_ints(self.scale, o, li, lat)
+        extra = 1                    # a grid that holds each batched flow's r·(o + d) (optcc.timing)
+        for c, r in self.bat_pairs:
+            extra = math.lcm(extra, Fraction((int(self.dur_table[c]) * mult + oi) * r, self.rate_den).denominator)
+        mult, scale, oi, lii, wi = mult * extra, scale * extra, oi * extra, lii * extra, wi * extra
         # every value is ≤ max slot end + G·(o + Li + L), G the number of start groups (derived,
         # by induction over the groups: a flow's dependencies end by its slot start in earlier
         # groups, so its landing is ≤ its slot end + (its group's index + 1)·(o + Li + L))
         if self.max_end * mult + len(self.group_start) * (oi + lii + wi) >= INT_LIMIT // 4:
             if self.schedule is None:
                 raise OverflowError("event_timer: event times beyond int64 on this grid")
-            return event_time(self.schedule, o, self.grid, li, lat)
+            return event_time(self.schedule, o, self.grid, li, lat, discipline)
         table = self.dur_table * mult
         cls = self.dur_cls
-        timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi)
+        timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi,
+                           self.n_pieces if discipline == "step" else 0)
         ops, j = self.ops, 0
         b = self.bounds
-        for t, a, e in zip(self.group_start, b[:-1], b[1:]):
+        service = np.array([(int(self.dur_table[c]) * mult + oi) * r // self.rate_den - oi for c, r in self.bat_pairs],
+                           dtype=np.int64)       # r·(o + d) − o: the group adds o to every flow
+        gs = np.asarray(self.group_start, dtype=np.int64)
+        bat_lo, bat_hi = np.searchsorted(self.bat_at, gs), np.searchsorted(self.bat_at, gs, side="right")
+        ch_lo, ch_hi = np.searchsorted(self.chain_at, gs), np.searchsorted(self.chain_at, gs, side="right")
+        for gi, (t, a, e) in enumerate(zip(self.group_start, b[:-1], b[1:])):
             while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
                 timer.read_ops(*ops[j])
                 j += 1
-            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], table[cls[a:e]],
-                        self.slot_end[a:e])
+            dur = table[cls[a:e]]
+            chain: list[tuple[np.ndarray, np.ndarray]] = []
+            if bat_hi[gi] > bat_lo[gi]:                 # NVLink batches (optcc.timing)
+                sel = slice(bat_lo[gi], bat_hi[gi])
+                dur[self.bat[sel] - a] = service[self.bat_cls[sel]]
+                cs = slice(ch_lo[gi], ch_hi[gi])
+                pos, ci, cp = self.chain_pos[cs], self.chain_idx[cs] - a, self.chain_prev[cs] - a
+                cuts = np.flatnonzero(np.diff(pos)) + 1
+                chain = list(zip(np.split(ci, cuts), np.split(cp, cuts)))
+            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], dur,
+                        self.slot_end[a:e], chain)
         for op in ops[j:]:
             timer.read_ops(*op)
         return Fraction(timer.finish, scale)
@@ -266,11 +352,13 @@ def fast_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction 
 
 
 def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
-                    lat: Fraction = Fraction(0)) -> Fraction:
+                    lat: Fraction = Fraction(0), discipline: str = "exclusive") -> Fraction:
     """Event time of NCCLNoFailure on a fault-free cluster without building its flows: the ring
     (g = 1, optcc.algorithms.ring.build, k = 1) or the flat ring (g > 1,
     baselines.flat_ring_allreduce), generated a synchronous step at a time as index arrays (the
-    same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step."""
+    same flows, tested equal), timed as fast_event_time does. O(g·p) memory per step. Under
+    "shared" it is the exclusive time: each receiver has one sender per step and link (g = 1),
+    and a GPU's NVLink hops of a step come from one sender, sent one at a time either way."""
     from optcc.algorithms.baselines.rings import flat_ring_step
     from optcc.algorithms.ring.build import ring_step
     p, g = cluster.p, cluster.g
@@ -285,7 +373,7 @@ def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = 
     nic_d = cluster.nic_time(0, 0, shard)
     nv_d = cluster.nvlink_time(shard, nv_rate) if g > 1 else nic_d
     grid_scale = math.lcm(step.denominator, nic_d.denominator, nv_d.denominator)
-    mult, scale, oi, lii, wi = _latency_ints(grid_scale, o, li, lat)
+    mult, scale, oi, lii, wi = _latency_ints(grid_scale, o, li, lat, nv_rate.denominator)
     n_pieces = g * p
     src = np.array([[s * g + (c + i) % g for s in range(servers) for i in range(g)] for c in range(g)],
                    dtype=np.int64)                            # order of channel c (flat_ring_allreduce)
@@ -300,15 +388,28 @@ def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = 
     step_i = step.numerator * (grid_scale // step.denominator)
     bound = 2 * (p - 1) * (step_i * mult + oi + lii + wi) * 2
     assert bound < INT_LIMIT, "values beyond int64"
-    timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi)
+    if discipline not in DISCIPLINES:
+        raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+    timer = GroupTimer(p * n_pieces, p * 4, oi, lii, wi, n_pieces if discipline == "step" else 0)
     flat: Callable[[np.ndarray], np.ndarray] = lambda a: a.reshape(-1)                             # noqa: E731
     send_f, recv_f, dur_f = flat(send), flat(recv), flat(d_int) * mult
+    chain: list[tuple[np.ndarray, np.ndarray]] = []
+    if g > 1:   # NVLink batches (optcc.timing): a GPU's hops to the next, in channel (= piece) order, every step
+        nvi = np.flatnonzero(flat(nv))
+        nvi = nvi[np.lexsort((nvi, flat(src)[nvi]))]              # by src, then channel (index c·p + i)
+        first = np.ones(nvi.size, dtype=bool)
+        first[1:] = flat(src)[nvi[1:]] != flat(src)[nvi[:-1]]
+        head = np.flatnonzero(first)
+        at = np.arange(nvi.size) - np.repeat(head, np.diff(np.append(head, nvi.size)))
+        chain = [(nvi[at == r], nvi[np.flatnonzero(at == r) - 1]) for r in range(1, int(at.max()) + 1)]
+        nv_d_int = nv_d.numerator * (grid_scale // nv_d.denominator) * mult
+        dur_f[nvi] = (nv_d_int + oi) // nv_rate.denominator * nv_rate.numerator - oi    # r·(o + d) − o
     for t in range(2 * (p - 1)):
         offset, _ = ring_step(t, p)
         piece = base + (pos + offset) % p
         start = t * step_i
         timer.group(start, flat(src * n_pieces + piece), flat(dst * n_pieces + piece), send_f, recv_f, dur_f,
-                    start + flat(d_int))
+                    start + flat(d_int), chain)
     return Fraction(timer.finish, scale)
 
 

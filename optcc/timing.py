@@ -17,7 +17,22 @@ reads that landed by its slot start) have landed, plus the issue delay Li, and i
 (the flows before it on its ports, in slot order, have ended); it holds both ports for the
 overhead o plus its duration and lands the latency L later (o, Li, L from the Cluster, in units
 of n/B at message size n; optcc.latency). With o = Li = L = 0 it is never slower than the slot
-model; with Li = L = 0 it is the old α-per-flow model (o = α).
+model; with Li = L = 0 it is the old α-per-flow model (o = α), but for one rule (derived):
+NVLink batches. Flows on NVLink that start together between the same two GPUs and end together
+(the flat ring's g − 1 channel hops a step, the hierarchical ring's q pieces) are one transfer
+the slot model splits into shares (rate r each, Σ r ≤ 1); the event model sends them one after
+another in piece order, each for r·(o + duration) at the port's full rate, so the first lands
+early and the next hop can start (a work-conserving NVLink: the flat ring then pays one latency
+Li + L in all, not one a step; the batch's total port time is at most the old o + duration).
+
+Port disciplines (derived; `discipline`): "exclusive" is the above, each port serving one flow
+at a time in slot order (what the project's streaming runner does: it posts a port's messages in
+the schedule's order). "step": step-synchronous ranks, as NCCL's step loop: a flow also waits
+until every flow its two ranks sent or received at an earlier slot start has landed.
+"shared": receivers share their NIC max-min among concurrent senders (how SimAI's NIC serves
+queue pairs): a flow starts at max(data ready + Li, its send port free in slot order), each
+sender sends one flow at a time at most at its own rate, and the flows arriving at a receiver
+split its bandwidth max-min (optcc.event_shared, exact, for small schedules).
 """
 from __future__ import annotations
 
@@ -36,6 +51,8 @@ if TYPE_CHECKING:
     from optcc.cluster import Cluster
 
 CAPACITY_MODELS = ("exclusive", "shared")
+# Port disciplines of the event model (module docstring): the one the runners implement first.
+DISCIPLINES = ("exclusive", "step", "shared")
 _K = TypeVar("_K")
 
 
@@ -205,31 +222,46 @@ def slot_time(schedule: Schedule, grid: IntegerTimes | None = None) -> Fraction:
 
 
 def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None,
-               issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0)) -> Fraction:
+               issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0),
+               discipline: str = "exclusive") -> Fraction:
     """As-soon-as-possible makespan keeping the slot schedule's dependencies and port order.
 
     LogGP-style (docs/latency.md): a flow starts at max(data ready + Li, send port free,
     receive port free), holds both ports for o + duration and lands L later. `alpha_units` is
     the overhead o, `issue_units` Li, `latency_units` L, all in units of n/B (seconds·B/n).
-    With Li = L = 0 this is the α-per-flow model exactly.
+    With Li = L = 0 this is the α-per-flow model exactly. `discipline`: one of DISCIPLINES
+    (module docstring; "shared" is optcc.event_shared.shared_event_time).
     """
+    if discipline not in DISCIPLINES:
+        raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+    if discipline == "shared":
+        from optcc.event_shared import shared_event_time
+        return shared_event_time(schedule, alpha_units, issue_units, latency_units)
+    step = discipline == "step"
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows
-    mult = math.lcm(alpha_units.denominator, issue_units.denominator, latency_units.denominator)
+    batched = nvlink_batches(schedule, grid)         # flow -> the flow before it in its batch (or -1)
+    mult = math.lcm(alpha_units.denominator, issue_units.denominator, latency_units.denominator) \
+        * math.lcm(1, *{flows[i].rate.denominator for i in batched})      # r·(o + d) on the grid
     scale = grid.scale * mult
     alpha = alpha_units.numerator * (mult // alpha_units.denominator) * grid.scale
     issue = issue_units.numerator * (mult // issue_units.denominator) * grid.scale
     wire = latency_units.numerator * (mult // latency_units.denominator) * grid.scale
     starts, slot_end = grid.starts, grid.ends
     durs = [d * mult for d in grid.durs]
+    for i in batched:                                # a batched flow: r·(o + duration) (docstring)
+        r = flows[i].rate
+        durs[i] = (durs[i] + alpha) // r.denominator * r.numerator - alpha
     # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).
-    order = sorted([(starts[i], 1, i) for i in range(len(flows))]
-                   + [(t, 0, j) for j, t in enumerate(grid.op_times)])
+    # Flows of one start see none of each other but their batch: by piece, its order (docstring).
+    order = sorted([(starts[i], 1, f.piece, i) for i, f in enumerate(flows)]
+                   + [(t, 0, 0, j) for j, t in enumerate(grid.op_times)])
     pending_writes: defaultdict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)   # (rank, piece) -> heap of (slot_end, event_end)
     landed_write: defaultdict[tuple[int, int], int] = defaultdict(int)
     pending_port: defaultdict[tuple[int, str, int], list[tuple[int, int]]] = defaultdict(list)     # port -> heap of (slot_end, event_end)
     port_free: defaultdict[tuple[int, str, int], int] = defaultdict(int)
     finish = 0
+    ends: dict[int, int] = {}
     push, pop = heapq.heappush, heapq.heappop
 
     def landed(heaps: Mapping[_K, list[tuple[int, int]]], landed_max: dict[_K, int], key: _K, t: int) -> int:
@@ -243,7 +275,14 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             landed_max[key] = best
         return best
 
-    for t, kind, i in order:
+    rank_done: defaultdict[int, int] = defaultdict(int)     # step: landings of flows started before t
+    group: list[tuple[int, int]] = []                        # step: (rank, landing) of the flows at t
+    group_t = -1
+    for t, kind, _, i in order:
+        if step and t != group_t:
+            for rank, x in group:
+                rank_done[rank] = max(rank_done[rank], x)
+            group, group_t = [], t
         if kind == 0:
             op = schedule.local_ops[i]
             key = (op.rank, op.piece)
@@ -260,8 +299,17 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             ready = a
         if b > ready:
             ready = b
+        if step:
+            ready = max(ready, rank_done[f.src], rank_done[f.dst])
+        before = batched.get(i, -1)
+        if before >= 0 and ends[before] > ready:     # one after another in its batch
+            ready = ends[before]
         end = ready + alpha + durs[i]          # both ports free again
+        if i in batched:
+            ends[i] = end
         lands = end + wire
+        if step:
+            group += [(f.src, lands), (f.dst, lands)]
         e = slot_end[i]
         push(pending_writes[(f.dst, f.piece)], (e, lands))
         push(pending_port[sp], (e, end))
@@ -269,6 +317,23 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
         if lands > finish:
             finish = lands
     return Fraction(finish, scale)
+
+
+def nvlink_batches(schedule: Schedule, grid: IntegerTimes) -> dict[int, int]:
+    """The event model's NVLink batches (module docstring): NVLink flows with equal slot start,
+    slot end, src and dst, two or more, in piece order (then listing order). Each batched flow ->
+    the flow before it in its batch (-1 for the first)."""
+    groups: dict[tuple[int, int, int, int], list[int]] = {}
+    for i, f in enumerate(schedule.flows):
+        if f.link == "nvlink":
+            groups.setdefault((grid.starts[i], grid.ends[i], f.src, f.dst), []).append(i)
+    out: dict[int, int] = {}
+    for members in groups.values():
+        if len(members) > 1:
+            members.sort(key=lambda i: schedule.flows[i].piece)
+            for before, i in zip([-1] + members[:-1], members):
+                out[i] = before
+    return out
 
 
 def units_to_seconds(cluster: Cluster, units: Fraction, n_bytes: int) -> float:

@@ -15,6 +15,7 @@ import sympy as sp
 from bounds.closed_form import lower_bound
 from paper_checks import models as M
 from paper_checks import optcc_model as O
+from paper_checks import event_checks as E
 from paper_checks import per_model as P
 from paper_checks import settings as S
 from paper_checks import shared_port as SP
@@ -169,28 +170,39 @@ def check_o1p_optcc(ell: Fraction) -> Row:
     row = _fit_row(subject, ell, overheads, opposite=ell > 2,
                    model="optcc_single.optcc_slot_time (closed form, α = 0), k = p segments, over T0",
                    extra={"k": "p"})
+    def decide(ovh, low, how, fit_verdict):
+        """The fit's verdict: where some p is known only within [lower, upper], c0 is known within
+        a range: decided when the whole range is on one side of the rule (intercept_range)."""
+        bounded = [p for p, h in zip(S.P_FIT, how) if h != "event time"]
+        c0_lo, c0_hi = intercept_range(S.P_FIT, low, ovh)
+        verdict, how_fit = fit_verdict, "every p by event time"
+        if bounded:
+            verdict, how_fit = P.UNDECIDED, f"c0 ∈ [{c0_lo:+.4f}, {c0_hi:+.4f}] straddles the rule"
+            if ell > 2 and c0_lo >= NOT_VANISHING_MIN:
+                verdict, how_fit = PASS, f"c0 ≥ {c0_lo:+.4f} ≥ {NOT_VANISHING_MIN} for every value in the bounds"
+            elif ell > 2 and c0_hi < NOT_VANISHING_MIN:
+                verdict, how_fit = FAIL, f"c0 ≤ {c0_hi:+.4f} < {NOT_VANISHING_MIN} for every value in the bounds"
+            elif ell <= 2 and c0_lo > FIT_INTERCEPT_MAX:
+                verdict, how_fit = FAIL, f"c0 ≥ {c0_lo:+.4f} > {FIT_INTERCEPT_MAX} for every value in the bounds"
+        return verdict, how_fit, bounded, c0_lo, c0_hi
+
     def fits(bandwidth):
         models = {}
         for m in P.PRESET_NAMES:   # OptCC over the fault-free ring's event time under the same model
-            ovh, ks, how, low = P.o1p_overheads(m, ell, S.P_FIT, bandwidth=bandwidth)
+            ovh, ks, how, low, at = P.o1p_overheads(m, ell, S.P_FIT, bandwidth=bandwidth)
             fit = _fit_row(subject, ell, ovh, opposite=ell > 2, model=m)
             d = fit.details
-            bounded = [p for p, h in zip(S.P_FIT, how) if h != "event time"]
-            # where some p is known only within [lower bound, upper bound], c0 is known within a range:
-            # decided when the whole range is on one side of the rule (intercept_range), else undecided
-            c0_lo, c0_hi = intercept_range(S.P_FIT, low, ovh)
-            verdict, how_fit = fit.verdict, "every p by event time"
-            if bounded:
-                verdict, how_fit = P.UNDECIDED, f"c0 ∈ [{c0_lo:+.4f}, {c0_hi:+.4f}] straddles the rule"
-                if ell > 2 and c0_lo >= NOT_VANISHING_MIN:
-                    verdict, how_fit = PASS, f"c0 ≥ {c0_lo:+.4f} ≥ {NOT_VANISHING_MIN} for every value in the bounds"
-                elif ell > 2 and c0_hi < NOT_VANISHING_MIN:
-                    verdict, how_fit = FAIL, f"c0 ≤ {c0_hi:+.4f} < {NOT_VANISHING_MIN} for every value in the bounds"
-                elif ell <= 2 and c0_lo > FIT_INTERCEPT_MAX:
-                    verdict, how_fit = FAIL, f"c0 ≥ {c0_lo:+.4f} > {FIT_INTERCEPT_MAX} for every value in the bounds"
+            verdict, how_fit, bounded, c0_lo, c0_hi = decide(ovh, low, how, fit.verdict)
+            at_lat = {}            # the same at each latency factor, every p at its k (never exact there)
+            for f, (hi_f, lo_f) in at.items():
+                if None in hi_f:
+                    at_lat[f] = P.UNDECIDED
+                    continue
+                at_lat[f] = decide(hi_f, lo_f, ["upper bound"] * len(hi_f), P.UNDECIDED)[0]
             models[m] = {"verdict": verdict, "fit_verdict": fit.verdict, "overhead": ovh, "k": ks, "decided_by": how,
                          "lower_end": low, "c0_range": [c0_lo, c0_hi], "fit_decided_by": how_fit,
                          "upper_bound_at_p": bounded, "c0": d["c0"], "c1": d["c1"], "r2": d["r2"],
+                         "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values()),
                          "summary": f"overhead ≈ {d['c0']:+.5f} + {d['c1']:.4f}/p, R² = {d['r2']:.4f}; "
                                     f"at p = 1024: {_pct(ovh[-1])}, k = {ks[-1]}"
                                     + (f"; p = {', '.join(map(str, bounded))} by upper bound only, "

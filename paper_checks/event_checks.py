@@ -20,6 +20,7 @@ costs a second-order amount).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import OrderedDict
 from fractions import Fraction
@@ -45,6 +46,10 @@ REFUTED_BY_BOUND = "refuted by the bound"   # decided_by of a FAIL whose lower b
 P_EVENT_MAX = 64            # no event search beyond (the schedules at the closed form's k exceed FLOW_CAP)
 BANDWIDTHS = (S.NIC_BANDWIDTH, 2 * S.NIC_BANDWIDTH)      # 50 and 100 GB/s per GPU (issue 24)
 FIXED_K = (32, 64)          # the verdict column also at these fixed k (what a PASS needs: the searched k vs these)
+LATENCY_FACTORS = (Fraction(3, 4), Fraction(5, 4))   # a verdict is *fragile* if it flips with o, Li, L scaled by these
+DISCIPLINE = "exclusive"    # the port discipline of every verdict (optcc.timing): what the streaming runner does
+OTHER_DISCIPLINES = ("step", "shared")                # each point also under these, at its k (no new search)
+SHARED_FLOW_CAP = 3_000     # the shared discipline's fluid simulation (optcc.event_shared) up to this (cost rule)
 
 
 def gbps(bandwidth) -> str:
@@ -68,13 +73,24 @@ def cluster(p: int, g: int, ells, model: str, bandwidth=S.NIC_BANDWIDTH) -> Clus
 _NCCL: dict = {}
 
 
-def nccl_event(p: int, g: int, model: str, n: int, bandwidth=S.NIC_BANDWIDTH) -> Fraction:
-    """NCCLNoFailure's exact event time (n/B) under the preset."""
-    key = (p, g, model, n, bandwidth)
+def nccl_event(p: int, g: int, model: str, n: int, bandwidth=S.NIC_BANDWIDTH, factor: Fraction = Fraction(1),
+               discipline: str = DISCIPLINE) -> Fraction:
+    """NCCLNoFailure's exact event time (n/B) under the preset, its o, Li and L times `factor`,
+    under the port `discipline` (ring_event_time: "shared" is "exclusive" for the ring)."""
+    key = (p, g, model, n, bandwidth, factor, discipline)
     if key not in _NCCL:
-        c = Cluster.build(p, g, bandwidth=bandwidth, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model)
-        _NCCL[key] = ring_event_time(c, *latency_units(c, n))
+        c = scaled(Cluster.build(p, g, bandwidth=bandwidth, nvlink_bandwidth=S.NVLINK_BANDWIDTH, latency_model=model),
+                   factor)
+        _NCCL[key] = ring_event_time(c, *latency_units(c, n), discipline=discipline)
     return _NCCL[key]
+
+
+def scaled(c: Cluster, factor: Fraction) -> Cluster:
+    """The cluster with its o, Li and L times `factor` (the same preset name where factor = 1)."""
+    if factor == 1:
+        return c
+    return dataclasses.replace(c, overhead=c.overhead * factor, issue_delay=c.issue_delay * factor,
+                               latency=c.latency * factor, latency_model="custom")
 
 
 def bound_time(c: Cluster, n: int) -> Fraction:
@@ -160,6 +176,7 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
     that many event timings (`complete` False if the walk was not over: the best k seen is reported)."""
     o, li, lat = latency_units(c, n)
     seen: dict = {}
+    preps: dict = {}                         # the best k's Prepared (for its times at other latencies)
     complete = True
 
     def at(k: int):
@@ -175,7 +192,11 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
             try:
                 seen[k] = None if prep is None else prep.event_time(o, li, lat)
             except OverflowError:            # arrays whose grid × this latency is beyond int64
-                seen[k] = Prepared(choose(c).build(c, k)).event_time(o, li, lat)
+                prep = Prepared(choose(c).build(c, k))
+                seen[k] = prep.event_time(o, li, lat)
+            if seen[k] is not None and all((seen[k], k) < (v, j) for j, v in seen.items() if j != k and v is not None):
+                preps.clear()
+                preps[k] = prep              # the best (time, k) so far: the one k_best picks
             if target is not None and seen[k] is not None and seen[k] <= target:
                 complete = False
                 raise _Reached
@@ -191,11 +212,12 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
         pass
     known = {k: v for k, v in seen.items() if v is not None}
     if not known:
-        return {"time": None, "k": None, "complete": False, "evaluated": len(seen)}
+        return {"time": None, "k": None, "complete": False, "evaluated": len(seen), "prep": None}
     k_best = min(known, key=lambda k: (known[k], k))
     if k_best == k_max < K_MAX:     # best at a cost cap below K_MAX: a larger k may be faster
         complete = False
-    return {"time": known[k_best], "k": k_best, "complete": complete, "evaluated": len(seen)}
+    return {"time": known[k_best], "k": k_best, "complete": complete, "evaluated": len(seen),
+            "prep": preps.get(k_best)}
 
 
 def _walk(score, k_start: int, k_max: int) -> None:
@@ -256,15 +278,17 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
     if out["bound_overhead"] > tol:          # no schedule can pass: FAIL, refuted by the bound, not searched
         out.update(verdict=FAIL, overhead=out["bound_overhead"], k=k_cf, decided_by=REFUTED_BY_BOUND,
                    event_k=None, event_complete=False, event_evaluated=0, event_overhead=None)
-        return out
+        return _at_latencies(out, c, n, tol, bandwidth, {})
     event = event or mt is None              # no closed form: the event search is the only value there is
-    ev = search_k(c, n, k_cf, k_max) if event else {"time": None, "k": None, "complete": False, "evaluated": 0}
+    ev = search_k(c, n, k_cf, k_max) if event else {"time": None, "k": None, "complete": False, "evaluated": 0,
+                                                     "prep": None}
+    preps = {ev["k"]: ev.pop("prep")}
     out["event_k"], out["event_complete"], out["event_evaluated"] = ev["k"], ev["complete"], ev["evaluated"]
     out["event_overhead"] = None if ev["time"] is None else float(ev["time"] / ring - 1)
     if ev["time"] is not None and ev["complete"]:
         ov = ev["time"] / ring - 1
         out.update(verdict=PASS if ov <= tol else FAIL, overhead=float(ov), k=ev["k"], decided_by="event time")
-        return out
+        return _at_latencies(out, c, n, tol, bandwidth, preps)
     cands = [(t, k, how) for t, k, how in ((upper, k_cf, "upper bound"), (ev["time"], ev["k"], "event time"))
              if t is not None]
     if not cands:
@@ -275,8 +299,80 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
         out.update(verdict=PASS if ov <= tol else UNDECIDED, overhead=ov, k=k, decided_by=how)
     deep = deep_cap or (NO_CLOSED_FORM_CAP if mt is None else None)
     if out["verdict"] == UNDECIDED and event and deep and k_max >= K_MAX:   # a capped k cannot FAIL
-        _deep(out, c, n, k_cf, k_max, deep, ring, tol, None if mt is None else DEEP_EVALUATIONS)
+        preps.update(_deep(out, c, n, k_cf, k_max, deep, ring, tol, None if mt is None else DEEP_EVALUATIONS))
+    return _at_latencies(out, c, n, tol, bandwidth, preps)
+
+
+def _at_latencies(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: dict) -> dict:
+    """The point's verdict with o, Li and L times each LATENCY_FACTORS, reusing its search (no new
+    one): NCCLNoFailure's event time and the bound at that latency; OptCC at the point's k, by event
+    time where its verdict was (the Prepared schedule its search kept), else by the closed form at
+    that k (an upper bound). PASS if within the tolerance; FAIL if the bound alone is over it, or
+    the point FAILed by event time and is still over at its k; else undecided. `fragile`: some
+    factor's verdict is PASS or FAIL and differs from the point's (`flips`; in `out`, returned)."""
+    from optcc.model_time import model_time
+    at = {}
+    for f in LATENCY_FACTORS:
+        cf = scaled(c, f)
+        ring = nccl_event(c.p, c.g, c.latency_model, n, bandwidth, f)
+        bound = float(bound_time(cf, n) / ring - 1)
+        ov, how = None, "none"
+        k = out["k"]
+        if bound > tol:
+            verdict, how = FAIL, REFUTED_BY_BOUND
+        else:
+            prep = preps.get(k)
+            if out["decided_by"].startswith("event time") and prep is not None:
+                ov, how = float(prep.event_time(*latency_units(cf, n)) / ring - 1), "event time at the point's k"
+            else:
+                try:
+                    mt = model_time("optcc", cf, k, n)
+                except OptccError:
+                    mt = None
+                if mt is not None and mt.valid:
+                    ov, how = float(mt.time / ring - 1), "upper bound at the point's k"
+            if ov is not None and ov <= tol:
+                verdict = PASS
+            elif ov is not None and out["verdict"] == FAIL and how.startswith("event time"):
+                verdict = FAIL
+            else:
+                verdict = UNDECIDED
+        at[str(f)] = {"verdict": verdict, "overhead": ov, "bound_overhead": bound, "decided_by": how}
+    out["at_latency"] = at
+    out["fragile"] = flips(out["verdict"], [v["verdict"] for v in at.values()])
+    _disciplines(out, c, n, tol, bandwidth, preps)
     return out
+
+
+def flips(verdict: str, others) -> bool:
+    """Fragile: some other verdict is decided (PASS or FAIL) and differs (undecided there is no flip:
+    a k not searched again may only be over)."""
+    return any(v in (PASS, FAIL) and v != verdict for v in others)
+
+
+def _disciplines(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: dict) -> None:
+    """The point under each of OTHER_DISCIPLINES (optcc.timing), at its k, no new search: refuted
+    by the bound as before (a lower bound of every port rule); else OptCC's event time at the
+    point's k under that discipline where its search kept the schedule (shared: a Schedule of at
+    most SHARED_FLOW_CAP flows), against NCCLNoFailure's under the same: PASS within the tolerance,
+    else undecided (over it at the exclusive search's k, which is not searched again under this
+    discipline; or "not computed"). In `out["disciplines"]`, with the point's own verdict under
+    DISCIPLINE."""
+    res = {DISCIPLINE: {"verdict": out["verdict"], "overhead": out["overhead"], "decided_by": out["decided_by"]}}
+    prep = preps.get(out["k"])
+    for d in OTHER_DISCIPLINES:
+        if out["decided_by"] == REFUTED_BY_BOUND:
+            res[d] = {"verdict": FAIL, "overhead": out["overhead"], "decided_by": REFUTED_BY_BOUND}
+            continue
+        small = prep is not None and (d != "shared" or (prep.schedule is not None and prep.n <= SHARED_FLOW_CAP))
+        if not small or not out["decided_by"].startswith("event time"):
+            res[d] = {"verdict": UNDECIDED, "overhead": None, "decided_by": "not computed"}
+            continue
+        ring = nccl_event(c.p, c.g, c.latency_model, n, bandwidth, Fraction(1), d)
+        ov = float(prep.event_time(*latency_units(c, n), discipline=d) / ring - 1)
+        res[d] = {"verdict": PASS if ov <= tol else UNDECIDED, "overhead": ov,
+                  "decided_by": "event time at the point's k" + ("" if ov <= tol else " (over it; k not searched)")}
+    out["disciplines"] = res
 
 
 def piece_bytes(c: Cluster, k: int | None, n: int) -> int | None:
@@ -319,13 +415,15 @@ def fixed_k(p: int, g: int, ells, model: str, n: int, tol: float, k: int, bandwi
 
 
 def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, ring: Fraction, tol: float,
-          max_evals: int | None) -> None:
-    """The deep pass of `point` on an undecided point (in place; `deep_*` keys record it)."""
+          max_evals: int | None) -> dict:
+    """The deep pass of `point` on an undecided point (in place; `deep_*` keys record it); returns
+    {k: its Prepared} for the best k it timed."""
     ev = search_k(c, n, k_start, k_max, cap=cap, max_evals=max_evals)
+    preps = {ev["k"]: ev.pop("prep")}
     out.update(deep_cap=cap, deep_k=ev["k"], deep_evaluated=ev["evaluated"], deep_complete=ev["complete"],
                deep_overhead=None if ev["time"] is None else float(ev["time"] / ring - 1))
     if ev["time"] is None:
-        return
+        return preps
     ov = float(ev["time"] / ring - 1)
     if ov <= tol:
         out.update(verdict=PASS, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
@@ -333,3 +431,4 @@ def _deep(out: dict, c: Cluster, n: int, k_start: int, k_max: int, cap: int, rin
         out.update(verdict=FAIL, overhead=ov, k=ev["k"], decided_by="event time (deep search)")
     elif out["overhead"] is None or ov < out["overhead"]:
         out.update(overhead=ov, k=ev["k"], decided_by="event time (deep search, incomplete)")
+    return preps

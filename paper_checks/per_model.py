@@ -79,14 +79,25 @@ def grid_under(model: str, g: int, ps, ells_list, limit_percent: float, rounding
     worst_key = max(pool, key=lambda key: points[key]["overhead"]) if pool else None
     worst = points[worst_key]["overhead"] if worst_key else None
     verdict = FAIL if fails else (UNDECIDED if undecided else PASS)
+    at_lat = {str(f): _worst({pt["at_latency"][str(f)]["verdict"] for pt in points.values()}) for f in E.LATENCY_FACTORS}
+    by_disc = {d: _worst({pt["disciplines"][d]["verdict"] for pt in points.values()})
+               for d in (E.DISCIPLINE,) + E.OTHER_DISCIPLINES}
     at_k = {}
     for k in E.FIXED_K if any("fixed_k" in pt for pt in points.values()) else ():
         vs = {pt["fixed_k"][str(k)]["verdict"] for pt in points.values()}
         at_k[str(k)] = FAIL if FAIL in vs else (UNDECIDED if UNDECIDED in vs else PASS)
-    return {"verdict_at_fixed_k": at_k, "optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "refuted_by_bound": refuted,
+    return {"verdict_by_discipline": by_disc, "discipline": E.DISCIPLINE,
+            "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values()),
+            "fragile_points": [key for key, pt in points.items() if pt["fragile"]],
+            "verdict_at_fixed_k": at_k, "optcc_overhead_and_k": per, "bound_overhead_vs_nccl": bound, "refuted_by_bound": refuted,
             "not_modelled": invalid, "worst_key": worst_key, "worst": worst, "verdict": verdict,
             "undecided": undecided, "failed": fails, "points": points, "bandwidth_gbps": E.gbps(bandwidth),
             "decided_by": {key: pt["decided_by"] for key, pt in points.items()}}
+
+
+def _worst(verdicts: set) -> str:
+    """A row's verdict from its points': FAIL if one FAILs, else undecided if one is, else PASS."""
+    return FAIL if FAIL in verdicts else (UNDECIDED if UNDECIDED in verdicts else PASS)
 
 
 def all_models(g: int, ps, ells_list, limit_percent: float, rounding_pp: float, n: int = S.MESSAGE_BYTES,
@@ -108,20 +119,28 @@ def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES, bandwid
     pt = E.point(p, g, ell, model, n, 1.0, bandwidth, event=bandwidth == S.NIC_BANDWIDTH or EVENT_AT_100)
     gap, bgap = pt["overhead"], pt["bound_overhead"]
     diff = 100 * (gap - bgap)
-    if pt["decided_by"] == "event time" and pt["event_complete"]:
-        verdict = PASS if abs(diff) <= rounding_pp else FAIL
-    else:
-        verdict = PASS if abs(diff) <= rounding_pp else UNDECIDED
+    exact = pt["decided_by"] == "event time" and pt["event_complete"]
+    verdict = PASS if abs(diff) <= rounding_pp else (FAIL if exact else UNDECIDED)
+    at_lat = {}
+    for f, a in pt["at_latency"].items():       # OptCC at the point's k (E._at_latencies), the bound's gap there
+        if a["overhead"] is None:
+            at_lat[f] = UNDECIDED
+        else:
+            ok = abs(100 * (a["overhead"] - a["bound_overhead"])) <= rounding_pp
+            at_lat[f] = PASS if ok else (FAIL if exact else UNDECIDED)
     return {"optcc_gap": gap, "k": pt["k"], "bound_gap": bgap, "difference_pp": diff, "valid": pt["closed_form_valid"],
-            "decided_by": pt["decided_by"], "verdict": verdict, "point": pt, "bandwidth_gbps": E.gbps(bandwidth)}
+            "decided_by": pt["decided_by"], "verdict": verdict, "point": pt, "bandwidth_gbps": E.gbps(bandwidth),
+            "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values())}
 
 
 def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH) -> tuple:
     """OptCC (one straggler, g = 1) over the fault-free ring's event time under one model, per p:
-    (overheads, ks, decided_by, lower ends) — event time where the schedules are small enough, else
+    (overheads, ks, decided_by, lower ends, at) — event time where the schedules are small enough, else
     the closed-form upper bound; the lower end is the event time, or the lower bound + o + Li + L
-    (event_checks.bound_time) where only the upper bound is known."""
+    (event_checks.bound_time) where only the upper bound is known; `at`: per latency factor
+    (event_checks.LATENCY_FACTORS) the overheads at each p's k (upper ends) and the bound's."""
     out, ks, how, low = [], [], [], []
+    at: dict = {str(f): ([], []) for f in E.LATENCY_FACTORS}   # per factor: (upper ends, lower ends)
     event = all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
     for p in ps:
         pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event)
@@ -130,7 +149,11 @@ def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC
         ks.append(pt["event_k"] if exact else pt["k_closed_form"])
         how.append("event time" if exact else "upper bound")
         low.append(pt["event_overhead"] if exact else pt["bound_overhead"])
-    return out, ks, how, low
+        for f, (hi_f, lo_f) in at.items():     # the point's k at the scaled latency (E._at_latencies)
+            a = pt["at_latency"][f]
+            hi_f.append(a["overhead"])
+            lo_f.append(a["bound_overhead"])
+    return out, ks, how, low, at
 
 
 def _pct(x) -> str:
@@ -149,9 +172,16 @@ def _model_text(m: str, r: dict) -> str:
         text += " (with k fixed: " + ", ".join(f"k = {k} {v}" for k, v in r["verdict_at_fixed_k"].items()) + ")"
     if r.get("undecided"):
         text += f", undecided {', '.join(r['undecided'])} (only an upper bound over the tolerance)"
+    if r.get("fragile"):
+        text += f", fragile ({fragile_text(r['verdict'], r['verdict_at_latency'])})"
     if r.get("summary"):
         text += f" ({r['summary']})"
     return text
+
+
+def fragile_text(verdict: str, at: dict) -> str:
+    """'1.25λ: undecided' for each latency factor whose verdict differs from `verdict`."""
+    return ", ".join(f"{float(Fraction(f)):g}λ: {v}" for f, v in at.items() if v != verdict and v in (PASS, FAIL))
 
 
 def attach(row, models: dict, value_of, models_100: dict | None = None):
@@ -165,17 +195,22 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
     row.details["latency_models"] = models
     row.verdicts = {m: r["verdict"] for m, r in models.items()}
     row.verdicts_by_bandwidth = {E.gbps(S.NIC_BANDWIDTH): dict(row.verdicts)}
+    row.details["fragile"] = {E.gbps(S.NIC_BANDWIDTH): {m: bool(r.get("fragile")) for m, r in models.items()}}
     row.verdict = row.verdicts[VERDICT_MODEL]
     row.our_value = value_of(models[VERDICT_MODEL])
     text = "; ".join(_model_text(m, r) for m, r in models.items())
     if models_100 is not None:
         row.details["latency_models_100GBps"] = models_100
         row.verdicts_by_bandwidth[E.gbps(2 * S.NIC_BANDWIDTH)] = {m: r["verdict"] for m, r in models_100.items()}
+        row.details["fragile"][E.gbps(2 * S.NIC_BANDWIDTH)] = {m: bool(r.get("fragile")) for m, r in models_100.items()}
         text += ". At 100 GB/s: " + "; ".join(_model_text(m, r) for m, r in models_100.items())
     row.ours = ("per latency model, event times on both sides where OptCC's schedules are small enough (else "
                 "OptCC's closed-form upper bound: PASS or undecided, never FAIL by it; a point whose lower bound alone is "
                 "over the tolerance FAILs, refuted by the bound), 50 GB/s: " + text
                 + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
+    row.discipline = (f"{E.DISCIPLINE} (each port one flow at a time in slot order: what the streaming runner "
+                      f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k "
+                      f"(verdict_by_discipline)")
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
                  "preset (verdict = simai at 50 GB/s, the paper's simulator). " + row.model)

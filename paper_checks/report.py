@@ -4,7 +4,7 @@ from __future__ import annotations
 from optcc.latency import PRESET_NAMES
 from paper_checks import claims, settings
 from paper_checks.event_checks import REFUTED_BY_BOUND
-from paper_checks.per_model import VERDICT_MODEL
+from paper_checks.per_model import VERDICT_MODEL, fragile_text
 from paper_checks.shared_port import cell as shared_port_cell
 
 VERDICTS = (claims.PASS, claims.FAIL, claims.OPEN, claims.UNDECIDED, claims.READING)
@@ -23,7 +23,8 @@ def run_paper_checks(figures_dir: str | None = None, progress=None, rows=None) -
     if figures_dir:
         from paper_checks.figures import draw_figures
         figures = draw_figures(figures_dir)
-    return {"settings": settings.settings_json(), "rows": [r.to_json() for r in rows],
+    fragile = [r.id for r in rows if r.details.get("fragile", {}).get("50", {}).get(VERDICT_MODEL)]
+    return {"settings": settings.settings_json(), "rows": [r.to_json() for r in rows], "fragile": fragile,
             "summary": summary, "summary_by_latency_model": by_model,
             "summary_by_bandwidth_gbps": by_bw, "verdict_model": VERDICT_MODEL,
             "figures": figures}
@@ -36,9 +37,13 @@ def render_text(report: dict) -> str:
         lines.append(f"    paper: {r['paper']}")
         lines.append(f"    ours:  {r['ours']}")
         lines.append(f"    model: {r['model']};  tolerance: {r['tolerance']}")
+        lines.append(f"    port discipline: {r.get('discipline', '')}")
         if r.get("verdicts"):
             lines.append("    verdicts: " + ", ".join(f"{m} {v}" for m, v in r["verdicts"].items())
                          + f"  (the verdict above is {VERDICT_MODEL}'s)")
+            fragile = [f"{m} at {bw} GB/s" for bw, ms in r["details"].get("fragile", {}).items() for m, x in ms.items() if x]
+            if fragile:
+                lines.append("    fragile (the verdict flips with o, Li, L × 3/4 or 5/4): " + ", ".join(fragile))
             at100 = r.get("verdicts_by_bandwidth", {}).get("100")
             if at100:
                 lines.append("    at 100 GB/s: " + ", ".join(f"{m} {v}" for m, v in at100.items()))
@@ -84,10 +89,10 @@ def _cell(verdict: str, r: dict | None) -> str:
         if r.get("upper_bound_at_p"):
             lo, hi = r["c0_range"]
             text += f"; p ≥ {min(r['upper_bound_at_p'])} by bounds only: c0 ∈ [{lo:+.4f}, {hi:+.4f}]"
-        return text
+        return text + _fragile(verdict, r)
     if "optcc_gap" in r:
         return text + (f" {100 * r['optcc_gap']:.2f}% vs bound {100 * r['bound_gap']:.2f}% "
-                       f"(k = {r['k']}, {r['decided_by']})")
+                       f"(k = {r['k']}, {r['decided_by']})") + _fragile(verdict, r)
     if r.get("worst_key"):
         how = r.get("decided_by", {}).get(r["worst_key"], "")
         pt = r.get("points", {}).get(r["worst_key"], {})
@@ -103,7 +108,24 @@ def _cell(verdict: str, r: dict | None) -> str:
         text += f"; refuted by the bound: {', '.join(r['refuted_by_bound'])}"
     if r.get("verdict_at_fixed_k"):
         text += "; with k fixed: " + ", ".join(f"k = {k} {v}" for k, v in r["verdict_at_fixed_k"].items())
-    return text
+    return text + _fragile(verdict, r) + _disciplines(r)
+
+
+def _disciplines(r: dict) -> str:
+    """'; step: FAIL, shared: undecided': the row under the other port disciplines (at each point's k)."""
+    by = r.get("verdict_by_discipline")
+    if not by:
+        return ""
+    return "; " + ", ".join(f"{d}: {v}" for d, v in by.items() if d != r.get("discipline"))
+
+
+def _fragile(verdict: str, r: dict) -> str:
+    """'; **fragile**: 1.25λ undecided (…points)' where the verdict flips with o, Li, L × 3/4 or 5/4."""
+    if not r.get("fragile"):
+        return ""
+    pts = r.get("fragile_points") or []
+    return (f"; **fragile**: {fragile_text(verdict, r['verdict_at_latency'])}"
+            + (f" (points {', '.join(pts)})" if pts else ""))
 
 
 def render_markdown_table(report: dict) -> str:
@@ -124,7 +146,9 @@ def render_markdown_table(report: dict) -> str:
     s = report["summary"]
     lines.append("")
     lines.append(f"{len(report['rows'])} claims (simai at 50 GB/s, the verdict column): {s['PASS']} PASS, "
-                 f"{s['FAIL']} FAIL, {s['undecided']} undecided, {s['reading']} reading, {s['OPEN']} OPEN.")
+                 f"{s['FAIL']} FAIL, {s['undecided']} undecided, {s['reading']} reading, {s['OPEN']} OPEN; "
+                 f"fragile (the verdict flips with o, Li, L × 3/4 or 5/4): "
+                 f"{', '.join(report.get('fragile', [])) or 'none'}.")
     return "\n".join(lines)
 
 

@@ -33,6 +33,9 @@ class Row:
     verdicts: dict = field(default_factory=dict)   # per latency preset (paper_checks.per_model)
     verdicts_by_bandwidth: dict = field(default_factory=dict)   # {"50": {preset: verdict}, "100": …} (GB/s)
     reading: str = ""                               # why the verdict is `reading` (one sentence)
+    # the event model's port discipline its verdict rests on (optcc.timing.DISCIPLINES); rows
+    # without an event time hold under every port rule
+    discipline: str = "none (no event time: holds under every port discipline)"
 
     def to_json(self) -> dict:
         return asdict(self)

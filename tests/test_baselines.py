@@ -63,7 +63,10 @@ def test_multi_gpu_rings(p, g, ell):
         assert check_capacity(sch) is None
         assert slot_time(sch) == formula(c) == model(0)
         au = F(1, 1000)
-        assert event_time(sch, au) == model(au)
+        if build is flat_ring_allreduce or ell == 1:
+            assert event_time(sch, au) == model(au)
+        else:       # NVLink queues (optcc.timing): the reduce-scatter's pieces can feed the slow NIC ring early
+            assert event_time(sch, au) <= model(au)
 
 
 def test_hand_values_multi_gpu():

@@ -5,11 +5,12 @@ from fractions import Fraction as F
 
 import pytest
 
-from optcc.algorithms.baselines import flat_ring_allreduce
+from optcc.algorithms.baselines import flat_ring_allreduce, flat_ring_slot_time, hierarchical_ring_allreduce
 from optcc.algorithms.registry import choose
 from optcc.cluster import Cluster
 from optcc.latency import units
 from optcc.model_time import model_time
+from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes, event_time
 from paper_checks import per_model as P
 from paper_checks import settings as S
@@ -78,3 +79,44 @@ def test_ring_event_time_is_the_baseline_schedules_event_time(p, g, bandwidth):
     slot = F(2 * 15, 8 * 16)
     if (p, g, bandwidth) == (16, 8, S.NIC_BANDWIDTH):
         assert ring_event_time(c, o, li, lat) == slot + li + lat
+
+
+# SimGrid's replay of the flat ring (issue 42 item 3: a work-conserving NVLink, max-min shares),
+# n/B at 8 GiB, 100 GB/s NICs, 450 GB/s NVLink, g = 8, simai
+SIMGRID_FLAT_RING = {64: 0.382859, 128: 0.385897}
+
+
+@pytest.mark.parametrize("p", [16, 64, 128, 1024])
+def test_nvlink_bound_flat_ring_pays_one_latency(p):
+    """100 GB/s NICs, g = 8 (s_nv = 9/2 < g − 1): each GPU's g − 1 NVLink hops a step are one
+    batch (optcc.timing), sent one after another at the port's full rate. Derived closed form:
+    T = slot + Li + L (o = 0). The port is busy from Li to slot + Li without a gap: the hop a batch
+    serves first gets its data from a hop the previous GPU served no later in its batch, one
+    hop time w = shard/s_nv earlier per step than needed at least ((g − 2)·w ≥ Li + L here), so
+    only the first issue delay and the last landing show. It used to pay Li + L nearly every step
+    (slot + 1754 (Li + L) at p = 1024, +21%; 0.387888 and 0.396002 n/B at p = 64 and 128)."""
+    c = Cluster.build(p, 8, bandwidth=100e9, nvlink_bandwidth=450e9, latency_model="simai")
+    o, li, lat = units(c, N)
+    assert o == 0 and (8 - 2) * F(1, 8 * p) / c.nvlink_speedup >= li + lat
+    t = ring_event_time(c, o, li, lat)
+    assert t == flat_ring_slot_time(c) + li + lat
+    if p in SIMGRID_FLAT_RING:
+        assert round(float(t), 6) == SIMGRID_FLAT_RING[p]
+    if p <= 16:
+        s = flat_ring_allreduce(c)
+        assert event_time(s, o, None, li, lat) == t
+
+
+def test_nvlink_batches_do_not_depend_on_listing_order():
+    """A batch is served in piece order whatever order the flows are listed in (both timers)."""
+    import random
+    for c in (Cluster.build(16, 8, bandwidth=100e9, nvlink_bandwidth=450e9, latency_model="simai"),
+              Cluster.build(8, 4, stragglers={0: 2, 1: 2, 2: 2, 3: 2}, latency_model="alpha")):
+        for build in (flat_ring_allreduce, hierarchical_ring_allreduce):
+            s = build(c)
+            flows = list(s.flows)
+            random.Random(7).shuffle(flows)
+            shuffled = Schedule(c, s.pieces, flows, meta=s.meta)
+            o, li, lat = units(c, N)
+            want = event_time(s, o, None, li, lat)
+            assert event_time(shuffled, o, None, li, lat) == fast_event_time(shuffled, o, li, lat) == want

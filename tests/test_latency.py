@@ -1,6 +1,6 @@
 """Latency parameters (o, Li, L): cluster fields, presets, CLI flags, and the event model."""
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from fractions import Fraction as F
 
 import pytest
@@ -99,15 +99,19 @@ def test_time_json_reports_the_latency_model(tmp_path, capsys):
 # ---- the event model against an independent reference --------------------------------------
 def reference_event_time(schedule, o, li, lat):
     """O(n²) restatement of the rule: start = max(ready + Li, ports free), ports held o + d,
-    lands L later; 'ready'/'free' count the writes/port flows whose slot end ≤ the slot start."""
+    lands L later; 'ready'/'free' count the writes/port flows whose slot end ≤ the slot start;
+    NVLink flows with equal start, end, src and dst (two or more) go one after another in piece
+    order, each for rate·(o + d)."""
     durs = durations(schedule)
     flows = schedule.flows
-    events = sorted([(f.start, 1, i) for i, f in enumerate(flows)]
-                    + [(op.time, 0, j) for j, op in enumerate(schedule.local_ops)])
+    batch = Counter((f.start, durs[i], f.src, f.dst) for i, f in enumerate(flows) if f.link == "nvlink")
+    events = sorted([(f.start, 1, f.piece, i) for i, f in enumerate(flows)]
+                    + [(op.time, 0, 0, j) for j, op in enumerate(schedule.local_ops)])
     writes = defaultdict(list)     # (rank, piece) -> [(slot end, landed)]
     ports = defaultdict(list)      # port -> [(slot end, freed)]
+    last = {}                      # batch -> the end of its latest flow
     finish = F(0)
-    for t, kind, i in events:
+    for t, kind, _, i in events:
         if kind == 0:
             op = schedule.local_ops[i]
             key = (op.rank, op.piece)
@@ -120,7 +124,12 @@ def reference_event_time(schedule, o, li, lat):
         start = max([x for e, x in writes[(f.src, f.piece)] if e <= t], default=F(0)) + li
         for port in (sp, rp):
             start = max([start] + [x for e, x in ports[port] if e <= t])
-        free = start + o + durs[i]
+        b = (f.start, durs[i], f.src, f.dst)
+        if f.link == "nvlink" and batch[b] > 1:
+            start = max(start, last.get(b, F(0)))
+            free = last[b] = start + f.rate * (o + durs[i])
+        else:
+            free = start + o + durs[i]
         end = f.start + durs[i]
         writes[(f.dst, f.piece)].append((end, free + lat))
         ports[sp].append((end, free))
