@@ -76,7 +76,7 @@ def _run(command: str, cwd: Path, extra: list[str] = (), timeout: float = 600) -
 def test_the_guides_probe_names_the_halved_node(tmp_path):
     command = next(c for c in commands() if c.startswith("sudo optcc probe"))
     out = _run(command, tmp_path)
-    assert "wrote probe.json: stragglers 0:" in out, out
+    assert "# stragglers " in out and "(rank 0): ℓ·(1 − spread)" in out and "\nwrote probe.json" in out, out
     cluster = json.loads((tmp_path / "probe.json").read_text())
     assert [s["rank"] for s in cluster["stragglers"]] == [0]
     assert 1.6 <= Fraction(str(cluster["stragglers"][0]["ell"])) <= 2.5
