@@ -503,21 +503,9 @@ class AdaptiveHookState:
 
     def close(self, timeout: float | None = None) -> None:
         """Finish every submitted bucket, join the thread, close every plan's states."""
-        from gpu_runner.ddp_hook import _stop
+        from gpu_runner.ddp_hook import close_states
         self._closed = True
-        done = True
-        if self._comm is not None:
-            jobs, thread = self._comm
-            done = _stop(jobs, thread, None, timeout)
-        for plan in self._plans.values():
-            try:
-                plan.close(timeout)
-            except RunnerError:
-                done = False
-        if self._watchdog is not None:
-            done = self._watchdog.stop(timeout) and done
-        if not done:
-            raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
+        close_states(self._comm, self._plans.values(), timeout, self._watchdog)
 
     def __enter__(self) -> AdaptiveHookState:
         return self

@@ -256,6 +256,24 @@ def _stop(jobs: queue.Queue, thread: threading.Thread, executor, timeout: float 
 _open: dict = {}     # communication threads not yet ended -> (job queue, executor)
 
 
+def close_states(comm, states, timeout: float | None, watchdog=None) -> None:
+    """Finish the buckets submitted to `comm` (its jobs queue and thread, or None), join its thread,
+    close each of `states` and the watchdog: RunnerError where any did not finish within `timeout`."""
+    done = True
+    if comm is not None:
+        jobs, thread = comm
+        done = _stop(jobs, thread, None, timeout)
+    for state in states:
+        try:
+            state.close(timeout)
+        except RunnerError:
+            done = False
+    if watchdog is not None:
+        done = watchdog.stop(timeout) and done
+    if not done:
+        raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
+
+
 @atexit.register
 def _close_open() -> None:
     """At interpreter exit (before daemon threads are killed) drain and join every hook state's
@@ -320,17 +338,7 @@ class AutoHookState:
     def close(self, timeout: float | None = None) -> None:
         """Finish every submitted bucket, join the thread, close every size's state."""
         self._closed = True
-        done = True
-        if self._comm is not None:
-            jobs, thread = self._comm
-            done = _stop(jobs, thread, None, timeout)
-        for state in self._by_k.values():
-            try:
-                state.close(timeout)
-            except RunnerError:
-                done = False
-        if not done:
-            raise RunnerError(f"the optcc hook's threads did not finish within {timeout} s")
+        close_states(self._comm, self._by_k.values(), timeout)
 
     def __enter__(self) -> "AutoHookState":
         return self
