@@ -17,10 +17,13 @@ flows), for small schedules (the paper checks use it up to event_checks.SHARED_F
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 from fractions import Fraction
 
 from optcc.schedule import Schedule
-from optcc.timing import IntegerTimes, nvlink_batches
+
+if TYPE_CHECKING:
+    from optcc.timing import IntegerTimes
 
 
 def water_fill(capacity: Fraction, caps: list[Fraction]) -> list[Fraction]:
@@ -34,12 +37,12 @@ def water_fill(capacity: Fraction, caps: list[Fraction]) -> list[Fraction]:
     return out
 
 
-def shared_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fraction = Fraction(0),
-                      lat: Fraction = Fraction(0)) -> Fraction:
-    """Makespan (units of n/B) under the shared discipline (module docstring)."""
+def shared_event_time(schedule: Schedule, grid: IntegerTimes, batch: dict[int, int], o: Fraction = Fraction(0),
+                      li: Fraction = Fraction(0), lat: Fraction = Fraction(0)) -> Fraction:
+    """Makespan (units of n/B) under the shared discipline (module docstring). `grid` and `batch`
+    are optcc.timing's IntegerTimes and nvlink_batches of the schedule (event_time passes them)."""
     c = schedule.cluster
     flows, ops = schedule.flows, schedule.local_ops
-    grid = IntegerTimes(schedule)
     n = len(flows)
     start = [Fraction(x, grid.scale) for x in grid.starts]
     end = [Fraction(x, grid.scale) for x in grid.ends]
@@ -52,7 +55,6 @@ def shared_event_time(schedule: Schedule, o: Fraction = Fraction(0), li: Fractio
     sends: dict[tuple[int, str], list[int]] = {}
     for i, f in enumerate(flows):
         sends.setdefault((f.src, f.link), []).append(i)
-    batch = nvlink_batches(schedule, grid)
     data_deps: list[list[int]] = []           # per node: the writes it reads
     wait_deps: list[list[int]] = []           # per flow: flows whose end frees its start (send port, batch)
     for i, f in enumerate(flows):

@@ -236,7 +236,9 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
         raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
     if discipline == "shared":
         from optcc.event_shared import shared_event_time
-        return shared_event_time(schedule, alpha_units, issue_units, latency_units)
+        shared_grid = grid or IntegerTimes(schedule)
+        return shared_event_time(schedule, shared_grid, nvlink_batches(schedule, shared_grid), alpha_units,
+                                 issue_units, latency_units)
     step = discipline == "step"
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows

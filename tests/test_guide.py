@@ -92,12 +92,23 @@ def test_the_guides_benchmark_prints_the_trace_and_writes_the_figure(tmp_path):
     plot = argv.index("--plot")
     argv[plot + 1] = str(tmp_path / "trace.png")          # not the repository's figure
     argv[2] = str(ROOT / argv[2])                           # the reader runs it from the clone
-    out = _run(shlex.join(argv), tmp_path, SHORT_BENCH)
+    out = _run(shlex.join(argv), tmp_path, SHORT_BENCH + ["--json", str(tmp_path / "trace.json")])
     for line in ("# healthy adaptive/default = ", "# degraded default/adaptive = ",
                  "# degraded adaptive/best static (static k=4) = ", f"# wrote {tmp_path / 'trace.png'}"):
         assert line in out, out
     assert re.search(r"^ +11 +healthy +\d+\.\d{3} +\d+\.\d{3} +(default|optcc)$", out, re.M), out
     assert (tmp_path / "trace.png").stat().st_size > 10_000
+    # the switching on shaped links: to OptCC within 3 steps of the slowdown, back within 3 of the repair
+    degrade, restore = (int(SHORT_BENCH[SHORT_BENCH.index(f) + 1]) for f in ("--degrade", "--restore"))
+    run = json.loads((tmp_path / "trace.json").read_text())["runs"]["adaptive"][0]
+    modes = run["modes"]
+    to_optcc = modes.index("optcc")
+    back = modes.index("default", to_optcc)
+    assert degrade < to_optcc <= degrade + 3 and restore < back <= restore + 3, modes
+    assert "optcc" not in modes[:degrade] and "optcc" not in modes[back:], modes
+    sw = run["switches"]
+    assert [s["to"] for s in sw] == ["optcc", "default"] and sw[0]["hosts"] == ["o41gdr0"], sw
+    assert 1.5 <= sw[0]["ell"]["o41gdr0"] <= 5.0, sw           # shaped: 2 (errors are one-sided, high)
 
 
 @pytest.mark.slow
@@ -105,7 +116,7 @@ def test_the_guides_training_script_runs_on_four_ranks(tmp_path):
     """The snippet as a reader saves it (train.py) and starts it, one rank per server: here 4
     local gloo ranks, each with its own host name (OPTCC_HOSTNAME). Over loopback a flow is
     microseconds of work under milliseconds of scheduling noise on this shared host, so which mode
-    the run ends in is not asserted here (tests/test_adaptive_testbed.py checks the switching on
+    the run ends in is not asserted here (the benchmark test above checks the switching on
     shaped links); every rank finishes its 20 steps and rank 0 prints its summary line."""
     pytest.importorskip("torch")
     from gpu_runner.launch import free_port

@@ -8,6 +8,7 @@ import z3
 
 from verifier.parametric import optcc as O
 from verifier.parametric.obligations import Obligation, discharge
+from verifier.parametric.polynomial import parts as split_parts
 
 
 def _phase_lemma() -> Obligation:
@@ -16,7 +17,7 @@ def _phase_lemma() -> Obligation:
 
 def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
     ob = _phase_lemma()
-    parts = ob.parts
+    parts = split_parts(ob)
     names = [p.name[len(ob.name):] for p in parts]
     assert len(parts) == 5 and names[-1] == " [polynomial: the cases cover the range]"
     assert sum("ell >= 2" in n and "¬(ell >= 2)" not in n for n in names) == 2     # ℓ ≥ 2 with k = 1 and k ≠ 1
@@ -30,7 +31,7 @@ def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
 def test_cvc5_decides_every_part_of_the_phase_lemma():
     pytest.importorskip("cvc5")
     from verifier.parametric import recheck as R
-    for p in _phase_lemma().parts:
+    for p in split_parts(_phase_lemma()):
         assert [R.solve(s, 10000)[0] for _, _, s in R.queries(p)] == ["sat", "unsat"], p.name
 
 
@@ -39,7 +40,7 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
     refuted (by Z3, and by cvc5 where installed) while the ℓ ≥ 2 part is proved."""
     k, ell = z3.Real("k"), z3.Real("ell")
     ob = Obligation("bound", "T ≤ 1/k", [k >= 1, ell >= 1], z3.If(ell >= 2, 1 / k, 2 / k) <= 1 / k, [], (k, ell))
-    parts = ob.parts
+    parts = split_parts(ob)
     status = {p.name[len(ob.name):]: discharge(p)["status"] for p in parts}
     assert status == {" [polynomial: ell >= 2]": "proved", " [polynomial: ¬(ell >= 2)]": "refuted",
                       " [polynomial: the cases cover the range]": "proved"}
@@ -54,7 +55,7 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
 
 def test_the_cover_is_checked_a_missing_case_fails_it():
     ob = _phase_lemma()
-    cover = ob.parts[-1]
+    cover = split_parts(ob)[-1]
     cases = cover.goal.children()
     assert discharge(cover)["status"] == "proved"
     short = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cases[1:]), [], None)
@@ -66,8 +67,8 @@ def test_flow_obligations_and_linear_ones_are_not_split():
     must stay integers) and a claim without division keep their one query."""
     from verifier.parametric import generic as G
     C = O.generator_model()
-    assert all(ob.parts == [] for ob in G.well_formed(C))
-    assert O.piece_lemma().parts == []
+    assert all(split_parts(ob) == [] for ob in G.well_formed(C))
+    assert split_parts(O.piece_lemma()) == []
 
 
 def _subterms(e):

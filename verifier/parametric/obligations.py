@@ -9,7 +9,6 @@ vacuously; its result says so (`"premise": "never holds"`) and prove-all counts 
 """
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -39,13 +38,6 @@ class Obligation:
     flows: list[tuple[Family, tuple[Term, ...]]] = field(default_factory=list)   # (Family, z3 index tuple): flows involved
     premise: list[Z3Term] = field(default_factory=list)  # a relation (same port, same value, j1 < j2)
     #  that may never hold: non-vacuity is checked on `assumptions`, the claim under both
-
-    @functools.cached_property
-    def parts(self) -> list[Obligation]:
-        """Its polynomial split (verifier.parametric.polynomial) for a closed-form claim, else []:
-        what the second solver re-checks in its place, Z3 proving every part in the same run."""
-        from verifier.parametric.polynomial import polynomial_split
-        return polynomial_split(self)
 
 
 def _value(model: Z3Term, term: Z3Term) -> int | Fraction | str:

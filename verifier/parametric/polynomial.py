@@ -258,3 +258,12 @@ def _decided(constraints: list[Z3Term]) -> str:
     s.set(timeout=2000)
     s.add(*constraints)
     return str(s.check())
+
+
+def parts(ob: Obligation) -> list[Obligation]:
+    """`polynomial_split(ob)` for a closed-form claim, else []: what the second solver re-checks in
+    its place, Z3 proving every part in the same run. Computed once per obligation (kept on it)."""
+    cached: list[Obligation] | None = ob.__dict__.get("_polynomial_parts")
+    if cached is None:
+        cached = ob.__dict__["_polynomial_parts"] = polynomial_split(ob)
+    return cached

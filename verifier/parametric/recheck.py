@@ -6,7 +6,7 @@ together), and cvc5 must answer `unsat`; the assumptions alone are exported too 
 `sat` (non-vacuity). cvc5 reads the text, not Z3's objects, so an obligation both solvers decide
 is decided twice, by independent code. Nonlinear real queries use cvc5's cylindrical algebraic
 coverings (`nl-cov`). A closed-form obligation (rational functions of the parameters with regimes)
-is re-checked through its polynomial split (`Obligation.parts`, verifier.parametric.polynomial):
+is re-checked through its polynomial split (`verifier.parametric.polynomial.parts`):
 the cases with denominators cleared and their cover, which together imply the obligation; Z3
 proves every part in the same run (so both solvers decide the same text), and cvc5 decides them
 where division defeats it on the original. prove-all without `--recheck` proves the originals
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.errors import OptccError
+from verifier.parametric.polynomial import parts as split_parts
 from verifier.parametric.obligations import TIMEOUT_MS as DEFAULT_TIMEOUT_MS   # the time Z3 gets, per query
 
 PROOF_FORMAT = "cpc"    # measured: cvc5's own calculus leaves no step unjustified on the ring's claims, Alethe 53 of 62
@@ -145,15 +146,15 @@ def _units(ob: Obligation, timeout_ms: int, unknown: list[dict[str, str]]) -> li
     statement cvc5 decides is one Z3 proves too); None when `ob` has none, or when Z3 does not
     prove a part (listed; cvc5 then gets the obligation as it is)."""
     from verifier.parametric.obligations import discharge
-    if not ob.parts:
+    if not split_parts(ob):
         return None
-    for part in ob.parts:
+    for part in split_parts(ob):
         r = discharge(part, timeout_ms)
         if r["status"] != "proved":
             unknown.append({"obligation": part.name, "property": ob.prop, "query": "split",
                             "cvc5": f"not used: Z3 {r['status']} ({r.get('why', '')})"})
             return None
-    return ob.parts
+    return split_parts(ob)
 
 
 def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
