@@ -81,7 +81,7 @@ def test_ring_event_time_is_the_baseline_schedules_event_time(p, g, bandwidth):
         assert ring_event_time(c, o, li, lat) == slot + li + lat
 
 
-# SimGrid's replay of the flat ring (issue 42 item 3: a work-conserving NVLink, max-min shares),
+# SimGrid's replay of the flat ring (a work-conserving NVLink, max-min shares),
 # n/B at 8 GiB, 100 GB/s NICs, 450 GB/s NVLink, g = 8, simai
 SIMGRID_FLAT_RING = {64: 0.382859, 128: 0.385897}
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 NAME = "few_servers"
 LAG = 2          # derived: the AG of chunk c runs LAG rounds after its RS, LAG − 1 rounds of slack
-Q_MAX = 8        # the issue's "few servers" (issue 24 item 5); measured rule in `accepts`
+Q_MAX = 8        # "few servers": at most 8 (derived: the measured rule in `accepts`)
 
 
 @functools.lru_cache(maxsize=256)

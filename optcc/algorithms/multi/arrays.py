@@ -1,4 +1,4 @@
-"""optcc_multi_allreduce's flows as EventArrays (issue 24 item 1), without Flow objects for the
+"""optcc_multi_allreduce's flows as EventArrays, without Flow objects for the
 O(p²k) part: the periodic pattern's raws, reduce-scatter, full sums and all-gather evaluated on
 numpy index arrays (optcc.algorithms.multi.pattern.Pattern's own slot formulas, evaluated
 with the families.arrays.NP namespace), the drain as optcc_multi_drain.drain_slot_arrays places it

@@ -54,7 +54,7 @@ Derived (ours; the paper's slot tables and patterns B, D, A′, C′ are lost), 
   remains is about one period: raws travel one period ahead of F, so the stragglers' receive
   ports idle in period 0 and their send ports in period k. Slot time:
   `optcc_multi_slot_time`.
-- Latency (issue 13): the offsets above put a job's consecutive ring hops in consecutive slots,
+- Latency: the offsets above put a job's consecutive ring hops in consecutive slots,
   so under pipelined latency (Li + L > 0) a delay runs diagonally across the links, ≈ (H−1)/2
   latencies per period. With Li + L > 0 the pattern uses hop spread 3 (`Pattern.spread`:
   consecutive hops 3 slots apart, 2 slots of slack each; F and the all-gather one period later;

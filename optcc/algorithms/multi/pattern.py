@@ -5,7 +5,7 @@ Derived (docs/optcc_multi.md; the formulas and why they keep one flow per port a
 docstring of optcc.algorithms.multi.build). H healthy GPUs, m stragglers sorted ℓ1 ≥ … ≥ ℓm,
 W = H + m − 1 windows of 2 slots per period of L = 2W slots.
 
-Hop spread s (derived, docs/optcc_multi.md "Latency"): s = 1 is the pattern of issue 8 (consecutive
+Hop spread s (derived, docs/optcc_multi.md "Latency"): s = 1 is the original pattern (consecutive
 ring hops of a job in consecutive slots: zero slack, so under pipelined latency a delay wave runs
 across the links, about (H−1)/2 latencies per period). s = 3 ("latency-robust") puts consecutive
 hops 3 slots apart (on link b, hop j of job b−j sits at relative offset j + c instead of c − j),
@@ -27,7 +27,7 @@ COINCIDE_MIN_H = 3
 class Pattern:
     H: int      # healthy GPUs (ring nodes)
     m: int      # stragglers
-    spread: int = 1   # slots between consecutive ring hops of a job: 1 (issue 8) or 3 (latency-robust)
+    spread: int = 1   # slots between consecutive ring hops of a job: 1 (the original pattern) or 3 (latency-robust)
 
     @property
     def W(self) -> int:

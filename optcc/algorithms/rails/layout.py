@@ -1,4 +1,4 @@
-"""optcc_rails' times on numpy arrays (issue 24 item 3: Figure 21's g = 8 row to p = 1024).
+"""optcc_rails' times on numpy arrays (what times Figure 21's g = 8 row up to p = 1024).
 
 Two parts, each giving the same integers as optcc_rails' Python code (tests/test_rails_layout.py):
 - `ArrayRail`: a rail of more than RING_MAX_Q nodes held as its construction's EventArrays (the
