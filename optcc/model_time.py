@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from optcc.algorithms import registry
+from optcc.algorithms.record import counts_of
 from optcc.cluster import Cluster
-from optcc.errors import OptccError
 from optcc.latency import units as latency_units
 from optcc.latency_counts import single_pieces  # noqa: F401  (its old home; paper_checks reads it here)
 
@@ -35,10 +35,7 @@ def served_by(algo: str, cluster: Cluster) -> str:
 
 def latency_of(algo: str, cluster: Cluster) -> registry.Latency:
     """The counts of the record serving `algo` here (OptccError "segments" where none is derived)."""
-    record = registry.served(algo, cluster)
-    if not isinstance(record.latency, registry.Latency):
-        raise OptccError("segments", f"{record.name} has no model time ({record.latency}); give --segments K")
-    return record.latency
+    return counts_of(registry.served(algo, cluster))
 
 
 _SLOT_CACHE: dict[tuple[object, ...], Fraction] = {}   # slot times do not depend on the latency model: share them across models

@@ -15,10 +15,9 @@ def build_schedule(algo: str, cluster: Cluster, segments: int = 1) -> Schedule:
     """Build the named algorithm's schedule with `segments` pipeline segments: any record of
     optcc.algorithms.registry ('optcc' is the first construction that accepts the cluster),
     stating the record's closed-form slot time (Schedule.stated_slot_time) where it has one."""
-    from optcc.algorithms.record import build_record
-    from optcc.algorithms.registry import algorithm
-    check_segments(segments)
-    return build_record(algorithm(algo), cluster, segments)
+    from optcc.algorithms.registry import build
+    check_segments(segments)                 # before the name: a bad k is said first
+    return build(algo, cluster, segments)
 
 
 def algorithm_names() -> tuple[str, ...]:

@@ -54,6 +54,13 @@ class Algorithm:
                                     # verifier's `time` proves it); False: it is the built schedule's own timing
 
 
+def counts_of(record: Algorithm) -> Latency:
+    """The record's latency counts (OptccError "segments" where none is derived)."""
+    if not isinstance(record.latency, Latency):
+        raise OptccError("segments", f"{record.name} has no model time ({record.latency}); give --segments K")
+    return record.latency
+
+
 def first_accepting(records: Sequence[Algorithm], cluster: Cluster) -> Algorithm:
     """The first of `records` that accepts the cluster (OptccError "stragglers" with each one's reason)."""
     reasons = []

@@ -43,9 +43,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from optcc.algorithms.record import Latency
+from optcc.algorithms.record import Latency, counts_of
 from optcc.cluster import Cluster
-from optcc.errors import OptccError
 
 if TYPE_CHECKING:
     from optcc.algorithms.rails.layout import ArrayRail
@@ -87,10 +86,7 @@ def rail_latency(sched: Schedule | ArrayRail, k: int) -> tuple[str, Fraction, Fr
 def _flat_latency(inst: Cluster) -> Latency:
     """The counts of the g = 1 construction serving a rail's cluster (optcc.algorithms.flat)."""
     from optcc.algorithms import flat
-    record = flat.choose(inst)
-    if not isinstance(record.latency, Latency):
-        raise OptccError("segments", f"{record.name} has no model time ({record.latency}); give --segments K")
-    return record.latency
+    return counts_of(flat.choose(inst))
 
 
 def counts(cluster: Cluster, k: int) -> RailsCounts:
