@@ -52,7 +52,7 @@ from optcc.errors import OptccError
 log = logging.getLogger("gpu_runner.adaptive")
 
 WINDOW = 2                 # timed steps a verdict reads: the two repetitions the probe's rule needs
-COST_WINDOW = 8            # timed steps the per-message cost is the median over (a cost, unlike a rate, does not
+COST_WINDOW = 8            # timed steps the per-message cost is taken over (upper quartile, message_cost) (a cost, unlike a rate, does not
                            # change when a link degrades; one step's dozen flows give it to ±1 ms on a busy host)
 DEFAULT_MIN_ELL = 1.25     # policy: a switch costs a plan and a proof, so a small slowdown does not
 DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the links (repair seen within 3 steps)
