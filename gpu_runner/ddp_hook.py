@@ -42,8 +42,7 @@ import torch.distributed as dist
 from gpu_runner import streaming   # imported first: its atexit handler must run after ours
 from gpu_runner.executor import RunnerError
 from gpu_runner.gate import admit_numerics, agree_on_schedule, dtype_name
-from gpu_runner.proof import (accept_generator_here, built_program, generated_rank_schedule, require_proof,
-                              require_streaming)
+from gpu_runner.proof import built_program
 from gpu_runner.runners import make_executor, program_key, runner_named
 from gpu_runner.worker import DEFAULT_TIMEOUT_S    # the workers' default --timeout is the hook's too
 from optcc.errors import OptccError
@@ -57,22 +56,12 @@ class OptccHookState:
     def __init__(self, schedule, process_group=None, certificate: str | None = None, watchdog=None,
                  runner: str = "streaming", asynchronous: bool = True,
                  timeout: float | None = DEFAULT_TIMEOUT_S, allow_worse_numerics: bool = False):
-        from optcc.generated import GeneratedSchedule
+        from gpu_runner.admission import admission_of
         runner_named(runner)                  # OptccError("runner") for an unknown one
-        key = program_key(runner)
-        self.generated = isinstance(schedule, GeneratedSchedule)
-        if self.generated:                    # by its generator's proof; this rank's part only (executor)
-            if key is None:
-                raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank "
-                                           "builds only its own program); the step runner needs the flow list")
-            if certificate:
-                raise OptccError("certificate", "a generated schedule is accepted by its generator's proof, "
-                                                "re-proved here; it takes no certificate")
-            self.proof = accept_generator_here(schedule, runners=[key])
-        else:
-            self.proof = require_proof(schedule, certificate)
-            if key is not None:
-                require_streaming(schedule, *key)     # refused before any bucket: OptccError("runner")
+        self.admission = admission_of(schedule)
+        # a flow list proved (or its certificate checked) and its streaming programs proved; a
+        # generated schedule by its generator's proof, each rank's part and program checked (executor)
+        self.proof = self.admission.here(schedule, certificate, None, False, runner)
         if timeout is not None and not timeout > 0:
             raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         self.schedule = schedule
@@ -122,10 +111,9 @@ class OptccHookState:
             rank, ranks, _ = placement(self.schedule, group)
             if ranks is None and group is not None and group is not dist.group.WORLD:
                 ranks = [dist.get_global_rank(group, r) for r in range(world)]
-            schedule, program = self.schedule, None
-            if self.generated:                # this rank's part, its own program checked (per rank)
-                schedule = generated_rank_schedule(self.schedule, rank)
-                program = built_program(schedule, *program_key(self.runner))
+            schedule = self.admission.rank_part(self.schedule, rank, self.runner)
+            key = program_key(self.runner)
+            program = built_program(schedule, *key) if key else None     # the one its rank checked, if any
             self._executor = make_executor(schedule, rank, self.runner, group=group, group_ranks=ranks,
                                            watchdog=watchdog, program=program)
             if self._own_watchdog is not None:

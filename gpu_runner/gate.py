@@ -25,11 +25,8 @@ def dtype_name(dtype) -> str:
 def admit_numerics(schedule, dtype: str, allow_worse: bool = False) -> str:
     """The numerics report for `dtype`, or OptccError("schedule") where it is worse than the ring's
     and `allow_worse` is not given: the decision `optcc run` makes."""
-    from optcc.generated import GeneratedSchedule
-    from gpu_runner.proof import generated_numerics, require_numerics
-    if isinstance(schedule, GeneratedSchedule):
-        return generated_numerics(schedule, dtype, allow_worse)
-    return require_numerics(schedule, dtype, allow_worse)
+    from gpu_runner.admission import admission_of
+    return admission_of(schedule).numerics(schedule, dtype, allow_worse)
 
 
 def disagreement(digests: list[str]) -> str | None:

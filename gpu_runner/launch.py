@@ -351,33 +351,20 @@ def prepare_schedule(path: str, nproc: int | None, certificate: str | None = Non
     A generated schedule (flows_of) comes back as its flow list, proved as an instance, or, with
     `per_rank` (default: where the instance is over the build limit), as the GeneratedSchedule,
     accepted by its generator's proof, its streaming programs checked by each worker."""
-    from gpu_runner.proof import require_numerics, require_proof
+    from gpu_runner.admission import admission_of
     schedule = flows_of(path, per_rank)
     if nproc is not None and nproc != schedule.cluster.p:
         raise OptccError("nproc", f"the schedule is for p = {schedule.cluster.p} ranks, got {nproc} processes")
-    from optcc.generated import GeneratedSchedule
-    if isinstance(schedule, GeneratedSchedule):      # by its generator's proof; each worker checks its program
-        from gpu_runner.proof import accept_generator, generated_numerics
-        if certificate:
-            raise OptccError("certificate", "a generated schedule is accepted by its generator's proof, re-proved "
-                                            "here; it takes no certificate")
-        note = accept_generator(schedule)
-        if dtype is not None:
-            note += "; " + generated_numerics(schedule, dtype, allow_worse_numerics)
-        return schedule, note
-    note = require_proof(schedule, certificate)
-    if dtype is not None:
-        note += "; " + require_numerics(schedule, dtype, allow_worse_numerics)
-    return schedule, note
+    return schedule, admission_of(schedule).before_launch(schedule, certificate, dtype, allow_worse_numerics)
 
 
 def flows_of(path: str, per_rank: bool | None = False):
     """The flow list at `path`, or a generated schedule's (optcc.generated), built here once:
     the launcher proves the instance; its workers build only their own part. With `per_rank`
     (None: where the instance is over the build limit) a generated schedule is returned as it is."""
-    from optcc.generated import GeneratedSchedule, load_any
+    from optcc.generated import load_any
     got = load_any(path, "schedule")
-    if not isinstance(got, GeneratedSchedule):
+    if got.form == "flows":
         return got
     from optcc.algorithms import check_work
     try:
@@ -395,23 +382,12 @@ def flows_of(path: str, per_rank: bool | None = False):
     return full
 
 
-def check_runner(schedule: Schedule, runner: str) -> str:
-    """Refuse `--runner streaming` for a schedule whose streaming execution is not proved safe."""
-    from gpu_runner.proof import require_streaming
-    from gpu_runner.runners import program_key
-    from optcc.generated import GeneratedSchedule
-    key = program_key(runner)
-    if isinstance(schedule, GeneratedSchedule):
-        if key is None:
-            raise OptccError("runner", f"a generated schedule runs with the streaming runners; --runner {runner} "
-                                       "needs the flow list (optcc schedule --form flows)")
-        return (f"streaming runner (window {key[0]}; each rank checks its own program: "
-                f"verifier.streaming_local's order argument)")
-    if key is None:
-        return f"{runner} runner"                     # step, graph: the step plans (runnable, checked per plan)
-    program = require_streaming(schedule, *key)       # OptccError("runner") when refuted
-    order = ", receives in port order" if program.recv_order else ""
-    return f"streaming runner (proved safe, window {program.window}{order})"
+def check_runner(schedule, runner: str) -> str:
+    """What `runner` needs of `schedule`, checked now (gpu_runner.admission): refuses
+    `--runner streaming` for a flow list whose streaming execution is not proved safe, and any
+    runner but the streaming ones for a generated schedule."""
+    from gpu_runner.admission import admission_of
+    return admission_of(schedule).runner_note(schedule, runner)
 
 
 def run_schedule_file(path: str, nproc: int, size: int, dtype: str, timeout_s: float,
@@ -447,29 +423,9 @@ def attested_worker_args(schedule: Schedule, path: str, directory: str, runner: 
     too), signed for the workers it starts (gpu_runner.proof.write_attestation). Each worker
     checks the signature and the sha256 of the file it loads, and compares its own program's
     digest: no worker proves or re-checks anything global."""
-    from gpu_runner.proof import gate, write_attestation, write_generated_attestation
-    from gpu_runner.runners import program_key
-    key = program_key(runner)
+    from gpu_runner.admission import admission_of
     attestation = os.path.join(directory, "attestation.json")
-    from optcc.generated import GeneratedSchedule
-    if isinstance(schedule, GeneratedSchedule):             # accepted by its generator: per-rank checks
-        from gpu_runner.proof import write_generated_attestation_per_rank
-        if key is None:
-            raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank builds "
-                                       "and checks only its own program); --runner step needs the flow list "
-                                       "(optcc schedule --form flows)")
-        write_generated_attestation_per_rank(schedule, attestation, dtype, allow_worse_numerics, [key])
-        return ["--schedule", path, "--attestation", attestation]
-    gate(schedule, certificate)                 # accepted in this process already: a lookup
-    generated = getattr(schedule, "generated", None)
-    if generated is not None:
-        if key is None:
-            raise OptccError("runner", "a generated schedule runs with the streaming runners (each rank builds "
-                                       "only its own program); --runner step needs the flow list "
-                                       "(optcc schedule --form flows)")
-        write_generated_attestation(generated, schedule, attestation, dtype, allow_worse_numerics, [key])
-    else:
-        write_attestation(schedule, attestation, dtype, allow_worse_numerics, [key] if key else [])
+    admission_of(schedule).attest(schedule, attestation, runner, dtype, allow_worse_numerics, certificate)
     return ["--schedule", path, "--attestation", attestation]
 
 

@@ -67,50 +67,28 @@ def main(argv=None) -> int:
 
 
 def _load_schedule(args):
-    """The proved Schedule, or for a generated schedule (optcc.generated) the GeneratedSchedule
-    with its attestation accepted: its rank's part is built after placement (_rank_part)."""
+    """The schedule at --schedule, admitted by its form's row (gpu_runner.admission): under the
+    launcher's attestation, or proved here (torchrun). A generated schedule's part for this rank
+    is built after placement (_rank_part)."""
     if not args.schedule:
         raise ValueError("--schedule FILE is required with --algo schedule")
-    from optcc.generated import GeneratedSchedule, load_any
-    from gpu_runner.proof import accept_attestation, accept_generated_attestation, require_numerics, require_proof
+    from gpu_runner.admission import admission_of
+    from optcc.generated import load_any
     schedule = load_any(args.schedule, "--schedule")
-    if isinstance(schedule, GeneratedSchedule):
-        if args.attestation:
-            accept_generated_attestation(schedule, args.attestation)
-        else:                                      # torchrun: no launcher; by the generator's proof, per rank
-            from gpu_runner.proof import accept_generator_here
-            from gpu_runner.runners import program_key
-            key = program_key(args.runner)
-            if key is None:
-                raise ValueError(f"a generated schedule runs with the streaming runners; --runner {args.runner} "
-                                 "needs the flow list (optcc schedule --form flows)")
-            if args.certificate:
-                raise ValueError("a generated schedule is accepted by its generator's proof, re-proved here; "
-                                 "it takes no --certificate")
-            accept_generator_here(schedule, args.dtype, args.allow_worse_numerics, [key])
-        return schedule
+    admission = admission_of(schedule)
     if args.attestation:                           # the launcher proved it: check its signature, not the proof
-        accept_attestation(schedule, args.attestation)
+        admission.attested(schedule, args.attestation, args.dtype, args.allow_worse_numerics)
     else:
-        require_proof(schedule, args.certificate)  # a certificate is re-checked (witness), never trusted
-    require_numerics(schedule, args.dtype, args.allow_worse_numerics)   # attested: a lookup
+        admission.here(schedule, args.certificate, args.dtype, args.allow_worse_numerics, args.runner)
     return schedule
 
 
 def _rank_part(schedule, sched_rank: int, args):
-    """A generated schedule's part for this rank alone (built from its parameters, O(p·k)),
-    admitted under the attestation; a flow list as it is."""
-    from optcc.generated import GeneratedSchedule
-    if not isinstance(schedule, GeneratedSchedule):
-        return schedule
-    from gpu_runner.proof import generated_rank_schedule, require_numerics
-    from gpu_runner.runners import program_key
-    if program_key(args.runner) is None:
-        raise ValueError(f"a generated schedule runs with the streaming runners (each rank builds only its own "
-                         f"program); --runner {args.runner} needs the flow list (optcc schedule --form flows)")
-    part = generated_rank_schedule(schedule, sched_rank)
-    require_numerics(part, args.dtype, args.allow_worse_numerics)   # attested: a lookup
-    return part
+    """What this rank lowers (gpu_runner.admission): the flow list, or a generated schedule's part
+    for this rank alone (built from its parameters, O(p·k)), checked."""
+    from gpu_runner.admission import admission_of
+    return admission_of(schedule).rank_part(schedule, sched_rank, args.runner, args.dtype,
+                                            args.allow_worse_numerics)
 
 
 def rank_executor(schedule, sched_rank: int, args, group_ranks=None, watchdog=None):

@@ -18,7 +18,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -27,7 +27,7 @@ from optcc.proof_sources import MIN_P, SOURCES, sources_digest
 
 if TYPE_CHECKING:
     from optcc.algorithms.families.local import RankFlows
-    from optcc.schedule import Schedule
+    from optcc.schedule import Schedule, ScheduleForm
 
 FORMAT = "optcc-generated-schedule/1"
 KEYS = ("format", "algo", "cluster", "segments", "sources_sha256")
@@ -78,6 +78,9 @@ def why_not_generated(algo: str, cluster: Cluster) -> str:
 
 @dataclass(frozen=True)
 class GeneratedSchedule:
+    """A ScheduleForm (optcc.schedule) named by its parameters: form "generated"."""
+
+    form: ClassVar[str] = "generated"
     algo: str
     cluster: Cluster
     segments: int
@@ -162,6 +165,10 @@ class GeneratedSchedule:
         from optcc.algorithms import build_schedule
         return build_schedule(self.algo, self.cluster, self.segments)
 
+    def flow_list(self) -> Schedule:
+        """The whole flow list (ScheduleForm): `materialize`."""
+        return self.materialize()
+
     def rank_flows(self, rank: int) -> RankFlows:
         """One rank's flows as arrays in posting order (optcc.algorithms.families.local)."""
         from optcc.algorithms.families.local import rank_flow_arrays
@@ -210,7 +217,7 @@ def is_generated(data: object) -> bool:
     return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-generated-schedule/")
 
 
-def load_any(path: str, field: str = "schedule") -> Schedule | GeneratedSchedule:
+def load_any(path: str, field: str = "schedule") -> ScheduleForm:
     """A Schedule (flow list) or a GeneratedSchedule, by the file's format."""
     from optcc.schedule import Schedule
     data = read_json(path, field)
@@ -221,5 +228,4 @@ def load_any(path: str, field: str = "schedule") -> Schedule | GeneratedSchedule
 
 def load_flows(path: str, field: str = "schedule") -> Schedule:
     """The flow list a command needs: the file's own, or a generated schedule built (check_work)."""
-    got = load_any(path, field)
-    return got.materialize() if isinstance(got, GeneratedSchedule) else got
+    return load_any(path, field).flow_list()

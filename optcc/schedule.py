@@ -24,7 +24,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -56,9 +56,38 @@ class LocalOp(NamedTuple):
     coef: int
 
 
+class ScheduleForm(Protocol):
+    """What both forms of a schedule are to their users: `Schedule` ("flows", the flow list) and
+    optcc.generated.GeneratedSchedule ("generated", a proved construction's parameters). Runners
+    and commands read `form` to find the row of their own table that handles it (the runner's
+    admission, gpu_runner.admission), never isinstance."""
+
+    form: ClassVar[str]
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
+    def sha256(self) -> str: ...
+
+    def canonical_bytes(self) -> bytes: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def save(self, path: str, field: str = "output") -> None: ...
+
+    def flow_list(self) -> Schedule:
+        """The whole flow list (a generated schedule builds it, within check_work)."""
+        ...
+
+
 class Schedule:
     """Pieces, flows and local ops on a Cluster, the stated slot time (or None), plus free-form
     `meta` (algorithm, params)."""
+
+    form: ClassVar[str] = "flows"
 
     def __init__(self, cluster: Cluster, pieces: Iterable[Fraction | int], flows: Iterable[Flow],
                  local_ops: Iterable[LocalOp] = (), meta: Mapping[str, Any] | None = None,
@@ -81,6 +110,10 @@ class Schedule:
     @stated_slot_time.setter
     def stated_slot_time(self, value: Fraction | None) -> None:
         self._stated = value
+
+    def flow_list(self) -> Schedule:
+        """This schedule (ScheduleForm: it is its flow list)."""
+        return self
 
     def __repr__(self) -> str:
         return (f"Schedule({self.cluster.describe()}, {len(self.pieces)} pieces, "

@@ -12,6 +12,7 @@ from fractions import Fraction
 import pytest
 
 from gpu_runner import proof
+from gpu_runner.admission import ADMISSIONS
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
 from optcc.generated import GeneratedSchedule
@@ -309,4 +310,4 @@ def test_the_ddp_hook_state_refuses_a_generated_schedule_with_the_step_runner_or
         OptccHookState(gen, certificate=str(tmp_path / "c.json"))
     assert e.value.field == "certificate"
     state = OptccHookState(gen)                 # no process group needed until the first bucket
-    assert state.generated and state.proof.startswith("the optcc generator re-proved for every size")
+    assert state.admission is ADMISSIONS["generated"] and state.proof.startswith("the optcc generator re-proved for every size")

@@ -31,6 +31,24 @@ _CLUSTER_FLAGS = (("p", "--p"), ("cluster", "--cluster"), ("straggler", "--strag
                   ("failed_nics", "--failed-nics"), ("no_pxn", "--no-pxn"))
 
 
+def _timed_flows(schedule, args):
+    """A flow list: its own flows on its cluster, the latency flags applied."""
+    schedule.cluster = apply_latency_args(schedule.cluster, args)
+    return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
+            len(schedule.flows), schedule, None)
+
+
+def _timed_generated(gen, args):
+    """A generated schedule: its parameters, timed as `time --algo` would."""
+    from optcc_app.compose.timing_report import time_algorithm
+    cluster = apply_latency_args(gen.cluster, args)
+    rep, name, n_flows, built = time_algorithm(gen.algo, cluster, gen.segments, args.n)
+    return rep, cluster, name, n_flows, built, None
+
+
+_TIMED_BY_FORM = {"flows": _timed_flows, "generated": _timed_generated}    # optcc.schedule.ScheduleForm.form
+
+
 def _timed(args):
     """(report, cluster, algorithm name, flow count) of FILE, or of --algo built for the cluster
     flags (exactly one of the two)."""
@@ -42,16 +60,9 @@ def _timed(args):
         if given:
             raise OptccError(given[0], "the cluster and --segments flags build a schedule with --algo; "
                                        "FILE carries its own cluster")
-        from optcc.generated import GeneratedSchedule, load_any
+        from optcc.generated import load_any
         schedule = load_any(args.file, "FILE")
-        if isinstance(schedule, GeneratedSchedule):           # its parameters: timed as time --algo would
-            from optcc_app.compose.timing_report import time_algorithm
-            cluster = apply_latency_args(schedule.cluster, args)
-            rep, name, n_flows, built = time_algorithm(schedule.algo, cluster, schedule.segments, args.n)
-            return rep, cluster, name, n_flows, built, None
-        schedule.cluster = apply_latency_args(schedule.cluster, args)
-        return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
-                len(schedule.flows), schedule, None)
+        return _TIMED_BY_FORM[schedule.form](schedule, args)
     if args.algo is None:
         raise OptccError("FILE", "give a schedule FILE (optcc schedule -o FILE) or --algo NAME with --p")
     from optcc_app.commands._common import cluster_from_args, segments_from_args

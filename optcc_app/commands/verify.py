@@ -24,16 +24,17 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from optcc.generated import load_any
+    schedule = load_any(args.file, args.file)
+    return _BY_FORM[schedule.form](args, schedule)
+
+
+def _run_flows(args, schedule) -> int:
+    """A flow list: proved as an instance (or by rails)."""
     from optcc_app.compose.verification import verify_schedule
     from verifier import write_certificate
     from verifier.time_property import NOT_STATED
 
-    from optcc.generated import GeneratedSchedule, load_any
-    schedule = load_any(args.file, args.file)
-    if isinstance(schedule, GeneratedSchedule):
-        if args.by_rails:
-            raise OptccError("--by-rails", "a generated schedule is proved by its generator's proof, not by rails")
-        return _run_generated(args, schedule)
     proof, lp, runnable = verify_schedule(schedule, args.dtype, by_rails=args.by_rails)
     if proof.proved and (runnable is None or runnable[0]) and args.certificate:
         if args.by_rails:
@@ -102,7 +103,9 @@ def run(args) -> int:
 
 def _run_generated(args, gen) -> int:
     """A generated schedule is proved by its generator's proof (every size), re-proved here, and
-    its parameters lying in the proof's range (checked on loading)."""
+    its parameters lying in the proof's range (checked on loading); not by rails."""
+    if args.by_rails:
+        raise OptccError("--by-rails", "a generated schedule is proved by its generator's proof, not by rails")
     from optcc_app.compose.verification import verify_generated
     out = verify_generated(gen, args.certificate)
     if args.json:
@@ -118,3 +121,6 @@ def _run_generated(args, gen) -> int:
         print(f"{'PROVED' if out['proved'] else 'REFUTED'} in {out['seconds']:.3f} s"
               + (f"; generator certificate written to {args.certificate}" if out["proved"] and args.certificate else ""))
     return 0 if out["proved"] else 1
+
+
+_BY_FORM = {"flows": _run_flows, "generated": _run_generated}    # optcc.schedule.ScheduleForm.form
