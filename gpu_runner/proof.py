@@ -40,10 +40,11 @@ import os
 import secrets
 
 from optcc.errors import OptccError
-from optcc.files import read_json, write_text_atomic
+from optcc.files import write_text_atomic
 from optcc.lowering.digest import program_record, rank_program_sha256
 from optcc.lowering.streaming import DEFAULT_WINDOW, rank_program
 from optcc.schedule import Schedule
+from verifier.trust_files import read_trust_file, trust_format
 
 
 _PROVED: dict = {}    # sha256 -> Proof made in this process (launch writes the workers' certificate)
@@ -59,7 +60,7 @@ PER_RANK = "per-rank"  # attestation "streaming": each worker checks its own pro
 LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"       # never read: named only to say it is not trusted
 LAUNCH_KEY_FD_ENV = "OPTCC_LAUNCH_KEY_FD"  # the inherited pipe a launcher's worker reads its key from
 _HELD: list = []      # the launcher's key this worker read from its pipe (at most one)
-ATTESTATION_FORMAT = "optcc-launch-attestation/1"
+ATTESTATION_FORMAT = trust_format("optcc-launch-attestation").format
 _KEY: list = []       # this process's signing key, made on first use
 UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for tests only)"
 
@@ -77,29 +78,9 @@ def proof_of(schedule: Schedule):
 
 def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     """Return a one-line description of the proof, or raise OptccError('schedule', why)."""
-    from verifier import check_certificate, prove_allreduce
+    from verifier import prove_allreduce
     if certificate:
-        from verifier.parametric.certificate import generator_certificate_check, is_generator_certificate
-        if is_generator_certificate(certificate):      # a proof of the generator, for all sizes
-            ok, why = generator_certificate_check(schedule, certificate)
-            if ok:
-                return _accept(schedule, f"generator certificate {certificate}: {why}")
-            raise OptccError("certificate", f"{certificate}: {why}; refusing to run it")
-        from verifier.rails_certificate import check_rails_certificate, is_rails_certificate
-        if is_rails_certificate(certificate):          # per-rail witnesses plus the composition theorem
-            ok, why = check_rails_certificate(schedule, certificate)
-            if ok:
-                return _accept(schedule, f"rails certificate {certificate} re-checked (per-rail witnesses and "
-                                         f"causality, NVLink brackets, runnable; composition theorem re-proved) "
-                                         f"for schedule sha256 {schedule.sha256()[:16]}")
-            raise OptccError("certificate", f"{certificate} does not certify this schedule "
-                                            f"(sha256 {schedule.sha256()[:16]}…): {why}; refusing to run it")
-        ok, why = check_certificate(schedule, certificate)
-        if ok:
-            return _accept(schedule, f"certificate {certificate} re-checked (witness, causality, runnable) for "
-                                     f"schedule sha256 {schedule.sha256()[:16]}")
-        raise OptccError("certificate", f"{certificate} does not certify this schedule "
-                                        f"(sha256 {schedule.sha256()[:16]}…): {why}; refusing to run it")
+        return _accept(schedule, _certificate_accepts(schedule, certificate))
     proof = prove_allreduce(schedule, reported=())
     _PROVED[schedule.sha256()] = proof
     if not proof.proved:
@@ -108,6 +89,35 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
                                      f"{cx['property']}: {cx['message']}; refusing to run it")
     unstated = "" if "time" in proof.properties else "; time not stated"
     return _accept(schedule, f"proved by the verifier ({', '.join(proof.properties)}{unstated}) in {proof.seconds:.2f} s")
+
+
+# A certificate's kind (verifier.trust_files) -> the check of a current file of that kind and what
+# its acceptance says: an instance witness, rails' witnesses plus the composition theorem, or a
+# generator proved for every size.
+_CERTIFICATE_CHECKS = {
+    "optcc-certificate": ("verifier.certificate:check_certificate_data",
+                          "re-checked (witness, causality, runnable) for schedule sha256 {sha}"),
+    "optcc-rails-certificate": ("verifier.rails_certificate:check_rails_certificate_data",
+                                "re-checked (per-rail witnesses and causality, NVLink brackets, runnable; "
+                                "composition theorem re-proved) for schedule sha256 {sha}"),
+    "optcc-generator-certificate": ("verifier.parametric.certificate:generator_certificate_data_check", "{why}"),
+}
+
+
+def _certificate_accepts(schedule: Schedule, path: str) -> str:
+    """What a certificate file vouches for `schedule`, re-checked here, or OptccError("certificate")."""
+    import importlib
+
+    from verifier.trust_files import read_trust_file
+    fmt, data = read_trust_file(path, "certificate", _CERTIFICATE_CHECKS)
+    where, accepted = _CERTIFICATE_CHECKS[fmt.family]
+    module, name = where.split(":")
+    ok, why = getattr(importlib.import_module(module), name)(schedule, data)
+    sha = schedule.sha256()[:16]
+    if not ok:
+        raise OptccError("certificate", f"{path} ({fmt.what}) does not certify this schedule (sha256 {sha}…): "
+                                        f"{why}; refusing to run it")
+    return f"{fmt.what} {path} " + accepted.format(sha=sha, why=why)
 
 
 def _accept(schedule: Schedule, description: str) -> str:
@@ -354,9 +364,7 @@ def _verified_body(path: str) -> dict:
                                         f"this process (optcc run, bench and testbed hand their key on an inherited "
                                         f"pipe){also}; under torchrun leave --attestation out (a generated schedule "
                                         f"is re-proved here) or give --certificate")
-    data = read_json(path, "attestation")
-    if not isinstance(data, dict) or data.get("format") != ATTESTATION_FORMAT:
-        raise OptccError("attestation", f"{path}: not an {ATTESTATION_FORMAT} file")
+    _, data = read_trust_file(path, "attestation", ["optcc-launch-attestation"])
     body = {k: v for k, v in data.items() if k != "hmac_sha256"}
     good = any(hmac.compare_digest(_mac(key, body), str(data.get("hmac_sha256"))) for key in keys)
     if not good:

@@ -90,12 +90,15 @@ def test_a_forged_certificate_of_a_wrong_generator_is_refused(tmp_path, monkeypa
 
 
 def test_a_stale_format_1_certificate_is_refused(tmp_path):
+    from gpu_runner.proof import require_proof
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"format": "optcc-generator-certificate/1", "algo": "ring", "proved": True,
                                 "properties": {"sum": "proved"}, "sources_sha256": gc.sources_digest("ring")}))
-    assert gc.is_generator_certificate(str(path))
     ok, why = gc.generator_certificate_check(ring_allreduce(Cluster.build(4), 1), str(path))
-    assert not ok and "optcc-generator-certificate/2" in why
+    assert not ok and "stale" in why and "optcc-generator-certificate/2" in why
+    with pytest.raises(OptccError) as e:                # read as a generator certificate, not as another kind
+        require_proof(ring_allreduce(Cluster.build(4), 1), str(path))
+    assert e.value.field == "certificate" and "generator certificate" in e.value.message
 
 
 def test_the_digest_covers_every_module_that_determines_a_schedule():
@@ -130,7 +133,8 @@ def test_editing_cluster_py_invalidates_a_genuine_certificate(tmp_path, monkeypa
 def test_limits_and_sizes_are_checked_before_any_enumeration(certs, monkeypatch):
     """A tiny schedule that claims p = 2000 (8·10⁶ flows to regenerate): refused at once.
     (The certificate is read plainly here: optcc.files.read_text reserves a 1 GB buffer.)"""
-    monkeypatch.setattr(gc, "read_json", lambda path, field: json.load(open(path)))
+    from verifier import trust_files
+    monkeypatch.setattr(trust_files, "read_json", lambda path, field: json.load(open(path)))
     for algo in ("ring", "optcc"):
         meta = {"algorithm": algo, "segments": 1, "capacity": "exclusive", "straggler": 0}
         tiny = Schedule(Cluster.build(2000), [Fraction(1)], [Flow(0, 1, 0, "add", Fraction(0))], meta=meta)

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import z3
 
 from optcc.errors import OptccError
-from optcc.files import read_json, write_text_atomic
+from optcc.files import write_text_atomic
 from optcc.jsonout import dumps
 from optcc.timing import IntegerTimes
 from verifier.causality import check_causality
@@ -33,12 +33,13 @@ from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import ExpressionTable, execute_signature
 from verifier.port_checks import check_runnable
 from verifier.proof import required_properties
+from verifier.trust_files import read_trust_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.schedule import Schedule
     from verifier.proof import Proof
 
-FORMAT = "optcc-certificate/2"
+FORMAT = trust_format("optcc-certificate").format
 VERIFIER_VERSION = "optcc-verifier/4"   # bump whenever a property's rule changes (3: same-instant landings in posting order, runnable on the runner's plans; 4: time against the stated slot time)
 
 
@@ -100,12 +101,14 @@ def check_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact schedule after re-checking its witness; else
     (False, the reason)."""
     try:
-        data = read_json(path, "certificate")
+        _, data = read_trust_file(path, "certificate", ["optcc-certificate"])
     except OptccError as e:
         return False, e.message
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        got = data.get("format") if isinstance(data, dict) else None
-        return False, f"not a {FORMAT} certificate (format {got!r}; older certificates are stale: verify again)"
+    return check_certificate_data(schedule, data)
+
+
+def check_certificate_data(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:
+    """check_certificate of a file verifier.trust_files has read (a current instance certificate)."""
     if data.get("verifier_version") != VERIFIER_VERSION:
         return False, (f"stale: made by {data.get('verifier_version')!r}, this verifier is "
                        f"{VERIFIER_VERSION!r} (verify again)")

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.errors import OptccError
-from optcc.files import read_json, write_text_atomic
+from optcc.files import write_text_atomic
 from optcc.jsonout import dumps
+from verifier.trust_files import read_trust_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.schedule import LocalOp, Schedule
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 Rails = tuple[dict[int, int], dict[int, list[int]], dict[int, list["LocalOp"]], list[int],
               dict[str, tuple[list[int], "Schedule"]]]
 
-FORMAT = "optcc-rails-certificate/1"
+FORMAT = trust_format("optcc-rails-certificate").format
 
 
 def _theorem_digest() -> str:
@@ -58,15 +59,6 @@ def _rails(schedule: Schedule) -> Rails | dict[str, Any]:
         key = hashlib.sha256(rs.canonical_bytes()).hexdigest()
         distinct.setdefault(key, ([], rs))[0].append(l)
     return rail, nic, ops, nv, distinct
-
-
-def is_rails_certificate(path: str) -> bool:
-    """Whether `path` is a regular JSON file in a rails certificate format, any version."""
-    try:
-        data = read_json(path, "certificate")
-    except OptccError:
-        return False
-    return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-rails-certificate/")
 
 
 def write_rails_certificate(proof: Proof, schedule: Schedule, path: str, field: str = "certificate") -> None:
@@ -98,6 +90,15 @@ def write_rails_certificate(proof: Proof, schedule: Schedule, path: str, field: 
 def check_rails_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact rails schedule after re-checking it (module
     docstring); else (False, the reason)."""
+    try:
+        _, data = read_trust_file(path, "certificate", ["optcc-rails-certificate"])
+    except OptccError as e:
+        return False, e.message
+    return check_rails_certificate_data(schedule, data)
+
+
+def check_rails_certificate_data(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:
+    """check_rails_certificate of a file verifier.trust_files has read (a current rails certificate)."""
     from optcc.timing import IntegerTimes, durations
     from verifier.causality import check_causality
     from verifier.certificate import VERIFIER_VERSION, final_table
@@ -105,13 +106,6 @@ def check_rails_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     from verifier.port_checks import check_runnable
     from verifier.proof import required_properties
     from verifier.rails_composition import _touches, check_brackets
-    try:
-        data = read_json(path, "certificate")
-    except OptccError as e:
-        return False, e.message
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        got = data.get("format") if isinstance(data, dict) else None
-        return False, f"not a {FORMAT} certificate (format {got!r})"
     if data.get("verifier_version") != VERIFIER_VERSION:
         return False, (f"stale: made by {data.get('verifier_version')!r}, this verifier is "
                        f"{VERIFIER_VERSION!r} (verify again)")

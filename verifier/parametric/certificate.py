@@ -30,17 +30,18 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from optcc.errors import OptccError
-from optcc.files import read_json, write_text_atomic
+from optcc.files import write_text_atomic
 from optcc.proof_sources import MIN_P as _MIN_P
 from optcc.proof_sources import SOURCES as _SOURCES
 from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-exported)
+from verifier.trust_files import read_trust_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.algorithms.families import Family, Term
     from optcc.cluster import Cluster
     from optcc.schedule import Flow, Schedule
 
-FORMAT = "optcc-generator-certificate/2"
+FORMAT = trust_format("optcc-generator-certificate").format
 def check_certifiable(algo: str) -> None:
     """Refuse (OptccError "certificate") a construction that has no generator certificate."""
     if not isinstance(algo, str) or algo not in _SOURCES:
@@ -58,16 +59,6 @@ def write_generator_certificate(result: dict[str, Any], path: str) -> None:
             "witness": {"obligations_sha256": result["obligations_sha256"]},
             "sources_sha256": sources_digest(result["algo"]), "z3_version": z3.get_version_string()}
     write_text_atomic(path, json.dumps(data, indent=2) + "\n", "certificate")
-
-
-def is_generator_certificate(path: str) -> bool:
-    """Whether `path` is a regular JSON file in a generator format, any version (a stale one is
-    then refused by the generator check, not mistaken for a per-instance certificate)."""
-    try:
-        data = read_json(path, "certificate")
-    except OptccError:
-        return False
-    return isinstance(data, dict) and str(data.get("format", "")).startswith("optcc-generator-certificate/")
 
 
 _REPROVED: dict[tuple[str, str], tuple[str, str | None]] = {}      # (algo, sources digest) -> (obligations digest, None or the failure)
@@ -199,16 +190,20 @@ def _semantic_meta(algo: str, schedule: Schedule, k: int) -> None:
 
 def generator_certificate_check(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
+    try:
+        _, data = read_trust_file(path, "certificate", ["optcc-generator-certificate"])
+    except OptccError as e:
+        return False, e.message
+    return generator_certificate_data_check(schedule, data)
+
+
+def generator_certificate_data_check(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:
+    """generator_certificate_check of a file verifier.trust_files has read (a current one)."""
     from optcc.algorithms import check_segments, check_work
     from optcc.schedule import Schedule
     from optcc.timing import durations, slot_time
-    try:
-        data = read_json(path, "certificate")
-    except OptccError as e:
-        return False, f"cannot read {path}: {e.message}"
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("proved") is not True:
-        got = data.get("format") if isinstance(data, dict) else None
-        return False, f"{path} is not a proved {FORMAT} certificate (format {got!r}; run prove-all again)"
+    if data.get("proved") is not True:
+        return False, "it does not record a proved construction (run prove-all again)"
     algo = data.get("algo")
     if not isinstance(algo, str) or algo not in _SOURCES or schedule.meta.get("algorithm") != algo:
         return False, f"certificate is for {algo!r}, schedule says {schedule.meta.get('algorithm')!r}"
