@@ -19,7 +19,9 @@ def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
     ob = _phase_lemma()
     parts = split_parts(ob)
     names = [p.name[len(ob.name):] for p in parts]
-    assert len(parts) == 5 and names[-1] == " [polynomial: the cases cover the range]"
+    assert len(parts) == 6 and names[-1] == " [polynomial: the cases cover the range]"
+    assert names[-2].endswith(" positive on the range]")                  # factors divided out of the cases
+    assert {"ell", "k", "p - 1"} <= set(names[-2][len(" [polynomial: "):-len(" positive on the range]")].split(", "))
     assert sum("ell >= 2" in n and "¬(ell >= 2)" not in n for n in names) == 2     # ℓ ≥ 2 with k = 1 and k ≠ 1
     for p in parts:
         assert not any(z3.is_div(x) for x in _subterms(p.goal)), p.name      # no division left
@@ -43,6 +45,7 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
     parts = split_parts(ob)
     status = {p.name[len(ob.name):]: discharge(p)["status"] for p in parts}
     assert status == {" [polynomial: ell >= 2]": "proved", " [polynomial: ¬(ell >= 2)]": "refuted",
+                      " [polynomial: k positive on the range]": "proved",
                       " [polynomial: the cases cover the range]": "proved"}
     try:
         from verifier.parametric import recheck as R
@@ -51,6 +54,21 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
         return
     wrong = next(p for p in parts if "¬" in p.name)
     assert R.solve(R.queries(wrong)[1][2], 10000)[0] == "sat"
+
+
+def test_a_factor_positive_on_the_range_is_divided_out():
+    """x/(k·g) ≤ y/(k·g) cleared is k·g·(x − y) ≤ 0: the factors k and g, positive on the range,
+    are divided out (x − y ≤ 0 is what cvc5 decides), every part assumes them positive and one
+    part proves that from the range; without g ≥ 2 the positivity part is refuted."""
+    k, g, x, y = z3.Reals("k g x y")
+    ob = Obligation("bound", "x/(k·g) ≤ y/(k·g)", [k >= 1, g >= 2, x <= y], x / (k * g) <= y / (k * g), [], (k, g))
+    case, positive, cover = split_parts(ob)
+    assert {str(v) for v in _vars(case.goal)} == {"x", "y"}
+    assert positive.name.endswith("[polynomial: g, k positive on the range]")
+    assert all(discharge(p)["status"] == "proved" for p in (case, positive, cover))
+    unbounded = Obligation(positive.prop, positive.name, [a for a in positive.assumptions if "g" not in str(a)],
+                           positive.goal, [], None)
+    assert discharge(unbounded)["status"] == "refuted"
 
 
 def test_the_cover_is_checked_a_missing_case_fails_it():

@@ -1,6 +1,6 @@
 """`optcc prove-all --algo A --recheck cvc5`: every obligation exported as SMT-LIB2 exactly as Z3
 discharges it (a closed form through its polynomial split) and decided again by cvc5
-(verifier.parametric.recheck). The ring's own set runs here (128 queries, seconds), its proof
+(verifier.parametric.recheck). The ring's own set runs here (132 queries, seconds), its proof
 objects for one obligation of each property; the LP certificates' claims, common to every
 construction, and OptCC's and servers' sets take minutes and run by hand (docs/parametric.md
 "A second solver"), so the CLI tests here leave the LP claims out (`lp_obligations`)."""
@@ -59,13 +59,14 @@ def test_a_disagreement_fails_the_run_and_is_printed(capsys, monkeypatch):
 
 
 def test_ring_every_obligation_agrees_with_cvc5(capsys, no_lp):
-    """All 128 queries agree: the ring's 62 obligations, two of them closed forms re-checked
-    through their polynomial split (2 parts each, proved by Z3 too)."""
+    """All 132 queries agree: the ring's 62 obligations, two of them closed forms re-checked
+    through their polynomial split (3 parts each: a case or two, the positivity of the variables
+    divided out, the cover; proved by Z3 too)."""
     assert main(["prove-all", "--algo", "ring", "--recheck", "cvc5", "--json"]) == 0
     rc = json.loads(capsys.readouterr().out)["recheck"]
-    assert rc["solver"] == "cvc5" and rc["queries"] == 128
-    assert rc["obligations"] == 62 and rc["split"] == 2 and rc["parts_proved_by_z3"] == 4
-    assert rc["agree"] == 128 and rc["disagree"] == [] and rc["unknown"] == []
+    assert rc["solver"] == "cvc5" and rc["queries"] == 132
+    assert rc["obligations"] == 62 and rc["split"] == 2 and rc["parts_proved_by_z3"] == 6
+    assert rc["agree"] == 132 and rc["disagree"] == [] and rc["unknown"] == []
     slow = rc["slowest"]
     assert len(slow) == R.SLOWEST and [x["seconds"] for x in slow] == sorted((x["seconds"] for x in slow), reverse=True)
 
@@ -97,13 +98,14 @@ def test_a_query_past_its_limit_is_undecided_and_the_next_gets_a_fresh_worker(mo
 def test_a_checked_proof_per_claim_for_one_obligation_of_each_property(tmp_path, capsys, monkeypatch):
     """With `--proofs DIR` every claim cvc5 refutes comes with a CPC proof that cvc5's proof
     checker accepted (check-proofs), one file each: here the first ring obligation of each
-    property (all 64 by hand: docs/parametric.md), the Theorem 1 bound among them, split in two
-    parts; its polynomial case, which cvc5 decides by cylindrical algebraic coverings, is the one
-    proof with unjustified steps: CPC records covering steps as `trust` (ARITH_NL_COVERING_*)."""
+    property (all 66 by hand: docs/parametric.md), the Theorem 1 bound among them through its
+    three parts. None has a step left unjustified (`trust`): the bound's polynomial case, its
+    positive factors divided out, no longer needs cylindrical algebraic coverings, whose steps
+    CPC records as `trust`."""
     from verifier.parametric.polynomial import parts
     seen: set[str] = set()
     obs = _ring_set(monkeypatch, lambda obs: [o for o in obs if not (o.prop in seen or seen.add(o.prop))])
-    assert len(obs) == 10 and any("Theorem 1" in o.name for o in obs)
+    assert len(obs) == 10 and any("Theorem 1" in o.name and len(parts(o)) == 3 for o in obs)
     claims = sum(len(parts(o)) or 1 for o in obs)
     d = tmp_path / "proofs"
     assert main(["prove-all", "--algo", "ring", "--recheck", "cvc5", "--proofs", str(d), "--json"]) == 0
@@ -114,8 +116,18 @@ def test_a_checked_proof_per_claim_for_one_obligation_of_each_property(tmp_path,
     assert pr["written"] == len(files) == claims and pr["checker"] == "cvc5 check-proofs"
     assert pr["bytes"] == sum(f.stat().st_size for f in files) > 0
     assert all(f.suffix == ".cpc" and "(assume " in f.read_text() for f in files)
-    [hole] = pr["with_holes"]
-    assert "Theorem-1-polynomial" in hole and sum(":rule trust" in f.read_text() for f in files) == 1
+    assert sum("Theorem-1" in f.name for f in files) == 3
+    assert pr["with_holes"] == [] and not any(":rule trust" in f.read_text() for f in files)
+
+
+def test_a_proof_with_a_covering_step_is_counted_with_holes(tmp_path):
+    """x² + y² ≥ 2xy over the reals: cvc5 decides it by cylindrical algebraic coverings, whose
+    step CPC records as `trust` (ARITH_NL_COVERING_DIRECT): the proof is written and listed."""
+    import z3
+    x, y = z3.Reals("x y")
+    rc = R.recheck([Obligation("sum", "x² + y² ≥ 2xy", [], x * x + y * y >= 2 * x * y)], 10000, proofs_dir=str(tmp_path))
+    assert rc["agree"] == 2 and rc["proofs"]["written"] == 1
+    [hole] = rc["proofs"]["with_holes"]
     trusts = [line for line in open(hole).read().splitlines() if line.startswith("; trust TRUST")]
     assert trusts and all("ARITH_NL_COVERING" in t for t in trusts)
 
