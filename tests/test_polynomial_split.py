@@ -71,6 +71,23 @@ def test_a_factor_positive_on_the_range_is_divided_out():
     assert discharge(unbounded)["status"] == "refuted"
 
 
+def test_regimes_in_the_hypotheses_are_cases_too_and_the_cover_names_where_they_fail():
+    """x ≤ (2/k if k ≥ 2 else 1) ⇒ x/2 ≤ 1/2: one case per regime of the hypothesis; the cover
+    says every point of the relaxed range is in a case or, in its regime, outside the hypothesis
+    (without those disjuncts it is refuted: x = 5). A wrong regime (3/k) is refuted in its case."""
+    k, x = z3.Reals("k x")
+    ob = Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 2 / k, 1)], x / 2 <= z3.RealVal(1) / 2, [], (k,))
+    parts = split_parts(ob)
+    assert [p.name[len(ob.name):] for p in parts if "k >= 2" in p.name] == [" [polynomial: k >= 2]", " [polynomial: ¬(k >= 2)]"]
+    assert all(discharge(p)["status"] == "proved" for p in parts)
+    cover = parts[-1]
+    inside = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cover.goal.children()[:2]), [], None)
+    assert discharge(inside)["status"] == "refuted"
+    wrong = Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 3 / k, 1)], x / 2 <= z3.RealVal(1) / 2, [], (k,))
+    status = {p.name[len(wrong.name):]: discharge(p)["status"] for p in split_parts(wrong)}
+    assert status[" [polynomial: k >= 2]"] == "refuted" and status[" [polynomial: ¬(k >= 2)]"] == "proved"
+
+
 def test_the_cover_is_checked_a_missing_case_fails_it():
     ob = _phase_lemma()
     cover = split_parts(ob)[-1]

@@ -18,6 +18,9 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
   multiplies by every denominator, and the degree this adds (up to 13 in servers' q = 2
   placement) is what defeated cvc5; every part then assumes those factors positive and one
   *positivity* part proves it from the range;
+- regimes in the hypotheses (a near-optimality statement under ν ≤ Theorem 3) are cases too, and
+  the cover then also names, per regime, the points where a cleared hypothesis fails (a point of
+  the range is in its own regime's case, since there every hypothesis holds);
 - one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
   conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
   cover proves its denominators nonzero from the assumptions without division).
@@ -206,12 +209,11 @@ def _claim(ob: Obligation) -> Z3Term:
 def polynomial_split(ob: Obligation) -> list[Obligation]:
     """The obligation's split (module docstring): cases, then the cover; [] unless it is a closed
     form: a claim with real division whose only integers are its parameters (no flow index),
-    entering through +, −, ·, comparisons and to_real only (so they relax to reals), over a range
-    free of division and regimes."""
+    entering through +, −, ·, comparisons and to_real only (so they relax to reals)."""
     claim = _claim(ob)
     hyps = list(ob.assumptions) + list(ob.premise)
-    if not _has_division(claim) or _conditions(hyps):
-        return []            # regimes only in the claim: the range is one set
+    if not _has_division(claim):
+        return []
     params = {str(t) for t in (ob.params or ()) if isinstance(t, z3.ExprRef)}
     if not _integers([claim, *hyps]) <= params:
         return []            # a flow's indices: integrality matters there, and the claim is not a closed form
@@ -222,19 +224,24 @@ def polynomial_split(ob: Obligation) -> list[Obligation]:
 
 
 def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation]:
-    conds = _conditions([claim])
+    conds = _conditions([claim] + hyps)
     if len(conds) > MAX_CONDITIONS:
         raise NotPolynomial(f"{len(conds)} regimes")
+    ranged = bool(_conditions(hyps))        # regimes in the hypotheses too (near-optimality under ν ≤ Thm 3)
     cover = _Clear({})                      # the range: assumptions without division as they are,
-    relaxed = [cover.formula(h) for h in hyps if not _has_division(h)]
-    cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared (denominators ≠ 0)
+    relaxed = [cover.formula(h) for h in hyps if not _has_division(h) and not _conditions([h])]
+    cleared = [] if ranged else [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared
     red = _Reduce(relaxed)
     parts: list[tuple[str, list[Z3Term], Z3Term, list[Z3Term]]] = []
+    outside: list[Z3Term] = []              # with `ranged`: each regime's points where a hypothesis fails
     for values in itertools.product((True, False), repeat=len(conds)):
         case = {c.get_id(): v for c, v in zip(conds, values)}
         base = _Clear(case)
         premise = [base.formula(h) for h in hyps]
         here = [base.formula(c) if v else z3.Not(base.formula(c)) for c, v in zip(conds, values)]
+        if ranged:
+            outside.append(_and(here + [z3.Not(_and(premise))]))
+            cover.nonzero += base.nonzero
         if conds and _decided(premise + here) == "unsat":
             continue
         base.formula(claim)                          # the denominators met in this case
@@ -256,6 +263,7 @@ def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation
         out.append(Obligation(ob.prop, f"{ob.name} [polynomial: {', '.join(sorted(red.dropped))} positive on the range]",
                               relaxed, _and(red.hypotheses), [], None))
     out.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
+                          z3.Or(*cases, *outside) if ranged else
                           z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
                           [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
     return out
