@@ -146,6 +146,8 @@ class Cvc5:
 
     def _ask(self, script: str, timeout_ms: int, nl_cov: bool, proof: bool) -> tuple[str, str | None]:
         import multiprocessing as mp
+        if self._proc is not None and not self._proc.is_alive():
+            self.close()                              # died after its last answer: start afresh
         if self._conn is None:
             _cvc5()                                   # imported once here, so that the worker inherits it
             ctx = mp.get_context("fork")
