@@ -19,7 +19,9 @@ def test_the_phase_lemma_splits_into_its_regimes_and_a_cover_z3_proves():
     ob = _phase_lemma()
     parts = split_parts(ob)
     names = [p.name[len(ob.name):] for p in parts]
-    assert len(parts) == 5 and names[-1] == " [polynomial: the cases cover the range]"
+    assert len(parts) == 6 and names[-1] == " [polynomial: the cases cover the range]"
+    assert names[-2].endswith(" positive on the range]")                  # factors divided out of the cases
+    assert {"ell", "k", "p - 1"} <= set(names[-2][len(" [polynomial: "):-len(" positive on the range]")].split(", "))
     assert sum("ell >= 2" in n and "¬(ell >= 2)" not in n for n in names) == 2     # ℓ ≥ 2 with k = 1 and k ≠ 1
     for p in parts:
         assert not any(z3.is_div(x) for x in _subterms(p.goal)), p.name      # no division left
@@ -43,6 +45,7 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
     parts = split_parts(ob)
     status = {p.name[len(ob.name):]: discharge(p)["status"] for p in parts}
     assert status == {" [polynomial: ell >= 2]": "proved", " [polynomial: ¬(ell >= 2)]": "refuted",
+                      " [polynomial: k positive on the range]": "proved",
                       " [polynomial: the cases cover the range]": "proved"}
     try:
         from verifier.parametric import recheck as R
@@ -51,6 +54,38 @@ def test_a_wrong_closed_form_is_refuted_through_its_split():
         return
     wrong = next(p for p in parts if "¬" in p.name)
     assert R.solve(R.queries(wrong)[1][2], 10000)[0] == "sat"
+
+
+def test_a_factor_positive_on_the_range_is_divided_out():
+    """x/(k·g) ≤ y/(k·g) cleared is k·g·(x − y) ≤ 0: the factors k and g, positive on the range,
+    are divided out (x − y ≤ 0 is what cvc5 decides), every part assumes them positive and one
+    part proves that from the range; without g ≥ 2 the positivity part is refuted."""
+    k, g, x, y = z3.Reals("k g x y")
+    ob = Obligation("bound", "x/(k·g) ≤ y/(k·g)", [k >= 1, g >= 2, x <= y], x / (k * g) <= y / (k * g), [], (k, g))
+    case, positive, cover = split_parts(ob)
+    assert {str(v) for v in _vars(case.goal)} == {"x", "y"}
+    assert positive.name.endswith("[polynomial: g, k positive on the range]")
+    assert all(discharge(p)["status"] == "proved" for p in (case, positive, cover))
+    unbounded = Obligation(positive.prop, positive.name, [a for a in positive.assumptions if "g" not in str(a)],
+                           positive.goal, [], None)
+    assert discharge(unbounded)["status"] == "refuted"
+
+
+def test_regimes_in_the_hypotheses_are_cases_too_and_the_cover_names_where_they_fail():
+    """x ≤ (2/k if k ≥ 2 else 1) ⇒ x/2 ≤ 1/2: one case per regime of the hypothesis; the cover
+    says every point of the relaxed range is in a case or, in its regime, outside the hypothesis
+    (without those disjuncts it is refuted: x = 5). A wrong regime (3/k) is refuted in its case."""
+    k, x = z3.Reals("k x")
+    ob = Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 2 / k, 1)], x / 2 <= z3.RealVal(1) / 2, [], (k,))
+    parts = split_parts(ob)
+    assert [p.name[len(ob.name):] for p in parts if "k >= 2" in p.name] == [" [polynomial: k >= 2]", " [polynomial: ¬(k >= 2)]"]
+    assert all(discharge(p)["status"] == "proved" for p in parts)
+    cover = parts[-1]
+    inside = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cover.goal.children()[:2]), [], None)
+    assert discharge(inside)["status"] == "refuted"
+    wrong = Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 3 / k, 1)], x / 2 <= z3.RealVal(1) / 2, [], (k,))
+    status = {p.name[len(wrong.name):]: discharge(p)["status"] for p in split_parts(wrong)}
+    assert status[" [polynomial: k >= 2]"] == "refuted" and status[" [polynomial: ¬(k >= 2)]"] == "proved"
 
 
 def test_the_cover_is_checked_a_missing_case_fails_it():

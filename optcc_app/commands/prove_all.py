@@ -83,22 +83,27 @@ def lp_obligations() -> list:
     return [claim_obligation(c) for make in CERTIFICATES for c in all_claims(make())]
 
 
+def recheck_obligations(algo: str) -> list:
+    """What `--recheck` decides again: prove-all's obligations, the near-optimality statements
+    and the LP certificates' claims."""
+    from verifier.parametric.prove import obligations
+    from verifier.parametric import near_optimal, near_optimal_servers
+    obs = obligations(algo)[1]
+    extra = {"optcc": near_optimal, "servers": near_optimal_servers}.get(algo)
+    if extra is not None:
+        obs = obs + extra.obligations()
+    return obs + lp_obligations()
+
+
 def _recheck(res: dict, args) -> dict:
-    """prove-all's obligations, the near-optimality statements and the LP certificates' claims
-    re-checked by cvc5."""
+    """recheck_obligations(algo) re-checked by cvc5."""
     import sys
 
-    from verifier.parametric.prove import obligations
     from verifier.parametric.recheck import recheck
-    from verifier.parametric import near_optimal, near_optimal_servers
     if not args.recheck_timeout > 0:
         from optcc.errors import OptccError
         raise OptccError("--recheck-timeout", f"expected a positive number of seconds, got {args.recheck_timeout}")
-    obs = obligations(args.algo)[1]
-    extra = {"optcc": near_optimal, "servers": near_optimal_servers}.get(args.algo)
-    if extra is not None:
-        obs = obs + extra.obligations()
-    obs = obs + lp_obligations()
+    obs = recheck_obligations(args.algo)
 
     def progress(n, total):
         if n % 50 == 0 or n == total:

@@ -13,6 +13,14 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
   D² > 0, or N ⋈ 0 where every denominator met in the case is positive there; the case's side
   conditions state that (nonzero, or positive), so the cleared atoms mean what the original ones
   mean;
+- in every cleared atom the factors positive on the range (g, k, s_nv, q − 1, …: sympy's
+  factorization, Z3's quick check) are divided out (N ⋈ 0 ⇔ N/f ⋈ 0 where f > 0): clearing
+  multiplies by every denominator, and the degree this adds (up to 13 in servers' q = 2
+  placement) is what defeated cvc5; every part then assumes those factors positive and one
+  *positivity* part proves it from the range;
+- regimes in the hypotheses (a near-optimality statement under ν ≤ Theorem 3) are cases too, and
+  the cover then also names, per regime, the points where a cleared hypothesis fails (a point of
+  the range is in its own regime's case, since there every hypothesis holds);
 - one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
   conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
   cover proves its denominators nonzero from the assumptions without division).
@@ -20,12 +28,14 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
 Every part is proved by Z3 (prove-all) as well as the original, and cvc5 re-checks the parts
 (verifier.parametric.recheck): the statement is written once (the original), the split derived
 from it mechanically. Why it implies the original: a point of the range lies in some case (cover);
-there its denominators are nonzero (side), so each cleared atom has the original atom's truth
-value and the branches taken are the original's: the case's claim is the original claim there.
+there the divided-out factors are positive (positivity) and its denominators nonzero (side),
+so each cleared atom has the original atom's truth value and the branches taken are the
+original's: the case's claim is the original claim there.
 """
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import z3
@@ -199,12 +209,11 @@ def _claim(ob: Obligation) -> Z3Term:
 def polynomial_split(ob: Obligation) -> list[Obligation]:
     """The obligation's split (module docstring): cases, then the cover; [] unless it is a closed
     form: a claim with real division whose only integers are its parameters (no flow index),
-    entering through +, −, ·, comparisons and to_real only (so they relax to reals), over a range
-    free of division and regimes."""
+    entering through +, −, ·, comparisons and to_real only (so they relax to reals)."""
     claim = _claim(ob)
     hyps = list(ob.assumptions) + list(ob.premise)
-    if not _has_division(claim) or _conditions(hyps):
-        return []            # regimes only in the claim: the range is one set
+    if not _has_division(claim):
+        return []
     params = {str(t) for t in (ob.params or ()) if isinstance(t, z3.ExprRef)}
     if not _integers([claim, *hyps]) <= params:
         return []            # a flow's indices: integrality matters there, and the claim is not a closed form
@@ -215,38 +224,140 @@ def polynomial_split(ob: Obligation) -> list[Obligation]:
 
 
 def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation]:
-    conds = _conditions([claim])
+    conds = _conditions([claim] + hyps)
     if len(conds) > MAX_CONDITIONS:
         raise NotPolynomial(f"{len(conds)} regimes")
-    cases, parts = [], []
+    ranged = bool(_conditions(hyps))        # regimes in the hypotheses too (near-optimality under ν ≤ Thm 3)
+    cover = _Clear({})                      # the range: assumptions without division as they are,
+    relaxed = [cover.formula(h) for h in hyps if not _has_division(h) and not _conditions([h])]
+    cleared = [] if ranged else [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared
+    red = _Reduce(relaxed)
+    parts: list[tuple[str, list[Z3Term], Z3Term, list[Z3Term]]] = []
+    outside: list[Z3Term] = []              # with `ranged`: each regime's points where a hypothesis fails
     for values in itertools.product((True, False), repeat=len(conds)):
         case = {c.get_id(): v for c, v in zip(conds, values)}
         base = _Clear(case)
         premise = [base.formula(h) for h in hyps]
         here = [base.formula(c) if v else z3.Not(base.formula(c)) for c, v in zip(conds, values)]
+        if ranged:
+            outside.append(_and(here + [z3.Not(_and(premise))]))
+            cover.nonzero += base.nonzero
         if conds and _decided(premise + here) == "unsat":
             continue
         base.formula(claim)                          # the denominators met in this case
         dens = list(dict.fromkeys(base.nonzero))
         positive = bool(dens) and _decided(premise + here + [z3.Or(*[d <= 0 for d in dens])]) == "unsat"
         clear = _Clear(case, positive)          # the case's own premise and conditions cleared alike,
-        premise = [clear.formula(h) for h in hyps]           # so the cover names what the part assumes
-        here = [clear.formula(c) if v else z3.Not(clear.formula(c)) for c, v in zip(conds, values)]
-        goal = clear.formula(claim)
-        side = [d > 0 if positive else d != 0 for d in dens]
+        premise = [red.formula(clear.formula(h)) for h in hyps]      # so the cover names what the part assumes
+        here = [red.formula(clear.formula(c) if v else z3.Not(clear.formula(c))) for c, v in zip(conds, values)]
+        goal = red.formula(clear.formula(claim))
+        side = [red.formula(d > 0 if positive else d != 0) for d in dens]
         what = ", ".join(f"{c}" if v else f"¬({c})" for c, v in zip(conds, values)) or "one case"
-        cases.append(_and(premise + here))
-        parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", premise + here, goal,
-                                side, None))
+        parts.append((what, premise + here, goal, side))
     if not parts:
         raise NotPolynomial("no feasible case")
-    cover = _Clear({})                      # the range: assumptions without division as they are,
-    relaxed = [cover.formula(h) for h in hyps if not _has_division(h)]
-    cleared = [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared (denominators ≠ 0)
-    parts.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
-                            z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
-                            [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
-    return parts
+    cases = [_and(hyp + red.hypotheses) for _, hyp, _, _ in parts]
+    out = [Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", hyp + red.hypotheses, goal, side, None)
+           for what, hyp, goal, side in parts]
+    if red.hypotheses:
+        out.append(Obligation(ob.prop, f"{ob.name} [polynomial: {', '.join(sorted(red.dropped))} positive on the range]",
+                              relaxed, _and(red.hypotheses), [], None))
+    out.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
+                          z3.Or(*cases, *outside) if ranged else
+                          z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
+                          [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
+    return out
+
+
+Poly = dict[tuple[tuple[str, int], ...], Fraction]      # monomial (variable, power)… -> coefficient
+
+
+def _poly(e: Z3Term) -> Poly:
+    """A cleared term (+, −, ·, rationals, variables) as its expanded monomials."""
+    if z3.is_rational_value(e) or z3.is_int_value(e):
+        c = Fraction(e.as_fraction() if z3.is_rational_value(e) else e.as_long())
+        return {(): c} if c else {}
+    if z3.is_const(e):
+        return {((e.decl().name(), 1),): Fraction(1)}
+    k, args = e.decl().kind(), [_poly(a) for a in e.children()]
+    if k in (z3.Z3_OP_ADD, z3.Z3_OP_SUB):
+        out = dict(args[0])
+        for q in args[1:]:
+            for m, c in q.items():
+                out[m] = out.get(m, Fraction(0)) + (c if k == z3.Z3_OP_ADD else -c)
+        return {m: c for m, c in out.items() if c}
+    if k == z3.Z3_OP_UMINUS:
+        return {m: -c for m, c in args[0].items()}
+    if k == z3.Z3_OP_MUL:
+        out = args[0]
+        for q in args[1:]:
+            prod: dict[tuple[tuple[str, int], ...], Fraction] = {}
+            for m1, c1 in out.items():
+                for m2, c2 in q.items():
+                    powers = dict(m1)
+                    for v, n in m2:
+                        powers[v] = powers.get(v, 0) + n
+                    m = tuple(sorted(powers.items()))
+                    prod[m] = prod.get(m, Fraction(0)) + c1 * c2
+            out = {m: c for m, c in prod.items() if c}
+        return out
+    raise NotPolynomial(f"operator {e.decl().name()}")
+
+
+class _Reduce:
+    """Divide every atom's polynomial by its factors (sympy's factorization) that are positive
+    on the range: N ⋈ 0 ⇔ N/f ⋈ 0 where f > 0. The cleared atoms carry every denominator as a
+    factor, so this lowers their degree (g, k, s_nv up to the fourth power, q − 1, …) to what the
+    claim needs, which cvc5 decides where the cleared form defeats it. Where a factor is divided
+    out, every part assumes it positive (`hypotheses`) and one more part proves that from the
+    range."""
+
+    def __init__(self, relaxed: list[Z3Term]):
+        import sympy as sp
+        self.sp, self.relaxed = sp, relaxed
+        self.is_positive: dict[object, bool] = {}
+        self.dropped: dict[str, Z3Term] = {}
+
+    @property
+    def hypotheses(self) -> list[Z3Term]:
+        return [self.dropped[name] > 0 for name in sorted(self.dropped)]
+
+    def _positive(self, f: object) -> bool:
+        """Z3 quickly finds f positive on the range (shapes the split only: the positivity part
+        proves it)."""
+        if f not in self.is_positive:
+            self.is_positive[f] = _decided(self.relaxed + [self._z3(f) <= 0]) == "unsat"
+        return self.is_positive[f]
+
+    def formula(self, e: Z3Term) -> Z3Term:
+        if z3.is_true(e) or z3.is_false(e):
+            return e
+        k = e.decl().kind()
+        if k in _BOOL:
+            return _BOOL[k]([self.formula(a) for a in e.children()])
+        if k in _CMP and e.num_args() == 2 and not z3.is_bool(e.arg(0)):
+            sp = self.sp
+            poly = _poly(e.arg(0) - e.arg(1))
+            if not poly or all(not m for m in poly):
+                return e
+            expr = sp.Add(*[sp.Rational(c.numerator, c.denominator) * sp.Mul(*[sp.Symbol(v) ** n for v, n in m])
+                            for m, c in poly.items()])
+            c, factors = sp.factor_list(expr)
+            out = [f for f, _ in factors if not f.is_number and self._positive(f)]
+            if not out:
+                return e
+            for f in out:
+                self.dropped.setdefault(str(f), self._z3(f))
+            rest = sp.sign(c) * sp.Mul(*[f ** n for f, n in factors if f not in out])
+            return _CMP[k](self._z3(rest), z3.RealVal(0))
+        if k == z3.Z3_OP_EQ:
+            return self.formula(e.arg(0)) == self.formula(e.arg(1))
+        return e
+
+    def _z3(self, f: object) -> Z3Term:
+        from bounds.proofs import to_z3
+        assert isinstance(f, self.sp.Expr)
+        return to_z3(f, {v: z3.Real(v.name) for v in f.free_symbols})
 
 
 def _decided(constraints: list[Z3Term]) -> str:

@@ -65,14 +65,19 @@ def queries(ob: Obligation) -> list[tuple[str, str, str]]:
             ("claim", "unsat", _script(list(ob.assumptions) + list(ob.premise) + [z3.Not(claim)]))]
 
 
-def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = True,
-             proof: bool = False) -> tuple[str, str | None]:
-    """cvc5's answer ("sat" | "unsat" | "unknown") on an SMT-LIB2 script, and with `proof` the
-    checked Alethe proof of an unsat answer (else None)."""
+def _cvc5() -> Any:
     try:
         import cvc5
     except ImportError as e:
         raise OptccError("recheck", "cvc5 is not installed: pip install cvc5 (or the project's 'proofs' extra)") from e
+    return cvc5
+
+
+def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = True,
+             proof: bool = False) -> tuple[str, str | None]:
+    """cvc5's answer ("sat" | "unsat" | "unknown") on an SMT-LIB2 script, in this process, and
+    with `proof` the checked proof of an unsat answer (else None)."""
+    cvc5 = _cvc5()
     tm = cvc5.TermManager()
     solver = cvc5.Solver(tm)
     solver.setOption("tlimit", str(timeout_ms))
@@ -100,37 +105,87 @@ def run_cvc5(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, nl_cov: bool = T
     return answer, text
 
 
-def _child(conn: Connection, script: str, timeout_ms: int, nl_cov: bool, proof: bool) -> None:
-    try:
-        conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov, proof=proof))
-    except Exception as e:  # noqa: BLE001 - reported as the answer
-        conn.send((f"error: {e}", None))
-    conn.close()
+def _serve(conn: Connection) -> None:
+    """The worker's loop: one query in, its answer out, until the pipe closes."""
+    while True:
+        try:
+            script, timeout_ms, nl_cov, proof = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(run_cvc5(script, timeout_ms, nl_cov=nl_cov, proof=proof))
+        except Exception as e:  # noqa: BLE001 - reported as the answer
+            conn.send((f"error: {e}", None))
+
+
+class Cvc5:
+    """cvc5 in one forked worker process that answers queries in turn, killed at a query's time
+    limit (cvc5's own limit does not interrupt every procedure) and started afresh for the next.
+    One process for a whole run, not one per query: a fork per query (cvc5 imported in each
+    child) cost about 0.1 s a query, more than most ring queries take to decide."""
+
+    def __init__(self) -> None:
+        self._proc: Any = None
+        self._conn: Connection | None = None
+
+    def __enter__(self) -> Cvc5:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            if self._proc.is_alive():
+                self._proc.kill()
+            self._proc.join()
+            self._proc = None
+
+    def _ask(self, script: str, timeout_ms: int, nl_cov: bool, proof: bool) -> tuple[str, str | None]:
+        import multiprocessing as mp
+        if self._proc is not None and not self._proc.is_alive():
+            self.close()                              # died after its last answer: start afresh
+        if self._conn is None:
+            _cvc5()                                   # imported once here, so that the worker inherits it
+            ctx = mp.get_context("fork")
+            self._conn, child = ctx.Pipe()
+            self._proc = ctx.Process(target=_serve, args=(child,), daemon=True)
+            self._proc.start()
+            child.close()
+        assert self._conn is not None
+        self._conn.send((script, timeout_ms, nl_cov, proof))
+        if not self._conn.poll(timeout_ms / 1000 + 1):
+            self.close()
+            return ("unknown", None)
+        try:
+            answer: tuple[str, str | None] = self._conn.recv()
+        except EOFError:
+            self.close()
+            return ("error: the cvc5 worker died", None)
+        return answer
+
+    def solve(self, script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False) -> tuple[str, str | None]:
+        """cvc5's answer (and proof, as run_cvc5), each try within the time limit: first its
+        default nonlinear strategy, then `nl-cov` (the other way round for a query over the reals
+        alone, where the coverings are complete)."""
+        answer: tuple[str, str | None] = ("unknown", None)
+        for nl_cov in ((True, False) if " Int)" not in script else (False, True)):
+            answer = self._ask(script, timeout_ms, nl_cov, proof)
+            if answer[0] in ("sat", "unsat"):
+                return answer
+        return answer
 
 
 def solve(script: str, timeout_ms: int = DEFAULT_TIMEOUT_MS, proof: bool = False) -> tuple[str, str | None]:
-    """cvc5's answer (and proof, as run_cvc5), each try in a forked process killed at the time limit
-    (cvc5's own limit does not interrupt every procedure): first its default nonlinear strategy,
-    then `nl-cov` (the other way round for a query over the reals alone, where the coverings are
-    complete)."""
-    import multiprocessing as mp
-    ctx = mp.get_context("fork")
-    answer: tuple[str, str | None] = ("unknown", None)
-    for nl_cov in ((True, False) if " Int)" not in script else (False, True)):
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(child, script, timeout_ms, nl_cov, proof), daemon=True)
-        proc.start()
-        child.close()
-        answer = parent.recv() if parent.poll(timeout_ms / 1000 + 1) else ("unknown", None)
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        parent.close()
-        if answer[0] in ("sat", "unsat"):
-            return answer
-    return answer
+    """One query decided as `Cvc5.solve` decides it, in a worker of its own."""
+    with Cvc5() as worker:
+        return worker.solve(script, timeout_ms, proof)
 
 
+SLOWEST = 10   # queries whose times the result lists
 HOLE_RULES = (":rule hole", ":rule trust")   # a step the proof does not justify (Alethe, CPC)
 
 
@@ -160,8 +215,9 @@ def _units(ob: Obligation, timeout_ms: int, unknown: list[dict[str, str]]) -> li
 def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
             progress: Callable[[int, int], object] | None = None, proofs_dir: str | None = None) -> dict[str, Any]:
     """Every obligation's queries through cvc5 (`solve`), a closed form's through its polynomial
-    split (`split`: how many; Z3 proves each part here, `parts_proved_by_z3`): counts of agreement, disagreement and timeouts, with the
-    obligations (or parts) that did not agree; with `proofs_dir`, every refuted claim's
+    split (`split`: how many; Z3 proves each part here, `parts_proved_by_z3`): counts of agreement,
+    disagreement and timeouts, with the obligations (or parts) that did not agree and the `SLOWEST`
+    queries' times (where a re-check spends its time); with `proofs_dir`, every refuted claim's
     checked proof written there and counted (files, bytes, steps cvc5 left as holes)."""
     from optcc.files import write_text_atomic
     t0 = time.perf_counter()
@@ -171,31 +227,37 @@ def recheck(obs: Sequence[Obligation], timeout_ms: int = DEFAULT_TIMEOUT_MS,
     written, size, holes = 0, 0, []
 
     asked, split, z3_parts = 0, 0, 0
-    for n, ob in enumerate(obs):
-        units = _units(ob, timeout_ms, unknown)
-        split += units is not None
-        z3_parts += len(units or ())
-        for u, unit, what, want, script in [(u, x, *q) for u, x in enumerate(units or [ob]) for q in queries(x)]:
-            asked += 1
-            got, text = solve(script, timeout_ms, proof=proofs_dir is not None and what == "claim")
-            if got == want:
-                agree += 1
-                if text is not None and proofs_dir is not None:
-                    path = _proof_file(proofs_dir, n, unit, u if units else None)
-                    write_text_atomic(path, text, "--proofs")
-                    written += 1
-                    size += len(text.encode())
-                    if any(h in text for h in HOLE_RULES):
-                        holes.append(path)
-            elif got == "unknown" or got.startswith("error"):
-                unknown.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
-            else:
-                disagree.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
-        if progress is not None:
-            progress(n + 1, len(obs))
+    took: list[tuple[float, str, str]] = []
+    with Cvc5() as worker:
+        for n, ob in enumerate(obs):
+            units = _units(ob, timeout_ms, unknown)
+            split += units is not None
+            z3_parts += len(units or ())
+            for u, unit, what, want, script in [(u, x, *q) for u, x in enumerate(units or [ob]) for q in queries(x)]:
+                asked += 1
+                t = time.perf_counter()
+                got, text = worker.solve(script, timeout_ms, proof=proofs_dir is not None and what == "claim")
+                took.append((time.perf_counter() - t, unit.name, what))
+                if got == want:
+                    agree += 1
+                    if text is not None and proofs_dir is not None:
+                        path = _proof_file(proofs_dir, n, unit, u if units else None)
+                        write_text_atomic(path, text, "--proofs")
+                        written += 1
+                        size += len(text.encode())
+                        if any(h in text for h in HOLE_RULES):
+                            holes.append(path)
+                elif got == "unknown" or got.startswith("error"):
+                    unknown.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
+                else:
+                    disagree.append({"obligation": unit.name, "property": ob.prop, "query": what, "cvc5": got})
+            if progress is not None:
+                progress(n + 1, len(obs))
     out = {"solver": "cvc5", "obligations": len(obs), "split": split, "parts_proved_by_z3": z3_parts,
            "queries": asked, "agree": agree,
-           "disagree": disagree, "unknown": unknown, "seconds": round(time.perf_counter() - t0, 3)}
+           "disagree": disagree, "unknown": unknown, "seconds": round(time.perf_counter() - t0, 3),
+           "slowest": [{"obligation": name, "query": what, "seconds": round(dt, 3)}
+                       for dt, name, what in sorted(took, key=lambda x: -x[0])[:SLOWEST]]}
     if proofs_dir is not None:
         out["proofs"] = {"dir": proofs_dir, "written": written, "bytes": size, "with_holes": holes,
                          "checker": "cvc5 check-proofs", "format": PROOF_FORMAT}
