@@ -170,12 +170,15 @@ class GeneratedSchedule:
             raise OptccError("rank", f"expected a rank in 0..{p - 1}, got {rank!r}")
         return rank_flow_arrays(self.algo, p, k, s, ell, rank)
 
-    def rank_schedule(self, rank: int) -> Schedule:
+    def rank_schedule(self, rank: int, arrays: RankFlows | None = None) -> Schedule:
         """A Schedule of this rank's flows alone (posting order), all pieces and the construction's
-        meta: what a worker lowers into its program. Its flows are those of `materialize()` with
-        `rank` at an end (tests/test_rank_local.py)."""
+        meta: what a worker lowers into its program, one Flow per row of `arrays` (rank_flows(rank)
+        when not given). Its flows are those of `materialize()` with `rank` at an end
+        (tests/test_rank_local.py)."""
         from optcc.schedule import ONE, Flow, Schedule
-        rf = self.rank_flows(rank)
+        rf = self.rank_flows(rank) if arrays is None else arrays
+        if rf.rank != rank:
+            raise OptccError("rank", f"the arrays given are rank {rf.rank}'s flows, not rank {rank}'s")
         starts: dict[int, Fraction] = {}
         ops = ("add", "copy")
         flows: list[Flow] = []
