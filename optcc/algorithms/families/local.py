@@ -137,16 +137,21 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int
     return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
 
 
+OP_CODES = {"add": 0, "copy": 1}     # RankFlows.op; any other op of a family is none of these (-1)
+
+
 def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
-                         rank: int) -> tuple[list[Fraction], list[tuple[int, int, int, int, str]], int]:
-    """(pieces, flows, scale) of `rank`: flows as (start, src, dst, piece, op) in posting order,
+                         rank: int) -> tuple[list[Fraction], tuple[npt.NDArray[np.int64], ...], int]:
+    """(pieces, (start, src, dst, piece, op) columns in posting order, scale) of `rank`'s flows,
     enumerated one flow at a time in exact arithmetic (INT): each branch's indices solved per
     point, the domain and terms evaluated as the proof states them, start = origin + (box +
     offset)·unit on the integer grid `scale` (exact: scale is the lcm of every phase's origin,
-    unit and offset·unit denominators, each (phase, offset) pair's base and step computed once
-    in Python ints), ranks and piece indices from the construction's own maps. An independent
-    route to what rank_flow_arrays computes with numpy (index grids, masks, its start grid, the
-    sort), so a rank can check its part before it runs (check_rank_part)."""
+    unit and offset·unit denominators; each (phase, offset) pair's base and step computed once
+    in Python ints, each start in Python ints), ranks and piece indices from the construction's
+    own maps, op as OP_CODES. An independent route to what rank_flow_arrays computes with numpy
+    (index grids, masks, its start grid, the sort), so a rank can check its part before it runs
+    (check_rank_part); the columns become int64 arrays only at the end (OptccError where a start
+    does not fit), sorted by the posting key (start, src, dst, piece)."""
     from itertools import product
     form = local_form(algo)
     ell = Fraction(ell)
@@ -163,14 +168,14 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
     src: list[int] = []
     dst: list[int] = []
     piece: list[int] = []
-    ops: list[str] = []
+    ops: list[int] = []
     try:
         for br in form.branches:
             if not br.applies(INT, PT, node):
                 continue
             fam = br.family
             free = [range(lo, hi + 1) for lo, hi in (ranges[fam.name][i] for i in free_positions(br))]
-            op, solve, domain, terms = fam.op, br.solve, fam.domain, fam.terms
+            op, solve, domain, terms = OP_CODES.get(fam.op, -1), br.solve, fam.domain, fam.terms
             for vals in product(*free):
                 idx = solve(INT, PT, node, *vals)
                 if not all(domain(INT, PT, *idx)):
@@ -196,8 +201,15 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
             scale = math.lcm(scale, Fraction(x).denominator)
     base = [int((origin[ph] + off * unit[ph]) * scale) for ph, off in pairs]
     step = [int(unit[ph] * scale) for ph, _ in pairs]
-    start = [base[j] + b * step[j] for j, b in zip(pair, boxes)]
-    return form.pieces(PT), sorted(zip(start, src, dst, piece, ops)), scale     # posting order
+    try:
+        cols = [np.array(c, dtype=np.int64) for c in
+                ([base[j] + b * step[j] for j, b in zip(pair, boxes)], src, dst, piece, ops)]
+    except OverflowError:
+        raise OptccError("schedule", f"rank {rank}'s flow starts do not fit int64 on their grid "
+                                     f"({scale} steps per n/B)") from None
+    ref_start, ref_src, ref_dst, ref_piece, _ = cols
+    posting = np.lexsort((ref_piece, ref_dst, ref_src, ref_start))      # key (start, src, dst, piece)
+    return form.pieces(PT), tuple(c[posting] for c in cols), scale
 
 
 def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int, flows: RankFlows) -> None:
@@ -207,25 +219,23 @@ def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int,
     pieces, want, scale = rank_flows_reference(algo, p, k, s, ell, rank)
     if list(flows.pieces) != pieces:
         raise OptccError("schedule", f"rank {rank}'s piece sizes are not the proved construction's")
-    if len(flows) != len(want):
+    if len(flows) != want[0].size:
         raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
-                                     f"give it {len(want)}")
-    common = math.lcm(scale, flows.scale)                 # one grid for both (each is exact on its own)
-    if common != scale:
-        times = common // scale
-        want = [(t * times, a, b, c, o) for t, a, b, c, o in want]
-    starts = flows.start.tolist()
-    if common != flows.scale:
-        starts = [t * (common // flows.scale) for t in starts]
-    ops = list(map({0: "add", 1: "copy"}.get, flows.op.tolist()))      # None: no op of a flow
-    got = list(zip(starts, flows.src.tolist(), flows.dst.tolist(), flows.piece.tolist(), ops))
-    if got == want:
+                                     f"give it {want[0].size}")
+    got = (flows.start, flows.src, flows.dst, flows.piece, flows.op)
+    if scale == flows.scale and all(np.array_equal(g, w) for g, w in zip(got, want)):
         return
-    i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
-    (gt, *g), (wt, *w) = got[i], want[i]
-    raise OptccError("schedule", f"rank {rank}'s flow {i} ({g[0]} -> {g[1]}, piece {g[2]}, {g[3]} at "
-                                 f"{Fraction(gt, common)}) is not the proved families' ({w[0]} -> {w[1]}, "
-                                 f"piece {w[2]}, {w[3]} at {Fraction(wt, common)}); refusing to run it")
+    common = math.lcm(scale, flows.scale)                 # one grid for both, in Python ints
+    rows = [list(zip([t * (common // sc) for t in c[0].tolist()], *(x.tolist() for x in c[1:])))
+            for c, sc in ((got, flows.scale), (want, scale))]
+    i = next((i for i, (g, w) in enumerate(zip(*rows)) if g != w), None)
+    if i is None:
+        return                                            # the same flows on two grids
+    names = {v: k for k, v in OP_CODES.items()}
+    (gt, *g), (wt, *w) = rows[0][i], rows[1][i]
+    raise OptccError("schedule", f"rank {rank}'s flow {i} ({g[0]} -> {g[1]}, piece {g[2]}, {names.get(g[3], g[3])} "
+                                 f"at {Fraction(gt, common)}) is not the proved families' ({w[0]} -> {w[1]}, "
+                                 f"piece {w[2]}, {names.get(w[3], w[3])} at {Fraction(wt, common)}); refusing to run it")
 
 
 def check_start_grid(algo: str, p: int, k: int, s: int, ell: Fraction, field: str = "cluster") -> None:
