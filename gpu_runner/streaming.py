@@ -37,7 +37,7 @@ import json
 import os
 import threading
 import time
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import attrgetter, itemgetter
 
 import torch
@@ -315,7 +315,7 @@ def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
     flat = list(chain.from_iterable(deps))
     on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
     by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    completion = np.fromiter(map("C".__eq__, map(itemgetter(1), flat)), bool, len(flat))
+    completion = np.fromiter(map({"C": True}.get, map(itemgetter(1), flat), repeat(False)), bool, len(flat))
     later = np.flatnonzero(on >= by)
     if later.size:
         i = int(later[0])
