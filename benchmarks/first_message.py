@@ -53,7 +53,8 @@ def launcher(p: int, k: int, ell: str, tmp: str) -> tuple[str, str]:
     return path, att
 
 
-PHASES = (("optcc.generated", "GeneratedSchedule.rank_schedule", "part"),
+PHASES = (("optcc.generated", "GeneratedSchedule.rank_flows", "part"),          # its arrays, then its Flows
+          ("optcc.generated", "GeneratedSchedule.rank_schedule", "part"),
           ("optcc.algorithms.families.local", "check_rank_part", "reference check"),
           ("gpu_runner.proof", "rank_program", "program"),
           ("verifier.streaming_local", "check_rank_program", "L1-L5 check"),

@@ -397,14 +397,15 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
 
 def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
     from optcc.algorithms.families.local import check_rank_part
-    part = gen.rank_schedule(rank)
-    check_rank_part(gen.algo, *gen.params(), rank, part)     # the numpy build against the proved terms, flow by flow
+    flows = gen.rank_flows(rank)
+    check_rank_part(gen.algo, *gen.params(), rank, flows)    # the numpy build against the proved terms, flow by flow
+    part = gen.rank_schedule(rank, flows)                    # one Flow per checked row
     num = body.get("numerics")
     numerics = {(num["dtype"], bool(num["allow_worse"])): num["message"]} if num else {}
     if body.get("streaming") == PER_RANK:           # no instance proof: this rank's program, checked here
         from optcc.timing import IntegerTimes
         from verifier.streaming_local import check_rank_program
-        grid = IntegerTimes(part)
+        grid = IntegerTimes(part, starts=(flows.start.tolist(), flows.scale))   # the part's starts, as built
         for record in body.get("programs", ()):
             window, recv_order = record["window"], bool(record["recv_order"])
             rp = rank_program(part, rank, window, recv_order, grid=grid)

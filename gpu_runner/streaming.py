@@ -37,7 +37,7 @@ import json
 import os
 import threading
 import time
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import attrgetter, itemgetter
 
 import torch
@@ -73,12 +73,13 @@ class _BoundProgram:
         args = self.args = []
         add = args.append
         ops = rp.ops
+        views = flat.split([hi - lo for lo, hi in ranges])     # every piece's view in one call (ranges tile flat)
         for kind, piece, slot, peer, flow, local in zip(*(map(attrgetter(f), ops) for f in
                                                           ("kind", "piece", "slot", "peer", "flow", "local"))):
             x = pieces.get(piece)
             if x is None:
                 lo, hi = ranges[piece]
-                v = flat[lo:hi]
+                v = views[piece]
                 x = pieces[piece] = (v, [v], hi - lo)
             s = None
             if slot is not None:
@@ -314,7 +315,7 @@ def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
     flat = list(chain.from_iterable(deps))
     on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
     by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    completion = np.fromiter(map("C".__eq__, map(itemgetter(1), flat)), bool, len(flat))
+    completion = np.fromiter(map({"C": True}.get, map(itemgetter(1), flat), repeat(False)), bool, len(flat))
     later = np.flatnonzero(on >= by)
     if later.size:
         i = int(later[0])
@@ -323,9 +324,9 @@ def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
     for sel in (~completion, completion):
         m, k = on[sel], by[sel]
         order = np.argsort(m, kind="stable")           # by op; each op's dependents stay in index order
-        ks = k[order].tolist()
+        ks = tuple(k[order].tolist())                  # a slice of a tuple is a tuple (the shared () when empty)
         ends = np.cumsum(np.bincount(m, minlength=n)).tolist()
-        out.append(tuple(map(tuple, map(ks.__getitem__, map(slice, [0] + ends[:-1], ends)))))
+        out.append(tuple(map(ks.__getitem__, map(slice, [0] + ends[:-1], ends))))
     start = np.flatnonzero(np.array(ndeps, np.int64) == 0).tolist()   # sorted: a valid heap
     return out[0], out[1], ndeps, start
 

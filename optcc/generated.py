@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from itertools import repeat
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -177,22 +178,23 @@ class GeneratedSchedule:
             raise OptccError("rank", f"expected a rank in 0..{p - 1}, got {rank!r}")
         return rank_flow_arrays(self.algo, p, k, s, ell, rank)
 
-    def rank_schedule(self, rank: int) -> Schedule:
+    def rank_schedule(self, rank: int, arrays: RankFlows | None = None) -> Schedule:
         """A Schedule of this rank's flows alone (posting order), all pieces and the construction's
-        meta: what a worker lowers into its program. Its flows are those of `materialize()` with
-        `rank` at an end (tests/test_rank_local.py)."""
+        meta: what a worker lowers into its program, one Flow per row of `arrays` (rank_flows(rank)
+        when not given). Its flows are those of `materialize()` with `rank` at an end
+        (tests/test_rank_local.py)."""
+        import numpy as np
+
         from optcc.schedule import ONE, Flow, Schedule
-        rf = self.rank_flows(rank)
-        starts: dict[int, Fraction] = {}
+        rf = self.rank_flows(rank) if arrays is None else arrays
+        if rf.rank != rank:
+            raise OptccError("rank", f"the arrays given are rank {rf.rank}'s flows, not rank {rank}'s")
+        times, at = np.unique(rf.start, return_inverse=True)       # one Fraction per distinct start
+        fractions = [Fraction(t, rf.scale) for t in times.tolist()]
         ops = ("add", "copy")
-        flows: list[Flow] = []
-        make = tuple.__new__                          # Flow(...) with every field given, without its defaults
-        for a, b, c, o, t in zip(rf.src.tolist(), rf.dst.tolist(), rf.piece.tolist(), rf.op.tolist(),
-                                 rf.start.tolist()):
-            x = starts.get(t)
-            if x is None:
-                x = starts[t] = Fraction(t, rf.scale)
-            flows.append(make(Flow, (a, b, c, ops[o], x, "nic", ONE, 1)))
+        rows = zip(rf.src.tolist(), rf.dst.tolist(), rf.piece.tolist(), map(ops.__getitem__, rf.op.tolist()),
+                   map(fractions.__getitem__, at.tolist()), repeat("nic"), repeat(ONE), repeat(1))
+        flows: list[Flow] = list(map(tuple.__new__, repeat(Flow), rows))   # Flow(...) with every field given
         return Schedule(self.cluster, rf.pieces, flows, meta=self.meta)
 
 

@@ -37,12 +37,13 @@ split its bandwidth max-min (optcc.event_shared, exact, for small schedules).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 import heapq
 import math
 from collections import defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
+from operator import add, attrgetter
 
 from optcc.errors import OptccError
 from optcc.schedule import Flow, Schedule
@@ -122,25 +123,41 @@ def _fmt(x: Fraction) -> str:
 
 
 class IntegerTimes:
-    """All starts and ends of a schedule on one integer grid (time = value / scale), for speed."""
+    """All starts and ends of a schedule on one integer grid (time = value / scale), for speed.
+    `starts`: the flows' starts already on a grid, (values, its scale) with flows[i].start =
+    values[i] / scale (a generated rank's part is made from such integers): the grid is then a
+    multiple of that scale, and no start is converted from its Fraction again."""
 
-    def __init__(self, schedule: Schedule, durs: list[Fraction] | None = None) -> None:
+    def __init__(self, schedule: Schedule, durs: list[Fraction] | None = None,
+                 starts: tuple[Sequence[int], int] | None = None) -> None:
         durs = durs if durs is not None else durations(schedule)
+        start_of = attrgetter("start")
         flows = schedule.flows
-        distinct = {id(d): d for d in durs}      # durations() hands out one object per value class
-        # many flows share one Fraction object: read each object once
-        start_objs = {id(f.start): f.start for f in flows}
-        dens = {x.denominator for x in start_objs.values()} | {d.denominator for d in distinct.values()}
-        dens |= {op.time.denominator for op in schedule.local_ops}
+        # flows share Fraction objects (one per distinct start; durations() one per value class):
+        # each object is converted once, the per-flow work is look-ups by id at C speed
+        dur_ids = list(map(id, durs))
+        distinct = dict(zip(dur_ids, durs))
+        dens = {d.denominator for d in distinct.values()} | {op.time.denominator for op in schedule.local_ops}
+        if starts is None:
+            start_ids = list(map(id, map(start_of, flows)))
+            start_objs = dict(zip(start_ids, map(start_of, flows)))
+            dens |= {x.denominator for x in start_objs.values()}
+        else:
+            assert len(starts[0]) == len(flows), "one start per flow"
+            dens.add(starts[1])
         scale = 1
         for den in dens:
             scale = scale * den // math.gcd(scale, den)
         self.scale = scale
-        start_int = {i: x.numerator * (scale // x.denominator) for i, x in start_objs.items()}
-        self.starts = [start_int[id(f.start)] for f in flows]
+        if starts is None:
+            start_int = {i: x.numerator * (scale // x.denominator) for i, x in start_objs.items()}
+            self.starts = list(map(start_int.__getitem__, start_ids))
+        else:
+            times = scale // starts[1]
+            self.starts = list(starts[0]) if times == 1 else [t * times for t in starts[0]]
         dur_int = {i: d.numerator * (scale // d.denominator) for i, d in distinct.items()}
-        self.durs = [dur_int[id(d)] for d in durs]
-        self.ends = [a + b for a, b in zip(self.starts, self.durs)]
+        self.durs = list(map(dur_int.__getitem__, dur_ids))
+        self.ends = list(map(add, self.starts, self.durs))
         self.op_times = [op.time.numerator * (scale // op.time.denominator) for op in schedule.local_ops]
 
     def to_fraction(self, value: int) -> Fraction:

@@ -74,6 +74,35 @@ def test_rank_program_from_the_rank_alone_is_the_global_program_renumbered():
         assert rank_program_sha256(a) == rank_program_sha256(b)
 
 
+def test_a_part_timed_from_its_integer_starts_lowers_and_checks_as_from_its_fractions():
+    """The per-rank path times a part from the integers its starts were made of (no Fraction
+    converted back): the same times, the same program, and it passes L1-L5."""
+    from optcc.timing import IntegerTimes
+    from verifier.streaming_local import check_rank_program
+    gen = GeneratedSchedule.of("optcc", Cluster.build(7, 1, {2: Fraction(3, 2)}), 3)
+    for r in range(7):
+        rf = gen.rank_flows(r)
+        part = gen.rank_schedule(r, rf)
+        plain, given = IntegerTimes(part), IntegerTimes(part, starts=(rf.start.tolist(), rf.scale))
+        for name in ("starts", "ends"):
+            assert [Fraction(x, given.scale) for x in getattr(given, name)] == \
+                   [Fraction(x, plain.scale) for x in getattr(plain, name)]
+        rp = rank_program(part, r, grid=given)
+        assert rank_program_sha256(rp) == rank_program_sha256(rank_program(part, r))
+        assert check_rank_program(part, rp, 4, given) is None
+
+
+@pytest.mark.parametrize("column, change, shown", [("start", 1, "at"), ("op", None, "copy"), ("dst", 1, "->")])
+def test_a_rank_part_off_the_proved_terms_in_one_field_is_refused_naming_the_flow(column, change, shown):
+    gen = GeneratedSchedule.of("optcc", Cluster.build(7, 1, {2: Fraction(3, 2)}), 3)
+    rf = gen.rank_flows(4)
+    LC.check_rank_part("optcc", *gen.params(), 4, rf)
+    values = getattr(rf, column).copy()
+    values[5] = 1 - values[5] if change is None else values[5] + change
+    with pytest.raises(OptccError, match=f"rank 4's flow 5 .*{shown}.* is not the proved families'"):
+        LC.check_rank_part("optcc", *gen.params(), 4, dataclasses.replace(rf, **{column: values}))
+
+
 def _local_results(algo, form):
     from verifier.parametric import optcc as O
     from verifier.parametric import ring as R

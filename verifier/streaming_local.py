@@ -156,8 +156,8 @@ class _Program:
         ops = rp.ops
         self.ops: list[Op] = ops
         self.n = len(ops)
-        fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one pass over the ops
-        kind, piece, flow, peer, slot, local, deps = zip(*map(attrgetter(*fields), ops)) if ops else [()] * 7
+        fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one list per field
+        kind, piece, flow, peer, slot, local, deps = (list(map(attrgetter(f), ops)) for f in fields)
         self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
         self.piece, self.piece_none, self.piece_odd = _ints(piece)
         self.flow, self.flow_none, self.flow_odd = _ints(flow, exact_int=True)
@@ -167,10 +167,18 @@ class _Program:
         self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
         flat = list(chain.from_iterable(deps))                    # (m, ev) pairs, op by op
         nd = len(flat)
-        if set(map(type, map(itemgetter(0), flat))) <= {int}:
-            self.dep_m, self.dep_m_odd = np.fromiter(map(itemgetter(0), flat), np.int64, nd), np.zeros(nd, bool)
+        dep_m = list(map(itemgetter(0), flat))
+        m_arr = None
+        if set(map(type, dep_m)) <= {int}:
+            try:
+                m_arr = np.array(dep_m, np.int64)
+            except OverflowError:
+                pass
+        if m_arr is not None:
+            self.dep_m, self.dep_m_odd = m_arr, np.zeros(nd, bool)
         else:
-            self.dep_m, _, self.dep_m_odd = _ints([m for m, _ in flat])
+            self.dep_m, _, self.dep_m_odd = _ints(dep_m)
+        del dep_m
         ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
         self.dep_S, self.dep_C = ev == 0, ev == 1
         self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)

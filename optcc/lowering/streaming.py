@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from optcc.errors import OptccError
-from optcc.schedule import posting_order
 from optcc.timing import IntegerTimes
 
 if TYPE_CHECKING:
@@ -77,7 +76,8 @@ class _Lowering:
         self.links = [f.link for f in flows]
         self.src, self.dst, self.piece = (np.fromiter(map(itemgetter(k), flows), np.int64, len(flows)) for k in range(3))
         self.starts, self.ends, self.op_times = _time_columns(grid)
-        order = np.array(posting_order(schedule, grid.starts), dtype=np.int64)
+        # posting_order's key (start, src, dst, piece, index) on the int64 columns: lexsort is stable
+        order = np.lexsort((self.piece, self.dst, self.src, self.starts))
         self.pos = np.empty(len(flows), np.int64)
         self.pos[order] = np.arange(len(flows))
         local_ops = schedule.local_ops
@@ -117,8 +117,8 @@ class _Lowering:
             peer[n] = None                              # only posts have a peer
         names = ("recv", "send", "snap", "land", "scale")
         ops = list(map(Op, [names[k] for k in kinds.tolist()], piece.tolist(), flow, peer, repeat(None), local))
-        users = np.concatenate([recv, snap]).tolist()
-        slot_of, n_slots = _color([(grid.starts[i], grid.ends[i], i) for i in users])
+        users = np.concatenate([recv, snap])
+        slot_of, n_slots = _color(self.starts[users], self.ends[users], users)
         times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
         return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
 
@@ -177,17 +177,23 @@ def rank_program(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW, re
     return _Lowering(schedule, grid).rank(rank, window, port_order, recv_order)
 
 
-def _color(users: list[tuple[int, int, int]], spare: int = SLOT_SPARE) -> tuple[dict[int, int], int]:
-    """Interval colouring by start time, flow -> slot id. A freed slot joins the back of a FIFO
+def _color(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], users: npt.NDArray[np.int64],
+           spare: int = SLOT_SPARE) -> tuple[dict[int, int], int]:
+    """Interval colouring by start time, flow -> slot id (flow users[j] holds its slot over
+    [starts[j], ends[j]); events in (time, end before start, flow) order). A freed slot joins the back of a FIFO
     and is handed out again only while more than `spare` slots are free, so a rank can post its
     next receive while the current one is still arriving: gloo's sends wait for the receiver's
     ready notice, and a receive posted only when its slot's previous user has landed costs a
     round trip of idle link per message (docs/gpu_runner.md, "Where the time goes")."""
-    events = sorted([(e, 0, i) for s, e, i in users] + [(s, 1, i) for s, e, i in users])
+    import numpy as np
+    m = users.size
+    is_start = np.repeat(np.array([0, 1], dtype=np.int64), m)
+    flow = np.concatenate([users, users])
+    order = np.lexsort((flow, is_start, np.concatenate([ends, starts])))
     free: deque[int] = deque()
     slot_of: dict[int, int] = {}
     n = 0
-    for _, kind, i in events:
+    for kind, i in zip(is_start[order].tolist(), flow[order].tolist()):
         if kind == 0:
             free.append(slot_of[i])
         elif len(free) > spare:

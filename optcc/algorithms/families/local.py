@@ -20,10 +20,10 @@ the global enumeration filtered to the rank (tests/test_rank_local.py).
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 from fractions import Fraction
-from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,8 +33,6 @@ from optcc.algorithms.families.local_form import Branch, LocalForm
 from optcc.proof_sources import SOURCES
 from optcc.errors import OptccError
 
-if TYPE_CHECKING:
-    from optcc.schedule import Schedule
 
 
 _BUILT: dict[str, LocalForm] = {}
@@ -139,16 +137,21 @@ def rank_flow_arrays(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int
     return RankFlows(rank, form.pieces(P), src[order], dst[order], piece[order], op[order], start[order], scale)
 
 
+OP_CODES = {"add": 0, "copy": 1}     # RankFlows.op; any other op of a family is none of these (-1)
+
+
 def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
-                         rank: int) -> tuple[list[Fraction], list[tuple[int, int, int, int, str]], int]:
-    """(pieces, flows, scale) of `rank` enumerated one flow at a time in exact arithmetic (INT):
-    each branch's indices solved per point, the domain and terms evaluated as the proof states
-    them, start = origin + (box + offset)·unit on the integer grid `scale` (exact: scale is the
-    lcm of every phase's origin, unit and offset·unit denominators), ranks and piece indices
-    from the construction's own maps; flows as (start, src, dst, piece, op) in posting order. An
-    independent route to what rank_flow_arrays computes with numpy (index grids, masks, its
-    start grid, the sort), so a rank can check its part before it runs (check_rank_part)."""
-    import math
+                         rank: int) -> tuple[list[Fraction], tuple[npt.NDArray[np.int64], ...], int]:
+    """(pieces, (start, src, dst, piece, op) columns in posting order, scale) of `rank`'s flows,
+    enumerated one flow at a time in exact arithmetic (INT): each branch's indices solved per
+    point, the domain and terms evaluated as the proof states them, start = origin + (box +
+    offset)·unit on the integer grid `scale` (exact: scale is the lcm of every phase's origin,
+    unit and offset·unit denominators; each (phase, offset) pair's base and step computed once
+    in Python ints, each start in Python ints), ranks and piece indices from the construction's
+    own maps, op as OP_CODES. An independent route to what rank_flow_arrays computes with numpy
+    (index grids, masks, its start grid, the sort), so a rank can check its part before it runs
+    (check_rank_part); the columns become int64 arrays only at the end (OptccError where a start
+    does not fit), sorted by the posting key (start, src, dst, piece)."""
     from itertools import product
     form = local_form(algo)
     ell = Fraction(ell)
@@ -157,68 +160,82 @@ def rank_flows_reference(algo: str, p: int, k: int, s: int, ell: Fraction,
     ranges = form.ranges(P)
     origin, unit = form.clock(P)
     PT = form.terms_params(P)
-
-    ranks: dict[int, int] = {}
-
-    def rank_of(n: int) -> int:                        # the form's maps, on scalars (p nodes: each once)
-        r = ranks.get(n)
-        if r is None:
-            r = ranks[n] = form.rank_of(PT, n)
-        return r
-
-    def piece_of(key: tuple[int, ...]) -> int:
-        i: int = form.piece_of(PT, key)
-        return i
-
-    raw: list[tuple[int, Fraction, int, int, int, int, str]] = []                                   # (phase, offset, box, src, dst, piece, op)
-    for br in form.branches:
-        if not br.applies(INT, PT, node):
-            continue
-        fam = br.family
-        free = [range(lo, hi + 1) for lo, hi in (ranges[fam.name][i] for i in free_positions(br))]
-        op = fam.op
-        for vals in product(*free):
-            idx = br.solve(INT, PT, node, *vals)
-            if not all(fam.domain(INT, PT, *idx)):
+    rank_of = {n: form.rank_of(PT, n) for n in range(form.nodes(PT))}    # the form's map, each node once
+    piece_of = form.piece_of
+    pair_id: dict[tuple[int, Fraction], int] = {}       # (phase, offset) -> its index in `pairs`
+    boxes: list[int] = []
+    pair: list[int] = []
+    src: list[int] = []
+    dst: list[int] = []
+    piece: list[int] = []
+    ops: list[int] = []
+    try:
+        for br in form.branches:
+            if not br.applies(INT, PT, node):
                 continue
-            T = fam.terms(INT, PT, *idx)
-            raw.append((T.phase, T.offset, T.box, rank_of(T.src), rank_of(T.dst), piece_of(T.piece), op))
-    pairs = {(ph, Fraction(off)) for ph, off in {(ph, off) for ph, off, *_ in raw}}
+            fam = br.family
+            free = [range(lo, hi + 1) for lo, hi in (ranges[fam.name][i] for i in free_positions(br))]
+            op, solve, domain, terms = OP_CODES.get(fam.op, -1), br.solve, fam.domain, fam.terms
+            for vals in product(*free):
+                idx = solve(INT, PT, node, *vals)
+                if not all(domain(INT, PT, *idx)):
+                    continue
+                T = terms(INT, PT, *idx)
+                key = (T.phase, T.offset)
+                j = pair_id.get(key)
+                if j is None:
+                    j = pair_id[key] = len(pair_id)
+                boxes.append(T.box)
+                pair.append(j)
+                src.append(rank_of[T.src])
+                dst.append(rank_of[T.dst])
+                piece.append(piece_of(PT, T.piece))
+                ops.append(op)
+    except KeyError as e:
+        raise OptccError("schedule", f"rank {rank}: a proved {algo} family names node {e.args[0]}, "
+                                     f"outside 0..{len(rank_of) - 1}") from None
+    pairs = [(int(ph), Fraction(off)) for ph, off in pair_id]
     scale = 1
     for ph, off in pairs:
         for x in (origin[ph], unit[ph], off * unit[ph]):
             scale = math.lcm(scale, Fraction(x).denominator)
-    grid: dict[tuple[int, Fraction], tuple[int, int]] = {}
-    for ph, off in pairs:
-        grid[(ph, off)] = (int((origin[ph] + off * unit[ph]) * scale), int(unit[ph] * scale))
-    out: list[tuple[int, int, int, int, str]] = []
-    for ph, off, box, a, b, c, op in raw:
-        base, step = grid[(ph, off)]
-        out.append((base + box * step, a, b, c, op))
-    out.sort()
-    return form.pieces(PT), out, scale
+    base = [int((origin[ph] + off * unit[ph]) * scale) for ph, off in pairs]
+    step = [int(unit[ph] * scale) for ph, _ in pairs]
+    try:
+        cols = [np.array(c, dtype=np.int64) for c in
+                ([base[j] + b * step[j] for j, b in zip(pair, boxes)], src, dst, piece, ops)]
+    except OverflowError:
+        raise OptccError("schedule", f"rank {rank}'s flow starts do not fit int64 on their grid "
+                                     f"({scale} steps per n/B)") from None
+    ref_start, ref_src, ref_dst, ref_piece, _ = cols
+    posting = np.lexsort((ref_piece, ref_dst, ref_src, ref_start))      # key (start, src, dst, piece)
+    return form.pieces(PT), tuple(c[posting] for c in cols), scale
 
 
-def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int, part: Schedule) -> None:
-    """Refuse (OptccError "schedule") a rank's part (a Schedule of its flows in posting order)
-    that is not rank_flows_reference's enumeration: every flow, op, start and piece size."""
+def check_rank_part(algo: str, p: int, k: int, s: int, ell: Fraction, rank: int, flows: RankFlows) -> None:
+    """Refuse (OptccError "schedule") a rank's part, as the arrays its Schedule is made of
+    (rank_flow_arrays, one Flow per row: optcc.generated.GeneratedSchedule.rank_schedule), that
+    is not rank_flows_reference's enumeration: every flow, op, start and piece size."""
     pieces, want, scale = rank_flows_reference(algo, p, k, s, ell, rank)
-    if list(part.pieces) != pieces:
+    if list(flows.pieces) != pieces:
         raise OptccError("schedule", f"rank {rank}'s piece sizes are not the proved construction's")
-    flows = part.flows
-    if len(flows) != len(want):
+    if len(flows) != want[0].size:
         raise OptccError("schedule", f"rank {rank} built {len(flows)} flows; the proved {algo} families "
-                                     f"give it {len(want)}")
-    starts = [t.numerator * (scale // t.denominator) if scale % t.denominator == 0 else None
-              for t in map(attrgetter("start"), flows)]                 # None: off the grid
-    got = list(zip(starts, *(map(attrgetter(name), flows) for name in ("src", "dst", "piece", "op"))))
-    if got == want and all(f.link == "nic" and f.rate == 1 and f.coef == 1 for f in flows):
+                                     f"give it {want[0].size}")
+    got = (flows.start, flows.src, flows.dst, flows.piece, flows.op)
+    if scale == flows.scale and all(np.array_equal(g, w) for g, w in zip(got, want)):
         return
-    for i, (f, (start, src, dst, piece, op)) in enumerate(zip(flows, want)):
-        if got[i] != want[i] or f.link != "nic" or f.rate != 1 or f.coef != 1:
-            raise OptccError("schedule", f"rank {rank}'s flow {i} ({f.src} -> {f.dst}, piece {f.piece}, {f.op} at "
-                                         f"{f.start}) is not the proved families' ({src} -> {dst}, piece {piece}, "
-                                         f"{op} at {Fraction(start, scale)}); refusing to run it")
+    common = math.lcm(scale, flows.scale)                 # one grid for both, in Python ints
+    rows = [list(zip([t * (common // sc) for t in c[0].tolist()], *(x.tolist() for x in c[1:])))
+            for c, sc in ((got, flows.scale), (want, scale))]
+    i = next((i for i, (g, w) in enumerate(zip(*rows)) if g != w), None)
+    if i is None:
+        return                                            # the same flows on two grids
+    names = {v: k for k, v in OP_CODES.items()}
+    (gt, *g), (wt, *w) = rows[0][i], rows[1][i]
+    raise OptccError("schedule", f"rank {rank}'s flow {i} ({g[0]} -> {g[1]}, piece {g[2]}, {names.get(g[3], g[3])} "
+                                 f"at {Fraction(gt, common)}) is not the proved families' ({w[0]} -> {w[1]}, "
+                                 f"piece {w[2]}, {names.get(w[3], w[3])} at {Fraction(wt, common)}); refusing to run it")
 
 
 def check_start_grid(algo: str, p: int, k: int, s: int, ell: Fraction, field: str = "cluster") -> None:
