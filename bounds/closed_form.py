@@ -1,6 +1,6 @@
 """Closed-form lower bounds, evaluated exactly. All results are in units of n/B.
 
-These are the evaluations of the sympy expressions in `bounds.symbolic` (tests/test_bounds.py
+These are the evaluations of the sympy expressions in `bounds.symbolic` (tests/bounds/test_bounds.py
 checks symbolically that each function here, called with sympy symbols, equals the sympy
 bound). They take numbers and return exact Fractions without importing sympy, so single points
 stay fast. Sources (see shared/PAPER.md "Lower bounds"):

@@ -21,7 +21,7 @@ and out(S) ≥ 1/ℓ_i + s_nv = out({i}). Hence
     min_S out(S) = min( min_s b_s  [q ≥ 2],  min_i (1/ℓ_i + s_nv)  [g ≥ 2] ),
 
 and with g = 1 the bound is ℓ_max. Relation to bounds.closed_form (tested in
-tests/test_bounds_cut_set.py): its cut term 1/min_s b_s is the server cut; the cut-set bound is
+tests/bounds/test_bounds_cut_set.py): its cut term 1/min_s b_s is the server cut; the cut-set bound is
 the larger of that and the single-GPU NVLink cut 1/min_i(1/ℓ_i + s_nv), which exceeds it only when
 NVLink is slower than min_s b_s − 1/ℓ_i (NVLink-poor clusters, outside the paper's model). What
 Theorem 1/3 add over any cut bound is the volume term (total NIC capacity against 2(q−1)·n

@@ -18,7 +18,7 @@ the compute stream, never strictly inside a direct send's flow (else the send is
 a write at t ≤ start precedes ready(start) and one at t ≥ end follows done(start); a snapshot is
 read by the group of its own step (ready); a slot freed at t is refilled by a group that waits
 ready(t), recorded after the step's landings and its waits for the sends ending at t.
-tests/test_device_executor.py checks it: every pair of accesses of one buffer range, one a write,
+tests/gpu_runner/test_device_executor.py checks it: every pair of accesses of one buffer range, one a write,
 is ordered by stream order and event waits alone, in the plan's order.
 
 A group completes as one (NCCL's grouped P2P, the step runner's one Work per batch on NCCL): a

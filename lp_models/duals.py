@@ -305,7 +305,7 @@ def _cluster_certificates(cluster):
         ell = next(iter(st.values()), 1)
         return [(theorem3_certificate(), cluster.p, ell, cluster.g, pooling_nvlink_time(cluster))], None
     return [], ("no closed-form certificate for this case (several stragglers, or not one whole server at "
-                "one ℓ): the LP optimum equals the bound at instances only (tests/test_lp_fluid.py, GLOP)")
+                "one ℓ): the LP optimum equals the bound at instances only (tests/lp_models/test_lp_fluid.py, GLOP)")
 
 
 def derivation_steps(cluster, timeout_ms: int = 20000) -> list[dict]:

@@ -20,9 +20,9 @@ Why single-level trees lose nothing (derived, docs/lp_models.md): in the shared 
 meets the closed-form lower bound (bounds.closed_form), which holds for every algorithm; in the
 exclusive model with one straggler every tree scheme moves 2(p−1) messages per unit of data and
 its cost depends only on how many of them touch the straggler, which stars can set freely; the
-LP then meets bounds.closed_form.exclusive_single_straggler_optimum (tests/test_lp_fluid.py).
+LP then meets bounds.closed_form.exclusive_single_straggler_optimum (tests/lp_models/test_lp_fluid.py).
 With several stragglers the exclusive LP is the best *star* scheme only: on servers at ℓ = 2, 3/2,
-1, 1 (g = 8) deeper trees reach 2/7 n/B against its 25/84 (tests/test_lp_fluid.py), so it is no
+1, 1 (g = 8) deeper trees reach 2/7 n/B against its 25/84 (tests/lp_models/test_lp_fluid.py), so it is no
 lower bound on exclusive-port schedules there.
 
 GPUs with equal slowdown are interchangeable, so the LP is solved on equivalence classes (one

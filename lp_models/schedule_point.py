@@ -105,7 +105,7 @@ def check_lp_bound(schedule: Schedule, time: Fraction | None = None) -> dict:
                        counterexample={"node": ci, "constraint": "capacity", "load": str(load), "T": str(t)})
             return out
     assert all(v >= 0 for v in x) and sum(x) == 1
-    optimum = lower_bound(c)                    # the LP optimum (lp_models.duals, tests/test_lp_fluid.py)
+    optimum = lower_bound(c)                    # the LP optimum (lp_models.duals, tests/lp_models/test_lp_fluid.py)
     certified = (c.g == 1 and len(c.stragglers) <= 1) or _one_straggler_server(c)
     if t < optimum:
         out.update(message=f"T = {t} is below the LP optimum {optimum}: a bug in the bound or the timing",

@@ -11,7 +11,7 @@ int64 only where a bound on every value fits (else optcc.timing.event_time is us
 
 Used by `optcc time` (optcc_app.compose.timing_report) and the paper checks
 (paper_checks.event_checks, verdicts by event time); tested equal to optcc.timing.event_time on
-generated schedules (tests/test_event_timer.py).
+generated schedules (tests/optcc/test_event_timer.py).
 """
 from __future__ import annotations
 

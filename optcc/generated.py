@@ -182,7 +182,7 @@ class GeneratedSchedule:
         """A Schedule of this rank's flows alone (posting order), all pieces and the construction's
         meta: what a worker lowers into its program, one Flow per row of `arrays` (rank_flows(rank)
         when not given). Its flows are those of `materialize()` with `rank` at an end
-        (tests/test_rank_local.py)."""
+        (tests/optcc/test_rank_local.py)."""
         import numpy as np
 
         from optcc.schedule import ONE, Flow, Schedule

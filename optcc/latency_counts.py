@@ -25,7 +25,7 @@ as their sum: a chain of m flows pays Li before each start and L after each land
 - optcc_rails and all_slow: optcc.algorithms.rails.counts, and the reduced cluster's construction
   (optcc.algorithms.all_slow.build scales time by ℓ_min, so a chain has the same flows).
 The knee: B is an upper bound on the event model's slope only for Li + L ≤ KNEE/(k·p), a
-fraction of the smallest shard's transfer time 1/(k·p), tested in tests/test_model_time.py
+fraction of the smallest shard's transfer time 1/(k·p), tested in tests/optcc/test_model_time.py
 (p ≤ 64): 3/4 for one straggler and the straggler server (the single-straggler slope stays
 2(p−1) + 3(k−1) up to 7/8 and jumps at 1, measured to p = 128); 1 for m ≥ 2 stragglers with
 spread 3, whose hops have 2 slots of slack; 1/2 for spread 1, whose count exceeds its B past
@@ -89,7 +89,7 @@ def multi_overheads(cluster: Cluster, k: int) -> int:
     count kept is the old synchronous epilogue's (H − 2 slots of slack). Fill flows start inside
     windows, so this is tested, not proved (slopes 6–159 against counts 13–169, p ≤ 10, k ≤ 8).
     With Li + L > 0 (hop spread 3) the last flows are one period later: L(k+2) + H − 1, tested
-    the same way (tests/test_model_time.py)."""
+    the same way (tests/optcc/test_model_time.py)."""
     p = cluster.p
     periods = k + 2 if _pipelined(cluster) else k + 1        # hop spread 3 | 1
     return 2 * (p - 1) * periods + (p - len(cluster.stragglers)) - 1

@@ -281,7 +281,7 @@ class Schedule:
     def canonical_bytes(self) -> bytes:
         """Canonical JSON (sorted keys, no spaces): what the certificate hash is taken over.
         The flows are written by `_canonical_flows` (the same bytes as json.dumps, several times
-        faster on the 10⁵-10⁶ flows of one rank's part at p = 4096; tests/test_schedule_hash.py)."""
+        faster on the 10⁵-10⁶ flows of one rank's part at p = 4096; tests/optcc/test_schedule_hash.py)."""
         flows = _canonical_flows(self.flows)
         if flows is None:
             return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")).encode()

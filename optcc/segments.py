@@ -4,7 +4,7 @@ A cheap search over the closed forms of optcc.model_time (not a derived optimum)
 a geometric grid k = ⌈1.25^i⌉ up to the largest k below the latency knee (at most K_MAX), then
 an integer ternary search between the two grid points around the best one. Only k where the model is valid (below the knee, where the closed form is tested against
 the event model) compete; if none is, k = 1. Tested against brute force over every k ≤ 1024
-(tests/test_segments.py): within 1% everywhere on its grid.
+(tests/optcc_app/test_segments.py): within 1% everywhere on its grid.
 The algorithm's record (optcc.algorithms.registry) may fix the answer instead: `auto_segments`
 (the ring: 1, k only adds steps), or 1 for a record without pipeline segments. A segmented
 record whose latency counts are "none derived" has nothing to minimise: OptccError "segments".

@@ -364,7 +364,7 @@ def _exclusive_lp_over_flat_ring(p: int, g: int, ells) -> float | None:
     """The exclusive-port fluid LP optimum (lp_models.fluid, α = 0) over the flat ring: the best
     star scheme (each datum reduced and broadcast on a one-level tree). Not a lower bound on other
     exclusive-port schedules (deeper trees beat it with two straggler servers,
-    tests/test_lp_fluid.py), so a note beside the fig21 g = 8 row, never a verdict."""
+    tests/lp_models/test_lp_fluid.py), so a note beside the fig21 g = 8 row, never a verdict."""
     from lp_models.fluid import solve_fluid_lp
     lp = solve_fluid_lp(O.rails_cluster(p, g, ells), "exclusive")
     return lp.objective / float(M.flat_ring_time(p, g)) - 1 if lp.optimal else None

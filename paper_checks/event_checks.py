@@ -144,7 +144,7 @@ class _Schedules:
         if flows > cap:
             return None
         # the registry's array form where the construction has one: the same flows, timed equal
-        # (tests/test_flow_arrays.py, tests/test_event_arrays.py), without building Flow objects;
+        # (tests/optcc/test_flow_arrays.py, tests/optcc/test_event_arrays.py), without building Flow objects;
         # a grid beyond int64 is timed from the built schedule (Prepared falls back to optcc.timing)
         try:
             prep = Prepared.from_arrays(c, fa) if fa is not None else Prepared(sched)

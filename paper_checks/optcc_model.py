@@ -9,8 +9,8 @@ Three constructions of optcc.algorithms.registry, each named (only their closed 
   computed from its rails).
 Which one serves a cluster is optcc.algorithms.registry's choice. Each α count below is derived
 from its construction (its home: optcc.model_time) and tested ≥ the event model
-(optcc.timing.event_time) on generated small schedules (tests/test_paper_checks.py,
-tests/test_model_time.py).
+(optcc.timing.event_time) on generated small schedules (tests/paper_checks/test_paper_checks.py,
+tests/optcc/test_model_time.py).
 """
 from __future__ import annotations
 
@@ -110,7 +110,7 @@ def rails_cluster(p: int, g: int, ells) -> Cluster:
 def optcc_rails_messages_on_critical_path(p: int, g: int, m: int, k: int) -> int:
     """Overheads o on optcc_rails' critical path with m uniform straggler servers (2 ≤ m < p/g):
     the rail's optcc_multi count on q = p/g nodes plus 4 for the NVLink lead and tail
-    (optcc.model_time.overhead_count; tested ≥ the event model's slope in tests/test_paper_checks.py)."""
+    (optcc.model_time.overhead_count; tested ≥ the event model's slope in tests/paper_checks/test_paper_checks.py)."""
     return overhead_count("optcc", Cluster.build(p, g, stragglers={i * g + j: 2 for i in range(m) for j in range(g)}), k)
 
 

@@ -8,7 +8,7 @@ Per grid point, under the simai preset at settings.NIC_BANDWIDTH: `lp_shared` fo
 form, arrays_servers.lifted_event_arrays) over NCCLNoFailure's event time
 (event_checks.nccl_event). k (cost rule, derived): K_FIRST; where that is over the tolerance,
 also K_SECOND if its flow estimate is ≤ FLOW_CAP; the better of the two. Under simai (o = 0)
-the latency adds at most four hops whatever k (tests/test_lp_server_schedule.py), so the event
+the latency adds at most four hops whatever k (tests/lp_models/test_lp_server_schedule.py), so the event
 time falls with k as the fill/drain slot and the NVLink lead and tail shrink (≈ (1 + 1/k)·T_LP +
 2(g−1)/(k·g·s_nv)); the cap keeps the table's cost (docs/paper_checks.md).
 

@@ -1,8 +1,8 @@
 """Mutants of the glue between the proved family formulas and a running schedule: the one
 definition of piece map, sizes, clock and rank map (GLUE_MUTANTS, refuted by prove-all), the
 builder's loops (GENERATOR_MUTANTS, refused by the certificate), the timing model (durations
-from Cluster) and the verifier's enumeration spans. tests/test_generator_certificate.py and
-tests/test_glue_gate_gloo.py."""
+from Cluster) and the verifier's enumeration spans. tests/verifier/test_generator_certificate.py and
+tests/gpu_runner/test_glue_gate_gloo.py."""
 from __future__ import annotations
 
 import inspect

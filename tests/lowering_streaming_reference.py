@@ -1,7 +1,7 @@
 """The streaming lowering (optcc.lowering.streaming) written plainly: one Python pass over the
 schedule's flows per rank, a tuple sort, the dependency walk with a backward search for each
 snapshot. The reference that the columnar lowering is compared with (the same programs, op for
-op, tests/test_lowering_reference.py); the product does not use it."""
+op, tests/optcc/test_lowering_reference.py); the product does not use it."""
 from __future__ import annotations
 
 from collections import defaultdict, deque

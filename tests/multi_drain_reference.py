@@ -1,6 +1,6 @@
 """The drain of multi-straggler OptCC placed job by job (O(slots · links · jobs)): the reading
 optcc.algorithms.multi.drain.drain_slot_arrays replaced with per-link buckets; the tests
-hold the two equal (tests/test_event_arrays.py)."""
+hold the two equal (tests/optcc/test_event_arrays.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

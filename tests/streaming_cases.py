@@ -45,7 +45,7 @@ def random_schedule(rng: random.Random, max_p: int = 5) -> Schedule:
 
 
 def signed_schedule():
-    """p = 2 with a coefficient 2, a LocalOp −1 and a copy (as tests/test_runner.py)."""
+    """p = 2 with a coefficient 2, a LocalOp −1 and a copy (as tests/gpu_runner/test_runner.py)."""
     c = Cluster.build(2)
     flows = [Flow(1, 0, 0, "add", F(0), coef=2), Flow(1, 0, 0, "add", F(1)), Flow(0, 1, 0, "copy", F(2))]
     return Schedule(c, [F(1)], flows, [LocalOp(1, 0, F(1), -1)], meta={"algorithm": "signed"}).validate()

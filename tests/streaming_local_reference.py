@@ -1,7 +1,7 @@
 """The per-rank streaming check (conditions L1-L5 of verifier.streaming_local) written plainly:
 per-op Python loops and one reachability search per query. The reference that the vectorised
 check of verifier.streaming_local is compared with (the same verdict, kind and message on
-registry programs and on mutants, tests/test_streaming_local.py); the product does not use it."""
+registry programs and on mutants, tests/verifier/test_streaming_local.py); the product does not use it."""
 from __future__ import annotations
 
 from collections import defaultdict

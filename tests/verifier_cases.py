@@ -100,3 +100,13 @@ def really_wrong(schedule: Schedule) -> tuple[bool, bool]:
     runner = Schedule(schedule.cluster, schedule.pieces, [schedule.flows[i] for i in order],
                       schedule.local_ops, schedule.meta)
     return any(not simulate(runner, seed=s).correct for s in (0, 1)), False
+
+
+def two_per_pair_p2():
+    """p = 2, pieces 1/8, 3/8, 1/2: two flows 0->1 of different sizes and one 1->0 at t = 0, then back."""
+    half = F(1, 2)
+    flows = [Flow(0, 1, 0, "add", F(0), rate=half), Flow(0, 1, 1, "add", F(0), rate=half),
+             Flow(1, 0, 2, "add", F(0)),
+             Flow(1, 0, 0, "copy", F(3, 4), rate=half), Flow(1, 0, 1, "copy", F(3, 4), rate=half),
+             Flow(0, 1, 2, "copy", F(3, 4))]
+    return Schedule(Cluster.build(2), [F(1, 8), F(3, 8), F(1, 2)], flows)

@@ -19,7 +19,7 @@ rewritten after every section so a timeout still leaves what was measured):
              send/recv take CUDA tensors? (recorded either way; NCCL needs one GPU per rank, so
              multi-rank NCCL cannot run on one GPU)
 Run: `OUT=/some/dir bash benchmarks/device/run.sh` (or python benchmarks/device/gpu_checks.py --out DIR;
-`--cpu-dry-run` runs the virtual, graph and add sections on CPU: a code check, tests/test_device_script.py).
+`--cpu-dry-run` runs the virtual, graph and add sections on CPU: a code check, tests/project/test_device_script.py).
 Not part of the installed package: a prepared script for a lent device machine.
 """
 from __future__ import annotations

@@ -115,7 +115,7 @@ def cluster_from_args(args) -> Cluster:
 # command with several sizes (bench -b..-e, testbed --sizes) takes the largest unless it says
 # otherwise (testbed with --delay-ms: per size, measured); where no
 # schedule is built (time FILE, bench --schedule or --algo torch) --segments is not used.
-# docs/latency.md ("`--segments auto`") states this rule; tests/test_segments_default.py keeps
+# docs/latency.md ("`--segments auto`") states this rule; tests/optcc_app/test_segments_default.py keeps
 # every command's parser, and the docs, on this one value.
 DEFAULT_SEGMENTS = "auto"
 

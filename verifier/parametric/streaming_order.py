@@ -22,7 +22,7 @@ so a change to the checker's edges changes these statements. Argued, not machine
 strictly sorted list has every earlier element below every later one (transitivity, proved,
 applied along the list); a relation that strictly increases a strict order on a finite set has
 no cycle; check_streaming builds its graph from progress_edges, and the κ of
-tests/test_streaming_order.py is L1-L5's.
+tests/verifier/test_streaming_order.py is L1-L5's.
 """
 from __future__ import annotations
 

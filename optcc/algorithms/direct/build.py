@@ -12,7 +12,7 @@ Derivation (derived; docs/failures.md "Direct rails"):
   solved exactly by a two-phase simplex over Fractions with Bland's rule (finite, deterministic).
   Uniform ℓ gives x_j = 1/q and T = ℓ·2(q−1)/q (the ring's time). [1, 4/3, 2, 1] gives
   x = (1/3, 4/15, 1/15, 1/3) and T = 34/15 = 2.2667, [1, 2, 2, 1] T = 8/3, [2, 3/2, 1, 1]
-  T = 2.381: each equals the 4-node exclusive LP (tests/test_direct.py checks against GLOP).
+  T = 2.381: each equals the 4-node exclusive LP (tests/optcc/test_direct.py checks against GLOP).
   With one straggler at large q it is worse than optcc_single (2 against T_ex), so it is only
   ever a candidate beside the other constructions.
 - Schedule: k chunks, pieces (chunk c, shard j) of size x_j/k (none where x_j = 0). Round 0 is

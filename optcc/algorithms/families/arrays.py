@@ -4,7 +4,7 @@ int64 arrays rather than tens of millions of Flow objects.
 
 `NP` is the arithmetic namespace on numpy arrays (ite → where, mod → np.mod); the formulas are
 unchanged, so the arrays are the enumeration `optcc_flows` makes (tested flow for flow in
-tests/test_flow_arrays.py). Starts are integers on one grid (time = start / scale).
+tests/optcc/test_flow_arrays.py). Starts are integers on one grid (time = start / scale).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ has the rank at that end), complete (every flow in the domain with the rank at t
 the branch's solution at its free indices, which lie in the loop ranges), so both ends of a
 flow enumerate it at the same index and compute the same posting key from the same terms; and
 src ≠ dst (property well_formed) keeps the two branches of a family disjoint. Tested equal to
-the global enumeration filtered to the rank (tests/test_rank_local.py).
+the global enumeration filtered to the rank (tests/optcc/test_rank_local.py).
 """
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ Construction (derived):
   the last NIC landing to the AG batch, one L at the end; every NIC-to-NIC edge has a round of
   slack. A = k + LAG rounds (a round's flows share a port concurrently, so a port chain has one
   flow per round) plus 2(g−1) flows per NVLink batch chain, as for optcc_servers. Tested ≥ the
-  event time in tests/test_few_servers.py.
+  event time in tests/optcc/test_few_servers.py.
 - Where the dispatcher takes it (measured, the docstring of `accepts`): g ≥ 2, 3 ≤ q ≤ Q_MAX,
   one straggler server, the NVLink condition, and Li + L > 0, so latency-free results stay
   optcc_servers'. `build` itself covers 2 ≤ q ≤ Q_MAX at any latency.

@@ -19,7 +19,7 @@ def event_arrays(cluster: Cluster, k: int) -> EventArrays:
 
 RECORD = Algorithm(FS.NAME, FS.build, FS.slot_time, FS.accepts,
                    Latency(FS.overheads, FS.latencies, FS.knee,
-                           "derived: optcc.algorithms.few_servers.build (B = 3 below the knee); tested in tests/test_few_servers.py"),
+                           "derived: optcc.algorithms.few_servers.build (B = 3 below the knee); tested in tests/optcc/test_few_servers.py"),
                    "derived: a lagged direct exchange between q ≤ 8 servers with LP shards, NVLink lead and tail "
                    "(optcc.algorithms.few_servers.build, docs/optcc_servers.md 'Few servers')",
                    construction=True, arrays=event_arrays)

@@ -3,7 +3,7 @@ O(p²k) part: the periodic pattern's raws, reduce-scatter, full sums and all-gat
 numpy index arrays (optcc.algorithms.multi.pattern.Pattern's own slot formulas, evaluated
 with the families.arrays.NP namespace), the drain as optcc_multi_drain.drain_slot_arrays places it
 (the builder's drain too), and the fill pieces (O(p·k) flows) taken from the module's own Python
-code. Tested flow for flow against the built schedule (tests/test_event_arrays.py).
+code. Tested flow for flow against the built schedule (tests/optcc/test_event_arrays.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ _Ix = npt.NDArray[np.int64]          # index arrays (σ, a, j / i), broadcast to
 
 def multi_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     """optcc_multi_allreduce(cluster, segments)'s flows and pieces as EventArrays (the same
-    flows; tests/test_event_arrays.py)."""
+    flows; tests/optcc/test_event_arrays.py)."""
     from optcc.algorithms.multi import build as M
     from optcc.algorithms.multi.fill import SlotGrid, chain_fill_plan, fill_coefs, relay_fill_flows
     from optcc.algorithms.single.build import tick_clock

@@ -19,7 +19,7 @@ def drain_last_slot(H: int, m: int, k: int, spread: int = 1) -> int:
     and k ≥ 2 (its moved segment k−2 tail joins the drain). What `drain_slots` gives for every
     m ≤ 4, H ≤ 40, k ≤ 8 tried; the tests assert it for H = 2..11, 17, 30, k ∈ {1, 2, 5}; not proved.
     Hop spread 3: L(k+2) + H − 4 for H ≥ 4 (H = 2, 3: L(k+2) − 2 for k ≥ 2), the same kind of
-    identity (m ≤ 4, H ≤ 41, k ≤ 8 tried; tests/test_optcc_multi_latency.py)."""
+    identity (m ≤ 4, H ≤ 41, k ≤ 8 tried; tests/optcc/test_optcc_multi_latency.py)."""
     pat = Pattern(H, m, spread)
     if spread != 1:
         if H >= 4:

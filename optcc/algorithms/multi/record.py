@@ -30,5 +30,5 @@ def multi_event_arrays(cluster: Cluster, k: int) -> EventArrays:
 RECORD = Algorithm("optcc_multi", optcc_multi_allreduce, optcc_multi_slot_time, accepts,
                    Latency(LC.multi_overheads, LC.multi_latencies, LC.multi_knee,
                            "derived: optcc.latency_counts (multi), docs/optcc_multi.md 'Latency'; tested in "
-                           "tests/test_model_time.py and tests/test_optcc_multi_latency.py"),
+                           "tests/optcc/test_model_time.py and tests/optcc/test_optcc_multi_latency.py"),
                    "derived: m ≥ 2 stragglers (docs/optcc_multi.md)", construction=True, arrays=multi_event_arrays)

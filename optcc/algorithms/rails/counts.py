@@ -33,7 +33,7 @@ one flow per piece in turn on its port, has no slack and each of its o can reach
 equal rule's lead counts every reduce-scatter at the half rate while the early ones run at the
 full rate, which leaves slack (measured: without P_max the mixed-ℓ clusters exceeded A by up to
 35% at o = 1/30 n/B, p = 32, g = 4, k = 16; equal-rate clusters stayed within A).
-All tested (not proved) against event_time in tests/test_model_time_rails.py. Where optcc_rails
+All tested (not proved) against event_time in tests/optcc/test_model_time_rails.py. Where optcc_rails
 builds the borrowing sub-rails instead (optcc.algorithms.rails.borrow: a GPU at ℓ > 2 with a
 faster GPU on its server), A and B are not derived: the model is valid only at o = Li = L = 0.
 """

@@ -1,6 +1,6 @@
 """optcc_rails' times on numpy arrays (what times Figure 21's g = 8 row up to p = 1024).
 
-Two parts, each giving the same integers as optcc_rails' Python code (tests/test_rails_layout.py):
+Two parts, each giving the same integers as optcc_rails' Python code (tests/optcc/test_rails_layout.py):
 - `ArrayRail`: a rail of more than RING_MAX_Q nodes held as its construction's EventArrays (the
   registry's `arrays`), not as Flow objects; its Schedule is built only when flows are asked for
   (optcc_rails.build). Its first touches and last writes come from `touch_matrices`.

@@ -32,7 +32,7 @@ def rails_event_arrays(cluster: Cluster, k: int) -> EventArrays:
 
 RECORD = Algorithm(R.NAME, R.build, slot_time, R.accepts,
                    Latency(lambda c, k: counts(c, k).overheads, lambda c, k: counts(c, k).latencies,
-                           lambda c: Fraction(1), "derived: optcc.algorithms.rails.counts; tested in tests/test_model_time_rails.py",
+                           lambda c: Fraction(1), "derived: optcc.algorithms.rails.counts; tested in tests/optcc/test_model_time_rails.py",
                            knee_at=lambda c, k: counts(c, k).knee,
                            latency_free_only=lambda c, k: counts(c, k).latency_free_only),
                    "derived: one g = 1 construction per rail, NVLink lead and tail (docs/optcc_rails.md)",

@@ -30,7 +30,7 @@ def _always(cluster: Cluster) -> tuple[bool, str]:
 RECORD = Algorithm("ring", _build, _slot_time, _always,
                    Latency(LC.ring_overheads, LC.ring_latencies, lambda c: None,
                            "derived: 2(p−1)·k synchronous steps (2(p−1) for the flat ring), an upper bound for "
-                           "every o, Li, L (optcc.latency_counts); tested in tests/test_model_time.py"),
+                           "every o, Li, L (optcc.latency_counts); tested in tests/optcc/test_model_time.py"),
                    "paper: NCCL's ring with the straggler on it (PXN); g > 1 the flat ring over all p GPUs, "
                    "PAPER.md's derived reading of NCCLNoFailure (optcc.algorithms.baselines.rings)",
                    auto_segments=1, compare=True, generator="ring")    # k only adds steps to the ring

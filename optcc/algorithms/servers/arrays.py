@@ -1,7 +1,7 @@
 """optcc_server_allreduce's flows as EventArrays: the q-node instance is a small Python schedule
 (q = p/g), its g lifted copies and the O(g²·q·P) NVLink flows are emitted as numpy arrays, never
 as Flow objects. The plan (lead, batch and stream starts) is the construction's own code
-(servers.build._plan); tested flow for flow against the built schedules (tests/test_event_arrays.py).
+(servers.build._plan); tested flow for flow against the built schedules (tests/optcc/test_event_arrays.py).
 `_rail_columns` also serves optcc_rails' array form (rails.arrays).
 """
 from __future__ import annotations

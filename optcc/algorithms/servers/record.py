@@ -34,6 +34,6 @@ def server_event_arrays(cluster: Cluster, k: int) -> EventArrays:
 
 RECORD = Algorithm("optcc_servers", optcc_server_allreduce, optcc_server_slot_time, accepts,
                    Latency(LC.servers_overheads, LC.servers_latencies, lambda c: LC.SERVERS_KNEE,
-                           "derived: optcc.latency_counts (servers); tested in tests/test_model_time.py"),
+                           "derived: optcc.latency_counts (servers); tested in tests/optcc/test_model_time.py"),
                    "derived: one straggler server, the NIC instance plus NVLink lead and tail (docs/optcc_servers.md)",
                    construction=True, arrays=server_event_arrays)

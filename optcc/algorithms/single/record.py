@@ -17,7 +17,7 @@ def accepts(cluster: Cluster) -> tuple[bool, str]:
 
 
 LATENCY = Latency(LC.single_overheads, LC.single_latencies, lambda c: LC.SINGLE_KNEE,
-                  "derived: optcc.latency_counts (single), docs/latency.md; tested in tests/test_model_time.py")
+                  "derived: optcc.latency_counts (single), docs/latency.md; tested in tests/optcc/test_model_time.py")
 
 RECORD = Algorithm("optcc_single", optcc_allreduce, optcc_slot_time, accepts, LATENCY,
                    "paper: OptCC's single-straggler construction (PAPER.md 'OptCC'; Theorem 2's time)",
