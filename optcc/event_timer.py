@@ -163,14 +163,15 @@ class Prepared:
         self.rate, self.rate_den = None, 1
         if hasattr(fa, "dur_cls"):
             return self._from_event_arrays(cast("EventArrays", fa))      # hasattr does not narrow the union
+        from optcc.event_arrays import index_of
         sizes = sorted(set(fa.pieces))
         slows = sorted(set(cluster.slowdown))
         durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
         scale = fa.scale
         for d in durs.values():
             scale = math.lcm(scale, d.denominator)
-        size_class = np.array([sizes.index(x) for x in fa.pieces], dtype=np.int16)[fa.piece]
-        slow = np.array([slows.index(x) for x in cluster.slowdown], dtype=np.int16)
+        size_class = np.array(index_of(sizes, fa.pieces), dtype=np.int16)[fa.piece]
+        slow = np.array(index_of(slows, cluster.slowdown), dtype=np.int16)
         slow_class = np.maximum(slow[fa.src], slow[fa.dst])
         table = np.array([[d.numerator * (scale // d.denominator) for b in range(len(slows))
                            for d in [durs[(a, b)]]] for a in range(len(sizes))], dtype=np.int64)
