@@ -103,6 +103,13 @@ def from_schedule(schedule: Schedule) -> EventArrays:
     return b.finish()
 
 
+def index_of(values: list[Fraction], items: Iterable[Fraction]) -> list[int]:
+    """values.index(x) for each x, by (numerator, denominator) look-ups (reduced Fractions are
+    equal exactly when these are; a Fraction's own hash and == cost far more)."""
+    pos = {(v.numerator, v.denominator): i for i, v in reversed(list(enumerate(values)))}
+    return [pos[(x.numerator, x.denominator)] for x in items]
+
+
 class ArrayBuilder:
     """Parts of flows with exact starts offset + units · unit (Fractions, n/B); `finish` puts
     them on one grid and computes their durations."""
@@ -136,9 +143,9 @@ class ArrayBuilder:
     def finish(self) -> EventArrays:
         c = self.cluster
         sizes = sorted(set(self.pieces))
-        size_cls = np.array([sizes.index(x) for x in self.pieces], dtype=np.int64)
+        size_cls = np.array(index_of(sizes, self.pieces), dtype=np.int64)
         slows = sorted(set(c.slowdown))
-        slow_cls = np.array([slows.index(x) for x in c.slowdown], dtype=np.int64)
+        slow_cls = np.array(index_of(slows, c.slowdown), dtype=np.int64)
         rates = sorted({r for part in self.parts for r in part[7][1]})
         # durations per class (size, slower end, link, rate): NIC size·ℓ/rate, NVLink size/(s_nv·rate)
         table: dict[tuple[int, int, int, int], Fraction] = {}

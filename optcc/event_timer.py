@@ -50,25 +50,32 @@ class GroupTimer:
         self.rank_done = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
         self.port = np.zeros(n_ports, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
-        self.pending: list[tuple[np.ndarray, ...]] = []          # [slot_end, write_key, send, recv, lands, ends] arrays
+        # pending groups: (least slot end, largest slot end, [slot_end, write_key, send, recv, lands, ends] arrays)
+        self.pending: list[tuple[int, int, tuple[np.ndarray, ...]]] = []
         self.finish = 0
 
     def commit(self, t: int) -> None:
-        keep: list[tuple[np.ndarray, ...]] = []
-        for se, wk, sp, rp, lands, ends in self.pending:
-            m = se <= t
-            if m.all():
+        """Raise the maxima by every pending flow with slot end ≤ t (a group wholly before or after
+        t is told by its least and largest slot end, without a pass over its flows)."""
+        keep: list[tuple[int, int, tuple[np.ndarray, ...]]] = []
+        for entry in self.pending:
+            lo, hi, arrays = entry
+            if lo > t:
+                keep.append(entry)
+                continue
+            se, wk, sp, rp, lands, ends = arrays
+            if hi <= t:
                 np.maximum.at(self.w, wk, lands)
                 np.maximum.at(self.port, sp, ends)
                 np.maximum.at(self.port, rp, ends)
-            else:
-                if m.any():
-                    np.maximum.at(self.w, wk[m], lands[m])
-                    np.maximum.at(self.port, sp[m], ends[m])
-                    np.maximum.at(self.port, rp[m], ends[m])
-                    keep.append((se[~m], wk[~m], sp[~m], rp[~m], lands[~m], ends[~m]))
-                else:
-                    keep.append((se, wk, sp, rp, lands, ends))
+                continue
+            m = se <= t
+            np.maximum.at(self.w, wk[m], lands[m])
+            np.maximum.at(self.port, sp[m], ends[m])
+            np.maximum.at(self.port, rp[m], ends[m])
+            rest = ~m
+            se = se[rest]
+            keep.append((int(se.min()), hi, (se, wk[rest], sp[rest], rp[rest], lands[rest], ends[rest])))
         self.pending = keep
 
     def group(self, t: int, read_key: np.ndarray, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray,
@@ -93,7 +100,8 @@ class GroupTimer:
             np.maximum.at(self.rank_done, dst, lands)
         if len(lands):
             self.finish = max(self.finish, int(lands.max()))
-        self.pending.append((slot_end, write_key, send, recv, lands, ends))
+            self.pending.append((int(slot_end.min()), int(slot_end.max()),
+                                 (slot_end, write_key, send, recv, lands, ends)))
 
     def read_ops(self, t: int, keys: np.ndarray) -> None:
         """Local ops at t: they read the committed value (after landings ≤ t), change no maximum."""
@@ -155,14 +163,15 @@ class Prepared:
         self.rate, self.rate_den = None, 1
         if hasattr(fa, "dur_cls"):
             return self._from_event_arrays(cast("EventArrays", fa))      # hasattr does not narrow the union
+        from optcc.event_arrays import index_of
         sizes = sorted(set(fa.pieces))
         slows = sorted(set(cluster.slowdown))
         durs = {(a, b): x * y for a, x in enumerate(sizes) for b, y in enumerate(slows)}
         scale = fa.scale
         for d in durs.values():
             scale = math.lcm(scale, d.denominator)
-        size_class = np.array([sizes.index(x) for x in fa.pieces], dtype=np.int16)[fa.piece]
-        slow = np.array([slows.index(x) for x in cluster.slowdown], dtype=np.int16)
+        size_class = np.array(index_of(sizes, fa.pieces), dtype=np.int16)[fa.piece]
+        slow = np.array(index_of(slows, cluster.slowdown), dtype=np.int16)
         slow_class = np.maximum(slow[fa.src], slow[fa.dst])
         table = np.array([[d.numerator * (scale // d.denominator) for b in range(len(slows))
                            for d in [durs[(a, b)]]] for a in range(len(sizes))], dtype=np.int64)

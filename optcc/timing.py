@@ -70,10 +70,16 @@ def durations(schedule: Schedule) -> list[Fraction]:
     # the slower end's class of every pair of classes, compared once (not once per flow)
     slower = [[a if slows[a] >= slows[b] else b for b in range(len(slows))] for a in range(len(slows))]
     cache: dict[tuple[int, int, bool, int], Fraction] = {}
+    # rates by value (some generators give every flow its own rate object): id -> value class
+    rate_of_id: dict[int, int] = {}
+    rate_ids: dict[tuple[int, int], int] = {}
     out: list[Fraction] = []
     append = out.append
     for f in schedule.flows:
-        key = (piece_class[f.piece], slower[rank_class[f.src]][rank_class[f.dst]], f.link == "nic", id(f.rate))
+        rate = rate_of_id.get(id(f.rate))
+        if rate is None:
+            rate = rate_of_id[id(f.rate)] = rate_ids.setdefault((f.rate.numerator, f.rate.denominator), len(rate_ids))
+        key = (piece_class[f.piece], slower[rank_class[f.src]][rank_class[f.dst]], f.link == "nic", rate)
         d = cache.get(key)
         if d is None:   # the formulas live in Cluster (one home for the model)
             size = sizes[key[0]]

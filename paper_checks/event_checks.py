@@ -113,16 +113,23 @@ class _Schedules:
         nvlink = c.nvlink_speedup if c.g > 1 else None       # g = 1 schedules do not depend on B
         return (c.p, c.g, c.slowdown, nvlink, c.issue_delay + c.latency > 0, k)
 
-    def estimate(self, c: Cluster, k: int) -> int:
-        """Flow count at k, extrapolated linearly from k = 1 and 2 (the constructions are ~linear in k)."""
+    def estimate(self, c: Cluster, k: int, cap: int | None = None) -> int:
+        """Flow count at k, extrapolated linearly from k = 1 and 2 (the constructions are ~linear in k).
+        With `cap`: where k = 1 alone has more than `cap` flows, that count (k = 2 is not built: the
+        counts do not fall with k, so every k is over `cap`)."""
         base = self.key(c, 0)[:-1]
-        if base not in self.flows:
+
+        def count(kk: int) -> int:
             record = choose(c)
-            count = (lambda kk: len(record.arrays(c, kk))) if record.arrays is not None else \
-                (lambda kk: len(record.build(c, kk).flows))
-            f1, f2 = (count(kk) for kk in (1, 2))
-            self.flows[base] = (f1, f2 - f1)
+            return len(record.arrays(c, kk)) if record.arrays is not None else len(record.build(c, kk).flows)
+        if base not in self.flows:
+            self.flows[base] = (count(1), None)
         f1, d = self.flows[base]
+        if cap is not None and f1 > cap:
+            return f1
+        if d is None:
+            d = count(2) - f1
+            self.flows[base] = (f1, d)
         return f1 + d * (k - 1)
 
     def get(self, c: Cluster, k: int, cap: int = FLOW_CAP) -> Prepared | None:
@@ -130,7 +137,7 @@ class _Schedules:
         if key in self.cache:
             self.cache.move_to_end(key)
             return self.cache[key]
-        if self.estimate(c, k) > cap:
+        if self.estimate(c, k, cap) > cap:
             return None
         record = choose(c)
         try:
@@ -383,8 +390,10 @@ def piece_bytes(c: Cluster, k: int | None, n: int) -> int | None:
 
 def fixed_k(p: int, g: int, ells, model: str, n: int, tol: float, k: int, bandwidth=S.NIC_BANDWIDTH) -> dict:
     """The point's verdict with k fixed (no search): refuted by the bound where it is over the
-    tolerance; else the event time at k where the schedule has ≤ FLOW_CAP flows (PASS or FAIL: exact
-    for that k), else the closed form at k (an upper bound: PASS or undecided)."""
+    tolerance; else the event time at k where p ≤ P_EVENT_MAX and the schedule has ≤ FLOW_CAP flows
+    (PASS or FAIL: exact for that k), else the closed form at k (an upper bound: PASS or undecided).
+    Beyond P_EVENT_MAX no schedule is built, not even for its flow estimate (a cost rule, as the
+    search's: there every row's schedule at k ≥ FIXED_K[0] is over FLOW_CAP)."""
     from optcc.model_time import model_time
     c = cluster(p, g, ells, model, bandwidth)
     ring = nccl_event(p, g, model, n, bandwidth)
@@ -393,7 +402,7 @@ def fixed_k(p: int, g: int, ells, model: str, n: int, tol: float, k: int, bandwi
     if bound > tol:
         out.update(verdict=FAIL, overhead=bound, decided_by=REFUTED_BY_BOUND)
         return out
-    prep = SCHEDULES.get(c, k)
+    prep = SCHEDULES.get(c, k) if p <= P_EVENT_MAX else None
     if prep is not None:
         try:
             ov = float(prep.event_time(*latency_units(c, n)) / ring - 1)

@@ -11,7 +11,6 @@ VOLATILE = [(re.compile(r"\b(proved|refuted)( by the verifier)?( \([^)]*\))? in 
             (re.compile(r"\(\d+(\.\d+)? s\)$"), "<seconds>"),
             (re.compile(r"\b\d+(\.\d+)? ms\b"), "<ms>"),                                  # a run's wall time
             (re.compile(r"(Avg bus bandwidth\s*:)\s*\S+"), r"\1 <wall>")]
-# Columns of a benchmark table that are measured wall-clock figures (masked in its rows).
 
 
 def examples(path: Path) -> list[tuple[str, list[str]]]:

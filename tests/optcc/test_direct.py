@@ -163,3 +163,17 @@ def test_rails_never_slower_than_without_direct(cluster, k):
     assert best.end <= without.end
     if cluster.p == 64:
         assert best.end == without.end and all(s.meta["algorithm"] != "direct" for s, _, _ in best.rails)
+
+
+def test_flows_share_their_rate_objects_and_the_shard_lp_is_solved_once():
+    """The rails' plan builds the direct AllReduce for every k: its flows hold one rate object per
+    (round kind, owner, peer), not one each (durations reads each object once), and the shard LP of a slowdown tuple is solved once, each
+    caller getting its own list."""
+    ells = (1, F(4, 3), 2, 1)
+    s = direct.build(g1(ells), 16)
+    assert len({id(f.rate) for f in s.flows}) <= 3 * 4 * 3 < len(s.flows) // 10
+    before = direct._shard_lp.cache_info()
+    x = direct.shard_lp(ells)
+    x[0] = F(7)
+    assert direct.shard_lp(ells) == [F(1, 3), F(4, 15), F(1, 15), F(1, 3)]
+    assert direct._shard_lp.cache_info().misses == before.misses

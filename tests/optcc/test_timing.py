@@ -59,3 +59,17 @@ def test_shared_model_allows_split_ports_exclusive_does_not():
     assert check_capacity(shared) is None
     exclusive = Schedule(c, [F(1)], flows)
     assert check_capacity(exclusive).port == (1, "nic", "send")
+
+
+def test_durations_share_one_object_per_value_whatever_the_rate_objects():
+    """Flows with equal rates held in distinct objects get one duration object per value (what
+    IntegerTimes reads once per object), and the values are the cluster's."""
+    from optcc.timing import IntegerTimes, durations
+    c = Cluster.build(3, stragglers={0: F(2)})
+    flows = [Flow(i, (i + 1) % 3, 0, "copy", F(0), "nic", F(1, 2) + 0) for i in range(3)]
+    assert len({id(f.rate) for f in flows}) == 3
+    s = Schedule(c, [F(1)], flows)
+    d = durations(s)
+    assert d == [c.nic_time(f.src, f.dst, F(1), F(1, 2)) for f in flows] == [4, 2, 4]
+    assert len({id(x) for x in d}) == len(set(d)) == 2
+    assert IntegerTimes(s).durs == [4, 2, 4]

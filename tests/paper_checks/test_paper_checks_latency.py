@@ -190,3 +190,19 @@ def test_rows_carry_their_fixed_k_verdicts(rows):
     assert fig8["verdict_at_fixed_k"] == {"32": C.FAIL, "64": C.FAIL}
     assert fig8["points"]["4/3@16"]["fixed_k"]["32"]["decided_by"] == "event time"
     assert "fixed_k" not in rows["within-6pct-fig8"]["details"]["latency_models"]["nccl"]["points"]["4/3@16"]
+
+
+def test_fixed_k_builds_no_schedule_beyond_the_event_range(monkeypatch):
+    """Beyond P_EVENT_MAX a fixed-k verdict is the closed form's upper bound, without building a
+    schedule even for its flow estimate; within it, an estimate whose k = 1 count is already over
+    the cap does not build k = 2 (the counts do not fall with k)."""
+    fresh = E._Schedules()
+    monkeypatch.setattr(E, "SCHEDULES", fresh)
+    p = 2 * E.P_EVENT_MAX
+    r = E.fixed_k(p, 1, F(4, 3), "simai", N, 0.065, 32)
+    assert r["decided_by"] == "upper bound" and fresh.flows == {} and fresh.cache == {}
+    c = E.cluster(8, 1, F(4, 3), "simai")
+    assert fresh.get(c, 3, cap=10) is None
+    (f1, d), = fresh.flows.values()
+    assert f1 > 10 and d is None
+    assert fresh.estimate(c, 3) == f1 + 2 * fresh.flows[fresh.key(c, 0)[:-1]][1] > f1

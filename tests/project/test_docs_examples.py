@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 # Not run here: torch processes, network namespaces, or minutes of work (their own tests cover them).
 SLOW = {"testbed": "needs root and network namespaces",
-        "paper-checks": "about two minutes (99–113 s CPU measured); tests/paper_checks/test_paper_checks.py "
+        "paper-checks": "about two minutes (127.5 s CPU measured); tests/paper_checks/test_paper_checks.py "
                         "compares the example of docs/paper_checks.md with the report it computes anyway"}
 NEEDS_TORCH = {"run", "bench"}
+# Columns of a benchmark table that are measured wall-clock figures (masked in its rows).
 VOLATILE_COLUMNS = {"time", "time_us", "algbw", "busbw", "eff", "torch_us", "vs_torch"}
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 
 from optcc.algorithms.stated import states_slot_time
 from optcc.algorithms.limits import check_segments
@@ -110,11 +111,16 @@ def _simplex(A: Sequence[Sequence[Fraction]], b: Sequence[Fraction], c: Sequence
 
 
 def shard_lp(ell: Sequence[Fraction]) -> list[Fraction]:
-    """The exact optimal shard sizes x for slowdowns `ell` (module docstring's LP)."""
-    ell = [Fraction(v) for v in ell]
+    """The exact optimal shard sizes x for slowdowns `ell` (module docstring's LP); solved once per
+    slowdown tuple (the rails' plan asks it for every k)."""
+    return list(_shard_lp(tuple(Fraction(v) for v in ell)))
+
+
+@lru_cache(maxsize=256)
+def _shard_lp(ell: tuple[Fraction, ...]) -> tuple[Fraction, ...]:
     q = len(ell)
     if q == 1:
-        return [Fraction(1)]
+        return (Fraction(1),)
     # variables x_0..x_{q−1}, t, slacks s_0..s_{q−1}: row i is A_i·x − t + s_i = 0; Σ x = 1.
     # Rows are multiplied by −1 so that b ≥ 0 holds (b = 0 there anyway).
     n = 2 * q + 1
@@ -132,7 +138,7 @@ def shard_lp(ell: Sequence[Fraction]) -> list[Fraction]:
     A.append([Fraction(1)] * q + [Fraction(0)] * (q + 1))
     b.append(Fraction(1))
     c = [Fraction(0)] * q + [Fraction(1)] + [Fraction(0)] * q
-    return _simplex(A, b, c)[:q]
+    return tuple(_simplex(A, b, c)[:q])
 
 
 def shards(cluster: Cluster) -> list[Fraction]:
@@ -189,23 +195,29 @@ def build(cluster: Cluster, k: int, lag: int = 1) -> Schedule:
     first, middle, last = _round_loads(ell, x, k)
     flows: list[Flow] = []
     start = Fraction(0)
+    rates: dict[tuple[int, int, int], Fraction] = {}     # (round kind, j, i) -> x_j/k·max(ℓ_i, ℓ_j)/L: one per value
+
+    def rate(kind: int, L: Fraction, j: int, i: int) -> Fraction:
+        key = (kind, j, i)
+        if key not in rates:
+            rates[key] = x[j] / k * _m(ell, i, j) / L
+        return rates[key]
     for r in range(k + lag):
         rs, ag = r < k, r >= lag
         if not (rs or ag):                     # k < lag: no round between the two halves
             continue
-        L = middle if rs and ag else (first if rs else last)
+        kind = 1 if rs and ag else (0 if rs else 2)
+        L = (first, middle, last)[kind]
         if rs:                              # reduce-scatter of chunk r: i adds into owner j
             for j in owners:
-                size = pieces[index[(r, j)]]
                 for i in range(q):
                     if i != j:
-                        flows.append(Flow(i, j, index[(r, j)], "add", start, "nic", size * _m(ell, i, j) / L))
+                        flows.append(Flow(i, j, index[(r, j)], "add", start, "nic", rate(kind, L, j, i)))
         if ag:                                 # all-gather of chunk r − lag: owner j copies out
             for j in owners:
-                size = pieces[index[(r - lag, j)]]
                 for i in range(q):
                     if i != j:
-                        flows.append(Flow(j, i, index[(r - lag, j)], "copy", start, "nic", size * _m(ell, i, j) / L))
+                        flows.append(Flow(j, i, index[(r - lag, j)], "copy", start, "nic", rate(kind, L, j, i)))
         start += L
     meta = {"algorithm": NAME, "segments": k, "capacity": "exclusive", **({"lag": lag} if lag != 1 else {}),
             "shards": [str(v) for v in x],

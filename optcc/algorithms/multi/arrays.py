@@ -20,6 +20,8 @@ from optcc.algorithms.multi.pattern import Pattern
 from optcc.event_arrays import ArrayBuilder, EventArrays
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from optcc.cluster import Cluster
 
 _Ix = npt.NDArray[np.int64]          # index arrays (σ, a, j / i), broadcast together
@@ -86,14 +88,6 @@ def multi_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     at = tick_clock(lam)
     if c0 > 0 or c1 > 0:
         small += relay_fill_flows(list(cluster.healthy), stragglers, k, SlotGrid(L, d, at), (c0 * d, c1 * d), k * H)
-    if plan:
-        from optcc.schedule import Flow
-        hl = list(cluster.healthy)
-        for pi in range(plan.pieces):
-            for e in plan.events:
-                pid = k * H + pi * len(roots) + roots.index(e.root)
-                small.append(Flow(e.src.rank(hl, stragglers), e.dst.rank(hl, stragglers), pid, e.op,
-                                  at(L * pi + 2 * e.window) + e.offset * d))
     if small:
         den = 1
         for f in small:
@@ -105,6 +99,27 @@ def multi_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
         b.add(col("src"), col("dst"), col("piece"),
               np.array([f.start.numerator * (den // f.start.denominator) for f in small], dtype=np.int64),
               Fraction(1, den))
+    if plan:                 # the chain fill: its events in every period π, period by period
+        hl = list(cluster.healthy)
+        ev = plan.events
+        # start at(L·π + 2·window) + offset·δ = π·Lλ + first_e (first_e: period 0's); the reduced
+        # starts' common denominator is lcm(Lλ's, every first_e's) (π·Lλ only where π ≥ 1 occurs)
+        step = L * lam
+        first = [at(2 * e.window) + e.offset * d for e in ev]
+        den = 1
+        for x in first + ([step] if plan.pieces > 1 else []):
+            den = math.lcm(den, x.denominator)
+        step_i = step.numerator * (den // step.denominator)
+        first_i = [x.numerator * (den // x.denominator) for x in first]
+        if (plan.pieces - 1) * step_i + max(first_i, default=0) >= 2**63:
+            raise OverflowError("optcc_multi arrays: chain fill starts beyond int64")
+        pi = np.arange(plan.pieces, dtype=np.int64)[:, None]
+        shape = (plan.pieces, len(ev))
+        row: Callable[[list[int]], npt.NDArray[np.int64]] = lambda v: np.array(v, dtype=np.int64)[None, :]  # noqa: E731
+        b.add(np.broadcast_to(row([e.src.rank(hl, stragglers) for e in ev]), shape).ravel(),
+              np.broadcast_to(row([e.dst.rank(hl, stragglers) for e in ev]), shape).ravel(),
+              (k * H + pi * len(roots) + row([roots.index(e.root) for e in ev])).ravel(),
+              (pi * step_i + row(first_i)).ravel(), Fraction(1, den))
     ds, da, dj, dt = drain_slot_arrays(H, m, k, spread)
     bb = (da + dj) % H
     b.add(healthy[bb], healthy[(bb + 1) % H], ds * H + da, dt, lam)
