@@ -25,6 +25,8 @@ TESTS = pathlib.Path(__file__).resolve().parent
 ROOT = TESTS.parent
 if str(TESTS) not in sys.path:             # the shared helpers (gloo_run, *_cases) import by name
     sys.path.insert(0, str(TESTS))
+if str(ROOT) not in sys.path:              # the checkout's packages, never tests/' folders of the same names
+    sys.path.insert(0, str(ROOT))          # (tests/verifier alone would import as an empty namespace package)
 
 # Module-level caches of ours (module, attribute): cleared after every test, so that no test's
 # outcome or duration depends on which tests ran before it.

@@ -22,7 +22,8 @@ def launch_script_ranks(script: str, args: list[str], world: int, timeout: float
     for r in range(world):
         env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [TESTS, env.get("PYTHONPATH", "")]))   # the shared helpers
+        # the shared helpers, and the checkout: its packages, not tests/' folders of the same names
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(TESTS), TESTS, env.get("PYTHONPATH", "")]))
         procs.append(subprocess.Popen([sys.executable, script, *args], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     logs = []

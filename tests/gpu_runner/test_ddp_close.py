@@ -82,7 +82,8 @@ def test_exit_without_close_drains_and_joins(tmp_path):
     marker = tmp_path / "done.txt"
     script = textwrap.dedent(f"""
         import sys, torch
-        sys.path[:0] = [{os.path.dirname(__file__)!r}, {os.path.dirname(os.path.dirname(__file__))!r}]
+        sys.path[:0] = [{os.path.dirname(__file__)!r}, {os.path.dirname(os.path.dirname(__file__))!r},
+                        {os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))!r}]
         from test_ddp_close import SlowDouble, _state
 
         class Marking(SlowDouble):

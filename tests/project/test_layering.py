@@ -269,3 +269,15 @@ def test_tests_mirror_the_packages_and_import_no_other_folders_test_module():
                     and folder_of[node.module] != path.parent.name:
                 crossing.append(f"{path.relative_to(tests)} imports {node.module}")
     assert crossing == []
+
+
+def test_plain_pytest_imports_the_packages_not_the_test_folders_of_their_names(tmp_path):
+    """`pytest` (not `python -m pytest`: no checkout on the path but what conftest adds) imports
+    the real verifier, not tests/verifier as an empty namespace package."""
+    import subprocess
+    import sys
+    probe = ROOT / "tests" / "verifier" / "test_trust_files.py"
+    r = subprocess.run([sys.executable, "-c", "import sys, pytest; sys.exit(pytest.main(sys.argv[1:]))",
+                        "-q", "-p", "no:cacheprovider", "-o", "addopts=", f"{probe}::test_every_writer_writes_the_tables_current_format"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
