@@ -33,7 +33,7 @@ from verifier.events import label_ranks, piece_events, piece_signature
 from verifier.linear import ExpressionTable, execute_signature
 from verifier.port_checks import check_runnable
 from verifier.proof import required_properties
-from verifier.trust_files import read_trust_file, trust_format
+from verifier.trust_files import check_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.schedule import Schedule
@@ -100,11 +100,7 @@ def write_certificate(proof: Proof, schedule: Schedule, path: str, field: str = 
 def check_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact schedule after re-checking its witness; else
     (False, the reason)."""
-    try:
-        _, data = read_trust_file(path, "certificate", ["optcc-certificate"])
-    except OptccError as e:
-        return False, e.message
-    return check_certificate_data(schedule, data)
+    return check_file(path, "optcc-certificate", lambda data: check_certificate_data(schedule, data))
 
 
 def check_certificate_data(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:

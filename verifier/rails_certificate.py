@@ -27,7 +27,7 @@ import z3
 from optcc.errors import OptccError
 from optcc.files import write_text_atomic
 from optcc.jsonout import dumps
-from verifier.trust_files import read_trust_file, trust_format
+from verifier.trust_files import check_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.schedule import LocalOp, Schedule
@@ -90,11 +90,7 @@ def write_rails_certificate(proof: Proof, schedule: Schedule, path: str, field: 
 def check_rails_certificate(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, "") iff `path` certifies this exact rails schedule after re-checking it (module
     docstring); else (False, the reason)."""
-    try:
-        _, data = read_trust_file(path, "certificate", ["optcc-rails-certificate"])
-    except OptccError as e:
-        return False, e.message
-    return check_rails_certificate_data(schedule, data)
+    return check_file(path, "optcc-rails-certificate", lambda data: check_rails_certificate_data(schedule, data))
 
 
 def check_rails_certificate_data(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:

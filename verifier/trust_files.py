@@ -12,7 +12,7 @@ header itself, so no file is ever taken for another kind.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,3 +73,12 @@ def read_trust_file(path: str, field: str, families: Iterable[str]) -> tuple[Tru
                                 f"make a current one: {fmt.remake})")
     assert isinstance(data, dict)
     return fmt, data
+
+
+def check_file(path: str, family: str, check: Callable[[dict[str, Any]], tuple[bool, str]]) -> tuple[bool, str]:
+    """`check` of the data of a current `family` file at `path`, or (False, why it is not one)."""
+    try:
+        _, data = read_trust_file(path, "certificate", [family])
+    except OptccError as e:
+        return False, e.message
+    return check(data)

@@ -34,7 +34,7 @@ from optcc.files import write_text_atomic
 from optcc.proof_sources import MIN_P as _MIN_P
 from optcc.proof_sources import SOURCES as _SOURCES
 from optcc.proof_sources import source_files, sources_digest  # noqa: F401  (re-exported)
-from verifier.trust_files import read_trust_file, trust_format
+from verifier.trust_files import check_file, trust_format
 
 if TYPE_CHECKING:
     from optcc.algorithms.families import Family, Term
@@ -190,11 +190,7 @@ def _semantic_meta(algo: str, schedule: Schedule, k: int) -> None:
 
 def generator_certificate_check(schedule: Schedule, path: str) -> tuple[bool, str]:
     """(True, note) iff `path` certifies the construction that produces exactly `schedule`."""
-    try:
-        _, data = read_trust_file(path, "certificate", ["optcc-generator-certificate"])
-    except OptccError as e:
-        return False, e.message
-    return generator_certificate_data_check(schedule, data)
+    return check_file(path, "optcc-generator-certificate", lambda data: generator_certificate_data_check(schedule, data))
 
 
 def generator_certificate_data_check(schedule: Schedule, data: dict[str, Any]) -> tuple[bool, str]:
