@@ -2,7 +2,7 @@
 links are even, OptCC for the measured cluster while one host is slow, and back after the repair.
 
 While the links are even each bucket is all-reduced as the default hook does it (gloo's
-all_reduce, asynchronous, issued in the hook), except a sample: `sample_bytes` of each step's
+all_reduce, asynchronous, issued in the hook), except a sample: `sample_bytes` of a timed step's
 first bucket go by a timed pairwise exchange (`pairwise_allreduce`). Its reduce-scatter runs in
 p − 1 rounds where rank r sends to r + j and receives from r − j (the sample's first half) and
 then to r − j from r + j (its second half); every NIC carries one outgoing and one incoming
@@ -16,6 +16,14 @@ the two repetitions the probe's rule needs. The summed chunks (chunk c summed by
 order, so every rank holds the same bits) and every rank's receive times travel in one
 all-gather, so every rank decides from the same data, the same way. A barrier first lines the
 ranks up: a rank that reaches its first bucket late would otherwise read as a slow sender.
+While the links are even, a timed step whose own reading (its one repetition) puts every host
+below `min_ell` lets the next step go untimed (the default hook's all_reduce alone: the barrier
+and the sample's synchronous rounds are what a timed step costs over it); the step after an
+untimed one is timed, and so is every step after one that read a host at `min_ell` or more. So
+a slowdown from step u is read, in full, by two timed steps among u, u + 1, u + 2 (u untimed:
+u + 1 reads the host slow, so u + 2 is timed too), and OptCC runs by step u + 3 (derived: the
+switch takes effect at the step boundary after the second); the rule that names a host, two
+slow repetitions, is unchanged.
 
 Every fourth timed step sends each chunk in SPLIT messages: one flow timed in two message
 counts gives the per-message cost o (`message_cost`), which the plan's k is chosen for; it is
@@ -253,7 +261,8 @@ class AdaptiveHookState:
     """The hook's state that re-plans while training (module docstring). `mode` is "default" or
     "optcc"; `switches` lists each switch ({step it takes effect, to, ell, hosts, decision,
     message_cost_s}, to OptCC also {segments: k per bucket bytes, overhead_s, overhead_from});
-    `trace` holds, per finished step, its mode, whether it was timed and its verdict."""
+    `trace` holds, per finished step, its mode, whether it was timed, the bytes its sample sent
+    and its verdict."""
 
     def __init__(self, cluster=None, algo: str = "optcc", *, process_group=None, min_ell: float = DEFAULT_MIN_ELL,
                  check_every: int = DEFAULT_CHECK_EVERY, sample_bytes: int = DEFAULT_SAMPLE_BYTES,
@@ -296,6 +305,9 @@ class AdaptiveHookState:
         self._cost_history: list = []
         self._times: tuple[FlowTimes, FlowTimes] | None = None
         self._step_timed = False
+        self._clear = False                 # this step's own reading put every host below min_ell (`_decide`)
+        self._untimed = False               # this step goes untimed (`_end_step`)
+        self._sampled = 0                   # bytes this step's sample sent
         self._verdict: dict | None = None
         self._next: tuple | None = None      # (mode, plan) from the next step
         self._sizes: dict = {}              # bucket bytes -> dtype OptCC would run, seen in this step
@@ -338,7 +350,9 @@ class AdaptiveHookState:
 
     # -- one bucket ----------------------------------------------------------------------------
     def _timed_step(self) -> bool:
-        return self.mode == "default" or (self.step - self._switched_at) % self.check_every == self.check_every - 1
+        if self.mode == "default":
+            return not self._untimed
+        return (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
     def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
         """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
@@ -359,6 +373,8 @@ class AdaptiveHookState:
         self._sizes[flat.numel() * es] = flat.dtype
         if first and n < flat.numel():      # what OptCC runs of a timed step's first bucket
             self._sizes[(flat.numel() - n) * es] = flat.dtype
+        if first:
+            self._sampled = n * es if self._step_timed else 0
         return n if self._step_timed else 0
 
     def _sample(self, flat: torch.Tensor) -> None:
@@ -389,10 +405,15 @@ class AdaptiveHookState:
         if len(self._history) < 2 * WINDOW or not complete(self._history):
             return
         est = verdict(self._history, hosts, self.min_ell, self._cost_history)
+        own = None
+        if self.mode == "default":      # the latest step alone: every host read below min_ell
+            own = max(r["ell"] for r in verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)["ranks"])
+            self._clear = own < self.min_ell
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
                          "named": [r["rank"] for r in est["ranks"] if r["straggler"]],
-                         "message_cost_s": est["message_cost_s"]}
+                         "message_cost_s": est["message_cost_s"],
+                         **({"own_ell": round(own, 3)} if own is not None else {})}
         named = tuple(r["rank"] for r in est["ranks"] if r["straggler"])
         if named and named != self._named:
             self._next = ("optcc", self._switch_to_optcc(est, named, hosts))
@@ -407,9 +428,11 @@ class AdaptiveHookState:
 
     def _end_step(self) -> None:
         """At DDP's last bucket: close the step's record, take up a switch decided in it."""
-        self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed,
+        self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed, "sample_bytes": self._sampled,
                            **({"verdict": self._verdict} if self._verdict else {})})
         self._times, self._verdict, self._last_sizes = None, None, self._sizes
+        self._untimed = self._step_timed and self._clear     # never two untimed steps in a row
+        self._clear = False
         self.step += 1
         self._timed_steps += self._step_timed
         if self._next is not None:
