@@ -70,6 +70,10 @@ DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first buck
 SPLIT = 8                  # policy: every fourth timed step sends each chunk in 8 messages: one flow timed in
                            # two message counts gives the per-message cost (message_cost), 7·o apart
 
+SEVERAL_PER_HOST = ("With several ranks per host, probe the cluster (`optcc probe`: all of a host's ranks send at "
+                    "once, so its NIC is measured; it writes g and the slow hosts) and use "
+                    "OptccHookState.auto(cluster); re-planning while training is per rank, not per host.")
+
 
 def _isend(tensor, dst, group):
     return dist.isend(tensor, dst, group=group)
@@ -279,7 +283,8 @@ class AdaptiveHookState:
         if timeout is not None and not timeout > 0:
             raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         if cluster is not None and cluster.g != 1:
-            raise OptccError("cluster.g", f"the adaptive state times one rank per host (g = 1); got g = {cluster.g}")
+            raise OptccError("cluster.g", f"the adaptive state times one rank per host (g = 1); got g = {cluster.g}. "
+                                          f"{SEVERAL_PER_HOST}")
         self.base = cluster
         self.algo = algo
         self.process_group = process_group
@@ -340,7 +345,8 @@ class AdaptiveHookState:
             dist.all_gather_object(hosts, host_name(), group=group)
             if len(set(hosts)) != p:
                 raise OptccError("hosts", "the adaptive state times one rank per host; hosts "
-                                          f"{sorted(h for h in set(hosts) if hosts.count(h) > 1)} run several")
+                                          f"{sorted(h for h in set(hosts) if hosts.count(h) > 1)} run several. "
+                                          f"{SEVERAL_PER_HOST}")
             if self.timeout is not None:
                 from gpu_runner.watchdog import Watchdog
                 self._watchdog = Watchdog(rank, self.timeout, "optcc-adaptive-hook")

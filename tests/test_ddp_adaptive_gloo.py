@@ -185,6 +185,27 @@ def test_bad_settings_name_their_field():
     with pytest.raises(OptccError) as e:
         OptccHookState.adaptive(sample_bytes=0)
     assert e.value.field == "sample_bytes"
+    from optcc.cluster import Cluster
+    with pytest.raises(OptccError) as e:
+        OptccHookState.adaptive(Cluster.build(8, 2, stragglers={6: 2, 7: 2}))
+    assert e.value.field == "cluster.g" and "OptccHookState.auto(cluster)" in str(e.value)
+
+
+def test_several_ranks_on_one_host_are_refused_naming_the_hosts_and_what_to_use(monkeypatch):
+    """Two ranks on each of hosts a and b: the state would time their shared NIC as two
+    links; it stops naming both hosts and the probe-then-auto path."""
+    from gpu_runner import adaptive
+    from optcc.errors import OptccError
+    monkeypatch.setattr(adaptive.dist, "get_world_size", lambda group=None: 4)
+    monkeypatch.setattr(adaptive.dist, "get_rank", lambda group=None: 0)
+
+    def gather(out, obj, group=None):
+        out[:] = ["a", "a", "b", "b"]
+    monkeypatch.setattr(adaptive.dist, "all_gather_object", gather)
+    with pytest.raises(OptccError) as e:
+        adaptive.AdaptiveHookState(timeout=None)._group()
+    assert e.value.field == "hosts" and "['a', 'b'] run several" in str(e.value)
+    assert "optcc probe" in str(e.value) and "OptccHookState.auto(cluster)" in str(e.value)
 
 
 def _results(tmp_path, mode, world=WORLD):
