@@ -2,7 +2,7 @@
 links are even, OptCC for the measured cluster while one host is slow, and back after the repair.
 
 While the links are even each bucket is all-reduced as the default hook does it (gloo's
-all_reduce, asynchronous, issued in the hook), except a sample: `sample_bytes` of each step's
+all_reduce, asynchronous, issued in the hook), except a sample: `sample_bytes` of a timed step's
 first bucket go by a timed pairwise exchange (`pairwise_allreduce`). Its reduce-scatter runs in
 p − 1 rounds where rank r sends to r + j and receives from r − j (the sample's first half) and
 then to r − j from r + j (its second half); every NIC carries one outgoing and one incoming
@@ -16,6 +16,14 @@ the two repetitions the probe's rule needs. The summed chunks (chunk c summed by
 order, so every rank holds the same bits) and every rank's receive times travel in one
 all-gather, so every rank decides from the same data, the same way. A barrier first lines the
 ranks up: a rank that reaches its first bucket late would otherwise read as a slow sender.
+While the links are even, a timed step whose own reading (its one repetition) puts every host
+below `min_ell` lets the next step go untimed (the default hook's all_reduce alone: the barrier
+and the sample's synchronous rounds are what a timed step costs over it); the step after an
+untimed one is timed, and so is every step after one that read a host at `min_ell` or more. So
+a slowdown from step u is read, in full, by two timed steps among u, u + 1, u + 2 (u untimed:
+u + 1 reads the host slow, so u + 2 is timed too), and OptCC runs by step u + 3 (derived: the
+switch takes effect at the step boundary after the second); the rule that names a host, two
+slow repetitions, is unchanged.
 
 Every fourth timed step sends each chunk in SPLIT messages: one flow timed in two message
 counts gives the per-message cost o (`message_cost`), which the plan's k is chosen for; it is
@@ -61,6 +69,10 @@ DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first buck
                                     # busy 2-core testbed 256 KiB let noise delay a switch, 512 KiB cost 1.27x)
 SPLIT = 8                  # policy: every fourth timed step sends each chunk in 8 messages: one flow timed in
                            # two message counts gives the per-message cost (message_cost), 7·o apart
+
+SEVERAL_PER_HOST = ("With several ranks per host, probe the cluster (`optcc probe`: all of a host's ranks send at "
+                    "once, so its NIC is measured; it writes g and the slow hosts) and use "
+                    "OptccHookState.auto(cluster); re-planning while training is per rank, not per host.")
 
 
 def _isend(tensor, dst, group):
@@ -253,7 +265,8 @@ class AdaptiveHookState:
     """The hook's state that re-plans while training (module docstring). `mode` is "default" or
     "optcc"; `switches` lists each switch ({step it takes effect, to, ell, hosts, decision,
     message_cost_s}, to OptCC also {segments: k per bucket bytes, overhead_s, overhead_from});
-    `trace` holds, per finished step, its mode, whether it was timed and its verdict."""
+    `trace` holds, per finished step, its mode, whether it was timed, the bytes its sample sent
+    and its verdict."""
 
     def __init__(self, cluster=None, algo: str = "optcc", *, process_group=None, min_ell: float = DEFAULT_MIN_ELL,
                  check_every: int = DEFAULT_CHECK_EVERY, sample_bytes: int = DEFAULT_SAMPLE_BYTES,
@@ -270,7 +283,8 @@ class AdaptiveHookState:
         if timeout is not None and not timeout > 0:
             raise OptccError("timeout", f"expected a positive number of seconds or None, got {timeout!r}")
         if cluster is not None and cluster.g != 1:
-            raise OptccError("cluster.g", f"the adaptive state times one rank per host (g = 1); got g = {cluster.g}")
+            raise OptccError("cluster.g", f"the adaptive state times one rank per host (g = 1); got g = {cluster.g}. "
+                                          f"{SEVERAL_PER_HOST}")
         self.base = cluster
         self.algo = algo
         self.process_group = process_group
@@ -296,6 +310,9 @@ class AdaptiveHookState:
         self._cost_history: list = []
         self._times: tuple[FlowTimes, FlowTimes] | None = None
         self._step_timed = False
+        self._clear = False                 # this step's own reading put every host below min_ell (`_decide`)
+        self._untimed = False               # this step goes untimed (`_end_step`)
+        self._sampled = 0                   # bytes this step's sample sent
         self._verdict: dict | None = None
         self._next: tuple | None = None      # (mode, plan) from the next step
         self._sizes: dict = {}              # bucket bytes -> dtype OptCC would run, seen in this step
@@ -328,7 +345,8 @@ class AdaptiveHookState:
             dist.all_gather_object(hosts, host_name(), group=group)
             if len(set(hosts)) != p:
                 raise OptccError("hosts", "the adaptive state times one rank per host; hosts "
-                                          f"{sorted(h for h in set(hosts) if hosts.count(h) > 1)} run several")
+                                          f"{sorted(h for h in set(hosts) if hosts.count(h) > 1)} run several. "
+                                          f"{SEVERAL_PER_HOST}")
             if self.timeout is not None:
                 from gpu_runner.watchdog import Watchdog
                 self._watchdog = Watchdog(rank, self.timeout, "optcc-adaptive-hook")
@@ -338,7 +356,9 @@ class AdaptiveHookState:
 
     # -- one bucket ----------------------------------------------------------------------------
     def _timed_step(self) -> bool:
-        return self.mode == "default" or (self.step - self._switched_at) % self.check_every == self.check_every - 1
+        if self.mode == "default":
+            return not self._untimed
+        return (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
     def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
         """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
@@ -359,6 +379,8 @@ class AdaptiveHookState:
         self._sizes[flat.numel() * es] = flat.dtype
         if first and n < flat.numel():      # what OptCC runs of a timed step's first bucket
             self._sizes[(flat.numel() - n) * es] = flat.dtype
+        if first:
+            self._sampled = n * es if self._step_timed else 0
         return n if self._step_timed else 0
 
     def _sample(self, flat: torch.Tensor) -> None:
@@ -389,10 +411,15 @@ class AdaptiveHookState:
         if len(self._history) < 2 * WINDOW or not complete(self._history):
             return
         est = verdict(self._history, hosts, self.min_ell, self._cost_history)
+        own = None
+        if self.mode == "default":      # the latest step alone: every host read below min_ell
+            own = max(r["ell"] for r in verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)["ranks"])
+            self._clear = own < self.min_ell
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
                          "named": [r["rank"] for r in est["ranks"] if r["straggler"]],
-                         "message_cost_s": est["message_cost_s"]}
+                         "message_cost_s": est["message_cost_s"],
+                         **({"own_ell": round(own, 3)} if own is not None else {})}
         named = tuple(r["rank"] for r in est["ranks"] if r["straggler"])
         if named and named != self._named:
             self._next = ("optcc", self._switch_to_optcc(est, named, hosts))
@@ -407,9 +434,11 @@ class AdaptiveHookState:
 
     def _end_step(self) -> None:
         """At DDP's last bucket: close the step's record, take up a switch decided in it."""
-        self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed,
+        self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed, "sample_bytes": self._sampled,
                            **({"verdict": self._verdict} if self._verdict else {})})
         self._times, self._verdict, self._last_sizes = None, None, self._sizes
+        self._untimed = self._step_timed and self._clear     # never two untimed steps in a row
+        self._clear = False
         self.step += 1
         self._timed_steps += self._step_timed
         if self._next is not None:

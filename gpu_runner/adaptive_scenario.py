@@ -126,6 +126,7 @@ def _main(args, rank: int) -> int:
                "step_seconds": times, "params_identical": len(set(shas)) == 1, "params": flat.numel(),
                "modes": [t["mode"] for t in state.trace] if args.hook == "adaptive" else None,
                "verdicts": [t.get("verdict") for t in state.trace] if args.hook == "adaptive" else None,
+               "sample_bytes": [t["sample_bytes"] for t in state.trace] if args.hook == "adaptive" else None,
                "switches": state.switches if args.hook == "adaptive" else None}
         if args.params_out:
             torch.save(flat, args.params_out)

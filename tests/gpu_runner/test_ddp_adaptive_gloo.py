@@ -147,6 +147,32 @@ def test_switches_back_only_once_the_named_host_measures_recovered():
     assert state.switches[-1]["to"] == "default" and state.switches[-1]["hosts"] == ["node0"]
 
 
+def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switches_within_3():
+    """While the links read even, a timed step whose own reading puts every host below min_ell
+    lets the next step go untimed; the step after an untimed one is timed, and so is the step
+    after one reading a host slow: node0 halved from an untimed step is read by the two timed
+    steps after it, and OptCC runs 3 steps after the slowdown."""
+    from gpu_runner.adaptive import AdaptiveHookState
+    hosts = [f"node{r}" for r in range(4)]
+    state = AdaptiveHookState()
+    state._group_info = (1, 4, None, hosts)
+    state._switch_to_optcc = lambda est, named, hosts: "plan"       # the planning needs a process group
+    timed = []
+    for step in range(8):
+        slow = 2.0 if step >= 4 else 1.0
+        state._step_timed = state._timed_step()
+        if state._step_timed:
+            state._decide(_gathered(_step(4, 0, slow), _step(4, 0, slow)), hosts)
+        timed.append(state._step_timed)
+        state._end_step()
+        if state.mode == "optcc":
+            break
+    # 0, 1: the window fills; 2, 4: after a step reading even; 5: node0 read slow alone; 6: named
+    assert timed == [True, True, False, True, False, True, True], timed
+    assert state.step == 7 and state.mode == "optcc" and state._plan == "plan"
+    assert [t["timed"] for t in state.trace] == timed
+
+
 def test_bad_settings_name_their_field():
     from gpu_runner.ddp_hook import OptccHookState
     from optcc.errors import OptccError
@@ -159,6 +185,27 @@ def test_bad_settings_name_their_field():
     with pytest.raises(OptccError) as e:
         OptccHookState.adaptive(sample_bytes=0)
     assert e.value.field == "sample_bytes"
+    from optcc.cluster import Cluster
+    with pytest.raises(OptccError) as e:
+        OptccHookState.adaptive(Cluster.build(8, 2, stragglers={6: 2, 7: 2}))
+    assert e.value.field == "cluster.g" and "OptccHookState.auto(cluster)" in str(e.value)
+
+
+def test_several_ranks_on_one_host_are_refused_naming_the_hosts_and_what_to_use(monkeypatch):
+    """Two ranks on each of hosts a and b: the state would time their shared NIC as two
+    links; it stops naming both hosts and the probe-then-auto path."""
+    from gpu_runner import adaptive
+    from optcc.errors import OptccError
+    monkeypatch.setattr(adaptive.dist, "get_world_size", lambda group=None: 4)
+    monkeypatch.setattr(adaptive.dist, "get_rank", lambda group=None: 0)
+
+    def gather(out, obj, group=None):
+        out[:] = ["a", "a", "b", "b"]
+    monkeypatch.setattr(adaptive.dist, "all_gather_object", gather)
+    with pytest.raises(OptccError) as e:
+        adaptive.AdaptiveHookState(timeout=None)._group()
+    assert e.value.field == "hosts" and "['a', 'b'] run several" in str(e.value)
+    assert "optcc probe" in str(e.value) and "OptccHookState.auto(cluster)" in str(e.value)
 
 
 def _results(tmp_path, mode, world=WORLD):
@@ -196,10 +243,13 @@ def test_switches_within_three_steps_each_way_and_trains_like_default(train_resu
     for nbytes, k in sw[0]["segments"].items():
         assert k == choose_segments("auto", "optcc", planned, int(nbytes), build=False, host_post_s=HOST_POST_S)[0]
     assert any(f"o = {sw[0]['overhead_s'] * 1e3:.3g} ms measured" in line for line in logs[0].splitlines())
-    # while the links are even only the sample goes by the pairwise exchange, the rest by gloo's all_reduce
-    sent = res[0]["pairwise_bytes"]
-    healthy = [sent[s] for s in range(1, STEPS) if s < SLOW[0] or modes[s] == "default" and s > back]
-    assert healthy and all(0 < b <= SAMPLE for b in healthy), sent
+    # while the links are even only a timed step's sample goes by the pairwise exchange, the rest by
+    # gloo's all_reduce; an untimed step sends none, and never two in a row
+    sent, trace = res[0]["pairwise_bytes"], res[0]["trace"]
+    healthy = [s for s in range(1, STEPS) if s < SLOW[0] or modes[s] == "default" and s > back]
+    assert healthy and all(sent[s] <= SAMPLE and (sent[s] > 0) == trace[s]["timed"] for s in healthy), (sent, trace)
+    assert all(trace[s]["timed"] or trace[s + 1]["timed"] for s in range(STEPS - 1)
+               if modes[s] == modes[s + 1] == "default"), trace
     assert res[0]["grad_bytes"] > 2 * SAMPLE
     assert any("optcc adaptive: from step" in line and "node0 ℓ =" in line for line in logs[0].splitlines())
     assert all(r["params_sha"] == res[0]["params_sha"] for r in res)       # identical on every rank
