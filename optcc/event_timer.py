@@ -113,6 +113,12 @@ class GroupTimer:
         self.finish = max(self.finish, int(lands.max()))
         self.pending.append((se_lo, se_hi, slot_end, keys, np.concatenate((lands, ends, ends))))
 
+    def read_ops(self, t: int, keys: np.ndarray) -> None:
+        """Local ops at t: they read the committed value (after landings ≤ t), change no maximum."""
+        self.commit(t)
+        if len(keys):
+            self.finish = max(self.finish, int(self.state[keys].max()))
+
 
 def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction, rate_den: int = 1) -> tuple[int, int, int, int, int]:
     mult = math.lcm(o.denominator, li.denominator, lat.denominator) * rate_den      # rate_den | every value
