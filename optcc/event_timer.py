@@ -267,7 +267,10 @@ class Prepared:
         st, se = start[idx], self.slot_end[idx]
         rk, wk = self.read_key[idx], self.write_key[idx]
         src, dst, pc = rk // self.n_pieces, wk // self.n_pieces, rk % self.n_pieces
-        o = np.lexsort((idx, pc, dst, src, se, st))          # batches contiguous, each in piece order
+        if self.p * self.p * self.n_pieces < 2**62:        # (src, dst, piece) as one key: the same order
+            o = np.lexsort((idx, (src.astype(np.int64) * self.p + dst) * self.n_pieces + pc, se, st))
+        else:
+            o = np.lexsort((idx, pc, dst, src, se, st))      # batches contiguous, each in piece order
         idx, st, se, src, dst = idx[o], st[o], se[o], src[o], dst[o]
         new = np.ones(idx.size, dtype=bool)
         new[1:] = (st[1:] != st[:-1]) | (se[1:] != se[:-1]) | (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
