@@ -116,7 +116,7 @@ class ArrayBuilder:
 
     def __init__(self, cluster: Cluster, pieces: Iterable[Fraction | int]) -> None:
         self.cluster = cluster
-        self.pieces = [Fraction(x) for x in pieces]
+        self.pieces = [x if type(x) is Fraction else Fraction(x) for x in pieces]
         self.parts: list[Part] = []
         self.ops: list[tuple[Fraction, int, int]] = []
 
@@ -142,7 +142,7 @@ class ArrayBuilder:
 
     def finish(self) -> EventArrays:
         c = self.cluster
-        sizes = sorted(set(self.pieces))
+        sizes = sorted({(x.numerator, x.denominator): x for x in self.pieces}.values())   # (a Fraction's hash costs more)
         size_cls = np.array(index_of(sizes, self.pieces), dtype=np.int64)
         slows = sorted(set(c.slowdown))
         slow_cls = np.array(index_of(slows, c.slowdown), dtype=np.int64)

@@ -40,74 +40,84 @@ def _units(x: Fraction, mult: int, scale: int) -> int:
 
 
 class GroupTimer:
-    """Running maxima of write landings (per rank·piece key) and port ends (per port key)."""
+    """Running maxima of write landings (per rank·piece key) and port ends (per port key), in one
+    array `state` (write keys first, then the ports at offset n_write_keys), so that committing a
+    group is one scatter-max."""
 
     def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int, step_pieces: int = 0) -> None:
         """`step_pieces`: 0, or the pieces per rank (keys are rank·pieces + piece) for the step
         discipline (optcc.timing): a flow also waits for every flow of its two ranks started before."""
-        self.w = np.zeros(n_write_keys, dtype=np.int64)
+        self.state = np.zeros(n_write_keys + n_ports, dtype=np.int64)
+        self.nw = n_write_keys
         self.step_pieces = step_pieces
         self.rank_done = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
-        self.port = np.zeros(n_ports, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
-        # pending groups: (least slot end, largest slot end, [slot_end, write_key, send, recv, lands, ends] arrays)
-        self.pending: list[tuple[int, int, tuple[np.ndarray, ...]]] = []
+        # pending groups: (least slot end, largest slot end, slot ends, state keys (writes, sends,
+        # receives), their values (landings, ends, ends))
+        self.pending: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
         self.finish = 0
+
+    def state_keys(self, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
+        """A group's keys into `state`: its write keys, then its send ports, then its receive ports."""
+        return np.concatenate((write_key.astype(np.int64), send.astype(np.int64) + self.nw,
+                               recv.astype(np.int64) + self.nw))
 
     def commit(self, t: int) -> None:
         """Raise the maxima by every pending flow with slot end ≤ t (a group wholly before or after
         t is told by its least and largest slot end, without a pass over its flows)."""
-        keep: list[tuple[int, int, tuple[np.ndarray, ...]]] = []
+        keep: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
         for entry in self.pending:
-            lo, hi, arrays = entry
+            lo, hi, se, keys, vals = entry
             if lo > t:
                 keep.append(entry)
                 continue
-            se, wk, sp, rp, lands, ends = arrays
             if hi <= t:
-                np.maximum.at(self.w, wk, lands)
-                np.maximum.at(self.port, sp, ends)
-                np.maximum.at(self.port, rp, ends)
+                np.maximum.at(self.state, keys, vals)
                 continue
-            m = se <= t
-            np.maximum.at(self.w, wk[m], lands[m])
-            np.maximum.at(self.port, sp[m], ends[m])
-            np.maximum.at(self.port, rp[m], ends[m])
+            m = np.tile(se <= t, 3)
+            np.maximum.at(self.state, keys[m], vals[m])
             rest = ~m
-            se = se[rest]
-            keep.append((int(se.min()), hi, (se, wk[rest], sp[rest], rp[rest], lands[rest], ends[rest])))
+            se = se[rest[:se.size]]
+            keep.append((int(se.min()), hi, se, keys[rest], vals[rest]))
         self.pending = keep
 
-    def group(self, t: int, read_key: np.ndarray, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray,
-              dur: np.ndarray, slot_end: np.ndarray, chain: Chain = ()) -> None:
-        """Flows starting at slot time t (all arrays of one length; dur already in event units, a
-        batched NVLink flow's r·(o + d) − o). `chain`: the NVLink batches (optcc.timing), a round
-        per position in them: (flows, the flow before each in its batch), which it follows."""
+    def group(self, t: int, read_key: np.ndarray, keys: np.ndarray, dur_o: np.ndarray, slot_end: np.ndarray,
+              se_lo: int, se_hi: int, chain: Chain = ()) -> None:
+        """Flows starting at slot time t: read keys, `keys` (state_keys: write keys, then the send
+        and the receive port keys, three times as long), `dur_o` (each flow's duration in event
+        units plus o; a batched NVLink flow's r·(o + d)), slot ends and their least and largest.
+        `chain`: the NVLink batches (optcc.timing), a round per position in them: (flows, the flow
+        before each in its batch), which it follows."""
         self.commit(t)
-        ready = self.w[read_key] + self.li
-        np.maximum(ready, self.port[send], out=ready)
-        np.maximum(ready, self.port[recv], out=ready)
+        n = read_key.size
+        if not n:
+            return
+        st = self.state
+        pr = st[keys[n:]]
+        ready = st[read_key]
+        ready += self.li
+        np.maximum(ready, pr[:n], out=ready)
+        np.maximum(ready, pr[n:], out=ready)
         if self.step_pieces:
-            src, dst = read_key // self.step_pieces, write_key // self.step_pieces
+            src, dst = read_key // self.step_pieces, keys[:n] // self.step_pieces
             np.maximum(ready, self.rank_done[src], out=ready)
             np.maximum(ready, self.rank_done[dst], out=ready)
-        ends = ready + (dur + self.o)
+        ends = ready
+        ends += dur_o
         for idx, before in chain:
-            ends[idx] = np.maximum(ends[idx], ends[before] + (dur[idx] + self.o))
+            ends[idx] = np.maximum(ends[idx], ends[before] + dur_o[idx])
         lands = ends + self.wire
         if self.step_pieces:                   # later groups (later slot starts) wait for these
             np.maximum.at(self.rank_done, src, lands)
             np.maximum.at(self.rank_done, dst, lands)
-        if len(lands):
-            self.finish = max(self.finish, int(lands.max()))
-            self.pending.append((int(slot_end.min()), int(slot_end.max()),
-                                 (slot_end, write_key, send, recv, lands, ends)))
+        self.finish = max(self.finish, int(lands.max()))
+        self.pending.append((se_lo, se_hi, slot_end, keys, np.concatenate((lands, ends, ends))))
 
     def read_ops(self, t: int, keys: np.ndarray) -> None:
         """Local ops at t: they read the committed value (after landings ≤ t), change no maximum."""
         self.commit(t)
         if len(keys):
-            self.finish = max(self.finish, int(self.w[keys].max()))
+            self.finish = max(self.finish, int(self.state[keys].max()))
 
 
 def _latency_ints(grid_scale: int, o: Fraction, li: Fraction, lat: Fraction, rate_den: int = 1) -> tuple[int, int, int, int, int]:
@@ -257,7 +267,10 @@ class Prepared:
         st, se = start[idx], self.slot_end[idx]
         rk, wk = self.read_key[idx], self.write_key[idx]
         src, dst, pc = rk // self.n_pieces, wk // self.n_pieces, rk % self.n_pieces
-        o = np.lexsort((idx, pc, dst, src, se, st))          # batches contiguous, each in piece order
+        if self.p * self.p * self.n_pieces < 2**62:        # (src, dst, piece) as one key: the same order
+            o = np.lexsort((idx, (src.astype(np.int64) * self.p + dst) * self.n_pieces + pc, se, st))
+        else:
+            o = np.lexsort((idx, pc, dst, src, se, st))      # batches contiguous, each in piece order
         idx, st, se, src, dst = idx[o], st[o], se[o], src[o], dst[o]
         new = np.ones(idx.size, dtype=bool)
         new[1:] = (st[1:] != st[:-1]) | (se[1:] != se[:-1]) | (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
@@ -278,6 +291,19 @@ class Prepared:
         c = np.lexsort((pos[later], st[later]))
         self.chain_at, self.chain_pos = st[later][c], pos[later][c]
         self.chain_idx, self.chain_prev = idx[later][c], idx[prev][c]
+
+    def _state_keys(self, nw: int) -> np.ndarray:
+        """GroupTimer state keys, group by group: a group of flows [a, e) holds [3a, 3e): its write
+        keys, then nw + its send ports, then nw + its receive ports (GroupTimer.group)."""
+        b = np.asarray(self.bounds, dtype=np.int64)
+        size = np.diff(b)
+        a, e = np.repeat(b[:-1], size), np.repeat(b[1:], size)
+        i = np.arange(self.n, dtype=np.int64)
+        keys = np.empty(3 * self.n, dtype=np.int64)
+        keys[2 * a + i] = self.write_key
+        keys[a + e + i] = self.send.astype(np.int64) + nw
+        keys[2 * e + i] = self.recv.astype(np.int64) + nw
+        return keys
 
     def slot_time(self) -> Fraction:
         """The latest flow end or local-op time (optcc.timing.slot_time)."""
@@ -323,32 +349,32 @@ class Prepared:
             if self.schedule is None:
                 raise OverflowError("event_timer: event times beyond int64 on this grid")
             return event_time(self.schedule, o, self.grid, li, lat, discipline)
-        table = self.dur_table * mult
-        cls = self.dur_cls
         timer = GroupTimer(self.p * self.n_pieces, self.p * 4, oi, lii, wi,
                            self.n_pieces if discipline == "step" else 0)
         ops, j = self.ops, 0
         b = self.bounds
-        service = np.array([(int(self.dur_table[c]) * mult + oi) * r // self.rate_den - oi for c, r in self.bat_pairs],
-                           dtype=np.int64)       # r·(o + d) − o: the group adds o to every flow
+        service = np.array([(int(self.dur_table[c]) * mult + oi) * r // self.rate_den for c, r in self.bat_pairs],
+                           dtype=np.int64)       # r·(o + d): a batched flow's duration plus o
+        dur_o = self.dur_table[self.dur_cls] * mult + oi
+        dur_o[self.bat] = service[self.bat_cls]
+        keys = self._state_keys(timer.nw)
+        se_lo = np.minimum.reduceat(self.slot_end, b[:-1]).tolist() if self.n else []
+        se_hi = np.maximum.reduceat(self.slot_end, b[:-1]).tolist() if self.n else []
         gs = np.asarray(self.group_start, dtype=np.int64)
-        bat_lo, bat_hi = np.searchsorted(self.bat_at, gs), np.searchsorted(self.bat_at, gs, side="right")
-        ch_lo, ch_hi = np.searchsorted(self.chain_at, gs), np.searchsorted(self.chain_at, gs, side="right")
+        ch_lo = np.searchsorted(self.chain_at, gs).tolist()
+        ch_hi = np.searchsorted(self.chain_at, gs, side="right").tolist()
         for gi, (t, a, e) in enumerate(zip(self.group_start, b[:-1], b[1:])):
             while j < len(ops) and ops[j][0] <= t:      # ops at t act before flows at t read
                 timer.read_ops(*ops[j])
                 j += 1
-            dur = table[cls[a:e]]
             chain: list[tuple[np.ndarray, np.ndarray]] = []
-            if bat_hi[gi] > bat_lo[gi]:                 # NVLink batches (optcc.timing)
-                sel = slice(bat_lo[gi], bat_hi[gi])
-                dur[self.bat[sel] - a] = service[self.bat_cls[sel]]
+            if ch_hi[gi] > ch_lo[gi]:                   # NVLink batches (optcc.timing)
                 cs = slice(ch_lo[gi], ch_hi[gi])
                 pos, ci, cp = self.chain_pos[cs], self.chain_idx[cs] - a, self.chain_prev[cs] - a
                 cuts = np.flatnonzero(np.diff(pos)) + 1
                 chain = list(zip(np.split(ci, cuts), np.split(cp, cuts)))
-            timer.group(t, self.read_key[a:e], self.write_key[a:e], self.send[a:e], self.recv[a:e], dur,
-                        self.slot_end[a:e], chain)
+            timer.group(t, self.read_key[a:e], keys[3 * a:3 * e], dur_o[a:e], self.slot_end[a:e],
+                        se_lo[gi], se_hi[gi], chain)
         for op in ops[j:]:
             timer.read_ops(*op)
         return Fraction(timer.finish, scale)
@@ -413,12 +439,17 @@ def ring_event_time(cluster: Cluster, o: Fraction = Fraction(0), li: Fraction = 
         chain = [(nvi[at == r], nvi[np.flatnonzero(at == r) - 1]) for r in range(1, int(at.max()) + 1)]
         nv_d_int = nv_d.numerator * (grid_scale // nv_d.denominator) * mult
         dur_f[nvi] = (nv_d_int + oi) // nv_rate.denominator * nv_rate.numerator - oi    # r·(o + d) − o
+    dur_o = dur_f + oi
+    ports = timer.state_keys(np.zeros(0, dtype=np.int64), send_f, recv_f)
+    d_flat = flat(d_int)
+    d_lo, d_hi = int(d_flat.min()), int(d_flat.max())
+    src_key, dst_key = src * n_pieces, dst * n_pieces
     for t in range(2 * (p - 1)):
         offset, _ = ring_step(t, p)
         piece = base + (pos + offset) % p
         start = t * step_i
-        timer.group(start, flat(src * n_pieces + piece), flat(dst * n_pieces + piece), send_f, recv_f, dur_f,
-                    start + flat(d_int), chain)
+        timer.group(start, flat(src_key + piece), np.concatenate((flat(dst_key + piece), ports)), dur_o,
+                    start + d_flat, start + d_lo, start + d_hi, chain)
     return Fraction(timer.finish, scale)
 
 

@@ -14,7 +14,8 @@ from optcc.schedule import Schedule
 from optcc.timing import IntegerTimes, event_time
 from paper_checks import per_model as P
 from paper_checks import settings as S
-from optcc.event_timer import fast_event_time, ring_event_time, ring_flow_tuples
+from optcc.event_timer import Prepared, fast_event_time, ring_event_time, ring_flow_tuples
+from verifier_cases import local_op_p2
 
 N = 8 * 2**30
 MODELS = ("alpha", "simai", "nccl")
@@ -52,6 +53,9 @@ def test_fast_event_time_with_local_ops_and_all_slow():
             assert fast_event_time(s, o, li, lat) == event_time(s, o, None, li, lat)
     multi = P.cluster(9, 1, (F(3), F(3, 2)), "simai")
     s = choose(multi).build(multi, 4)
+    assert fast_event_time(s, F(1, 90), F(1, 77), F(1, 33)) == event_time(s, F(1, 90), None, F(1, 77), F(1, 33))
+    s = local_op_p2()                     # a local op between flows: the vectorised timer reads it
+    assert len(Prepared(s).ops) == 1
     assert fast_event_time(s, F(1, 90), F(1, 77), F(1, 33)) == event_time(s, F(1, 90), None, F(1, 77), F(1, 33))
 
 

@@ -187,13 +187,15 @@ def relay_fill_flows(h: list[int], stragglers: list[tuple[int, Fraction]], k: in
     L, d, at = grid.L, grid.d, grid.at
     out: list[Flow] = []
     app = out.append
+    base1 = base + (k - 1 if f0 > 0 else 0)
     P0 = (lambda q: base + q) if f0 > 0 else None
-    P1 = (lambda q: base + (k - 1 if f0 > 0 else 0) + q) if f1 > 0 else None
+    P1 = (lambda q: base1 + q) if f1 > 0 else None
+    w0, w1 = l0 * d, l1 * d                           # a straggler's busy part of its window
     ok = range(0, k - 1).__contains__
     for pi in range(k + 1):
         if P0:
             for a in range(1, H):                     # S0's windows 1..H−1 (link a)
-                t = at(L * pi + 2 * a) + l0 * d
+                t = at(L * pi + 2 * a) + w0
                 if ok(pi):
                     app(Flow(h[a], s0, P0(pi), "add", t))
                 if ok(pi - 1):
@@ -203,12 +205,12 @@ def relay_fill_flows(h: list[int], stragglers: list[tuple[int, Fraction]], k: in
                 app(Flow(h[0], s1, P0(pi), "add", t))
             if ok(pi - 1):
                 app(Flow(s1, s0, P0(pi - 1), "add", t))
-                app(Flow(s0, s1, P0(pi - 1), "copy", t + l0 * d))
+                app(Flow(s0, s1, P0(pi - 1), "copy", t + w0))
             if ok(pi - 2):
-                app(Flow(s1, h[1 % H], P0(pi - 2), "copy", t + l0 * d))
+                app(Flow(s1, h[1 % H], P0(pi - 2), "copy", t + w0))
         if P1:
             for a in range(H - 1):                    # S1's windows 1..H−1 (link a)
-                t = at(L * pi + 2 * (a + 1)) + l1 * d
+                t = at(L * pi + 2 * (a + 1)) + w1
                 if ok(pi):
                     app(Flow(h[a], s1, P1(pi), "add", t))
                 if ok(pi - 2):
@@ -218,7 +220,7 @@ def relay_fill_flows(h: list[int], stragglers: list[tuple[int, Fraction]], k: in
                 app(Flow(h[H - 1], s0, P1(pi), "add", t))
             if ok(pi - 1):
                 app(Flow(s0, s1, P1(pi - 1), "add", t))
-                app(Flow(s1, s0, P1(pi - 1), "copy", t + l1 * d))
+                app(Flow(s1, s0, P1(pi - 1), "copy", t + w1))
             if ok(pi - 2):
-                app(Flow(s0, h[0], P1(pi - 2), "copy", t + l1 * d))
+                app(Flow(s0, h[0], P1(pi - 2), "copy", t + w1))
     return out
