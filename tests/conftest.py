@@ -83,17 +83,30 @@ def _flock(path: pathlib.Path, mode: int, turnstile: pathlib.Path | None = None)
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-@pytest.fixture(autouse=True)
-def _alone_or_shared(request, tmp_path_factory):
-    """Under xdist every test holds the run's lock shared, an `alone` test holds it exclusively;
-    the turnstile stops new shared holders while an `alone` test waits, so it is not starved."""
+@contextlib.contextmanager
+def run_lock(tmp_path_factory, alone: bool):
+    """The run's lock under xdist: shared by every test, held exclusively by an `alone` one (and by
+    `alone_fixture`); the turnstile stops new shared holders while an exclusive one waits."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield
         return
     run_dir = tmp_path_factory.getbasetemp().parent          # shared by the run's workers
-    mode = fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH
+    mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
     with _flock(run_dir / "optcc-alone.lock", mode, turnstile=run_dir / "optcc-turnstile.lock"):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _alone_or_shared(request, tmp_path_factory):
+    """Every test holds the run's lock, shared, or exclusively where it is marked `alone`."""
+    with run_lock(tmp_path_factory, bool(request.node.get_closest_marker("alone"))):
+        yield
+
+
+def alone_fixture(tmp_path_factory):
+    """For a module- or session-scoped fixture that measures wall time: it is set up before any
+    test's own lock is taken, so it takes the run's lock exclusively itself (`with alone_fixture(…)`)."""
+    return run_lock(tmp_path_factory, True)
 
 
 @pytest.fixture(autouse=True)
