@@ -34,7 +34,8 @@ AutoHookState, which proves each schedule and all-gathers its digest (the gate o
 the plan's own digest is agreed first, and the schedules of the bucket sizes seen are admitted
 at the boundary. While OptCC runs, every `check_every`-th step sends its first bucket's sample
 by the timed exchange (in the hook, before the rest is handed to the communication thread) so
-the repair is seen; once no host is named and each named one measures ℓ below the square root
+the repair is seen, and so does the step after a timed one that no longer names the slow host
+but does not read it recovered either (its reading is taken again); once no host is named and each named one measures ℓ below the square root
 of the ℓ OptCC was planned for (policy: halfway between healthy and that slowdown on a log scale;
 a host merely no longer named, its slowdown within the spread, keeps OptCC: no flapping on
 noise) the state switches back.
@@ -63,7 +64,10 @@ WINDOW = 2                 # timed steps a verdict reads: the two repetitions th
 COST_WINDOW = 8            # timed steps the per-message cost is taken over (upper quartile, message_cost) (a cost, unlike a rate, does not
                            # change when a link degrades; one step's dozen flows give it to ±1 ms on a busy host)
 DEFAULT_MIN_ELL = 1.25     # policy: a switch costs a plan and a proof, so a small slowdown does not
-DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the links (repair seen within 3 steps)
+DEFAULT_CHECK_EVERY = 2    # policy: while OptCC runs, one step in 2 times the links, and a reading that no longer
+                           # names the host but does not read it recovered is taken again at the next step: a
+                           # repair is seen within 3 steps even when one reading is noisy (with 3, a repair just
+                           # after a timed step had no step to spare)
 DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first bucket sent by the pairwise exchange
                                     # (48 KiB per flow and direction at p = 4, 3x a shaped link's burst; on the
                                     # busy 2-core testbed 256 KiB let noise delay a switch, 512 KiB cost 1.27x)
@@ -312,6 +316,8 @@ class AdaptiveHookState:
         self._step_timed = False
         self._clear = False                 # this step's own reading put every host below min_ell (`_decide`)
         self._untimed = False               # this step goes untimed (`_end_step`)
+        self._again = False                 # OptCC: this step's reading was neither slow nor recovered (`_decide`)
+        self._retimed = False               # OptCC: this step is timed again after such a reading (`_end_step`)
         self._sampled = 0                   # bytes this step's sample sent
         self._verdict: dict | None = None
         self._next: tuple | None = None      # (mode, plan) from the next step
@@ -358,7 +364,7 @@ class AdaptiveHookState:
     def _timed_step(self) -> bool:
         if self.mode == "default":
             return not self._untimed
-        return (self.step - self._switched_at) % self.check_every == self.check_every - 1
+        return self._retimed or (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
     def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
         """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
@@ -429,6 +435,7 @@ class AdaptiveHookState:
             self._record("default", est, named, hosts)
             self._next = ("default", None)
         else:       # the same hosts slow, or the slow ones no longer named but not recovered either
+            self._again = self.mode == "optcc" and not named and bool(self._named)
             return
         self._named = named
 
@@ -438,13 +445,15 @@ class AdaptiveHookState:
                            **({"verdict": self._verdict} if self._verdict else {})})
         self._times, self._verdict, self._last_sizes = None, None, self._sizes
         self._untimed = self._step_timed and self._clear     # never two untimed steps in a row
-        self._clear = False
+        self._retimed = self._step_timed and self._again     # read again at once, not check_every later
+        self._clear = self._again = False
         self.step += 1
         self._timed_steps += self._step_timed
         if self._next is not None:
             self.mode, self._plan = self._next
             self._next = None
             self._switched_at = self.step
+            self._untimed = self._retimed = False
 
     def _optcc_rest(self, plan, rest: torch.Tensor) -> None:
         """What OptCC runs of a bucket (the communication thread): `plan`'s schedule for its size."""

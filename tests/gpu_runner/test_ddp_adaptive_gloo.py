@@ -147,6 +147,34 @@ def test_switches_back_only_once_the_named_host_measures_recovered():
     assert state.switches[-1]["to"] == "default" and state.switches[-1]["hosts"] == ["node0"]
 
 
+def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at_the_next_step():
+    """OptCC for node0 planned at ℓ = 1.8, timing one step in 2: the repair lands just after a timed
+    step; the next timed step reads node0 at 1.4 (no longer named, not below √1.8), so the step after
+    it is timed too and, reading 1.0, switches back: 3 steps after the repair, not 5."""
+    from gpu_runner.adaptive import DEFAULT_CHECK_EVERY, AdaptiveHookState
+    assert DEFAULT_CHECK_EVERY == 2
+    hosts = [f"node{r}" for r in range(4)]
+    state = AdaptiveHookState()
+    state._group_info = (1, 4, None, hosts)
+    state.mode, state._named, state._planned_ell, state._switched_at = "optcc", (0,), {0: 1.8}, 0
+    from gpu_runner.adaptive import halves
+    state._history = list(halves(_gathered(_step(4, 0, 2.0), _step(4, 0, 2.0)))) * 2
+    slower = {(s, 1): 1.6 for s in (0, 2, 3)}
+    readings = {1: (2.0, {}), 3: (1.4, slower), 4: (1.0, {})}        # repaired from step 2
+    timed = []
+    for step in range(6):
+        state._step_timed = state._timed_step()
+        timed.append(state._step_timed)
+        if state._step_timed:
+            ell, jitter = readings[step]
+            state._decide(_gathered(_step(4, 0, ell, jitter=jitter), _step(4, 0, ell, jitter=jitter)), hosts)
+        state._end_step()
+        if state.mode == "default":
+            break
+    assert timed == [False, True, False, True, True], timed
+    assert state.step == 5 and state.mode == "default" and state.switches[-1]["to"] == "default"
+
+
 def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switches_within_3():
     """While the links read even, a timed step whose own reading puts every host below min_ell
     lets the next step go untimed; the step after an untimed one is timed, and so is the step
