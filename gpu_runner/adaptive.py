@@ -314,10 +314,11 @@ class AdaptiveHookState:
         self._cost_history: list = []
         self._times: tuple[FlowTimes, FlowTimes] | None = None
         self._step_timed = False
-        self._clear = False                 # this step's own reading put every host below min_ell (`_decide`)
-        self._untimed = False               # this step goes untimed (`_end_step`)
-        self._again = False                 # OptCC: this step's reading was neither slow nor recovered (`_decide`)
-        self._retimed = False               # OptCC: this step is timed again after such a reading (`_end_step`)
+        # what this step's reading asks of the next step (`_decide`): False, it may go untimed (every
+        # host read below min_ell); True, time it again (OptCC: neither slow nor recovered); None, the
+        # mode's rule. `_end_step` makes it the next step's `_override` only after a timed step.
+        self._asks: bool | None = None
+        self._override: bool | None = None
         self._sampled = 0                   # bytes this step's sample sent
         self._verdict: dict | None = None
         self._next: tuple | None = None      # (mode, plan) from the next step
@@ -362,9 +363,9 @@ class AdaptiveHookState:
 
     # -- one bucket ----------------------------------------------------------------------------
     def _timed_step(self) -> bool:
-        if self.mode == "default":
-            return not self._untimed
-        return self._retimed or (self.step - self._switched_at) % self.check_every == self.check_every - 1
+        if self._override is not None:
+            return self._override
+        return self.mode == "default" or (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
     def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
         """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
@@ -420,7 +421,7 @@ class AdaptiveHookState:
         own = None
         if self.mode == "default":      # the latest step alone: every host read below min_ell
             own = max(r["ell"] for r in verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)["ranks"])
-            self._clear = own < self.min_ell
+            self._asks = False if own < self.min_ell else None
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
                          "named": [r["rank"] for r in est["ranks"] if r["straggler"]],
@@ -435,7 +436,8 @@ class AdaptiveHookState:
             self._record("default", est, named, hosts)
             self._next = ("default", None)
         else:       # the same hosts slow, or the slow ones no longer named but not recovered either
-            self._again = self.mode == "optcc" and not named and bool(self._named)
+            if self.mode == "optcc" and not named and self._named:
+                self._asks = True
             return
         self._named = named
 
@@ -444,16 +446,15 @@ class AdaptiveHookState:
         self.trace.append({"step": self.step, "mode": self.mode, "timed": self._step_timed, "sample_bytes": self._sampled,
                            **({"verdict": self._verdict} if self._verdict else {})})
         self._times, self._verdict, self._last_sizes = None, None, self._sizes
-        self._untimed = self._step_timed and self._clear     # never two untimed steps in a row
-        self._retimed = self._step_timed and self._again     # read again at once, not check_every later
-        self._clear = self._again = False
+        self._override = self._asks if self._step_timed else None     # never two untimed steps in a row
+        self._asks = None
         self.step += 1
         self._timed_steps += self._step_timed
         if self._next is not None:
             self.mode, self._plan = self._next
             self._next = None
             self._switched_at = self.step
-            self._untimed = self._retimed = False
+            self._override = None
 
     def _optcc_rest(self, plan, rest: torch.Tensor) -> None:
         """What OptCC runs of a bucket (the communication thread): `plan`'s schedule for its size."""

@@ -41,7 +41,6 @@ TRUST_FORMATS = (
                 "written by the launcher (optcc run, bench, testbed) for the workers it starts"),
 )
 BY_FAMILY = {f.family: f for f in TRUST_FORMATS}
-CERTIFICATES = ("optcc-certificate", "optcc-rails-certificate", "optcc-generator-certificate")
 
 
 def trust_format(family: str) -> TrustFormat:
