@@ -1,9 +1,10 @@
-"""optcc.algorithms.rails.layout: optcc_rails' times on numpy arrays are the Python loop's integers.
+"""optcc.algorithms.rails.layout: optcc_rails' NVLink plan on numpy arrays is the loop it replaced.
 
-- the numpy passes (`_Plan(materialize=False)`) give the same lead, end and grid as the loop that
-  lays out the flows (`layout="python"`), on clusters covering every branch: equal and
+- every plan's lead, end and tasks (server, rail, piece, start, rate, kind, in emission order)
+  are those of tests/rails_reference.py's loop, on clusters covering every branch: equal and
   proportional NVLink rates, the bisected lead, the reduce-scatter and all-gather rate switches,
-  direct, ring, swap and ArrayRail rails, pipelined latency, slow NVLink;
+  direct, ring, swap and ArrayRail rails, pipelined latency, slow NVLink, grids beyond int64
+  (Python ints); a built schedule's NVLink flows are those tasks for every rail;
 - an ArrayRail's touches and slot time are its built schedule's;
 - a cluster with ArrayRails (q > RING_MAX_Q) still builds a schedule whose slot time is slot_time.
 """
@@ -18,6 +19,7 @@ from optcc.algorithms.rails import layout as rails_layout
 from optcc.algorithms.rails.layout import ArrayRail, touch_matrices
 from optcc.cluster import Cluster
 from optcc.timing import IntegerTimes, slot_time
+from rails_reference import plan_loop
 
 
 def _servers(g, ells):
@@ -41,49 +43,103 @@ CLUSTERS = [
 ]
 
 
-def _counting(monkeypatch, name):
+def _laid(monkeypatch):
+    """Every call of rails_layout.layout: its inputs and its result."""
     calls = []
-    real = getattr(rails_layout, name)
+    real = rails_layout.layout
 
-    def counted(*a, **kw):
-        calls.append(1)
-        return real(*a, **kw)
-    monkeypatch.setattr(rails_layout, name, counted)
+    def recorded(*args, **kw):
+        out = real(*args, **kw)
+        calls.append((args, out))
+        return out
+    monkeypatch.setattr(rails_layout, "layout", recorded)
     return calls
 
 
+def _reference(args, which):
+    """plan_loop on a layout call's inputs, rail l laid out as representative which[l]."""
+    touches, mults, durf, durh, nic, proportional, steps = args
+    pick = lambda xs: [xs[i] for i in which]                # noqa: E731
+    return plan_loop([ft for ft, _ in pick(touches)], [lw for _, lw in pick(touches)], pick(mults),
+                     pick(durf), pick(durh), nic, proportional, steps)
+
+
+def _tasks(cols):
+    return list(zip(*(c.tolist() for c in cols)))
+
+
 @pytest.mark.parametrize("cluster", CLUSTERS, ids=lambda c: c.describe())
-def test_numpy_passes_are_the_loop(cluster, monkeypatch):
-    """Mixed-ℓ grids beyond INT64_SAFE take the loop (fits() is False): the fast path must still
-    run on most of each cluster's plans."""
-    laid = _counting(monkeypatch, "layout")
+def test_every_plan_is_the_loop_task_by_task(cluster, monkeypatch):
+    """Lead, end and every NVLink task of each plan `_best_plan` weighs (with and without
+    direct, both rate rules) are the reference loop's."""
+    laid = _laid(monkeypatch)
     seen = 0
     for k in (1, 3, 16):
         for direct in (False, True):
             rails = optcc_rails._rails(cluster, k, direct)
             for rates in ("equal", "proportional"):
-                fast = optcc_rails._Plan(cluster, k, materialize=False, rates=rates, rails=rails)
-                ref = optcc_rails._Plan(cluster, k, materialize=False, rates=rates, rails=rails, layout="python")
-                assert (fast.lead, fast.end, fast.grid, fast.nvlink_work) == \
-                       (ref.lead, ref.end, ref.grid, ref.nvlink_work), (k, direct, rates)
-                assert fast.end >= fast.nic_time + fast.lead
+                plan = optcc_rails._Plan(cluster, k, materialize="records", rates=rates, rails=rails)
+                args, (D, end, _) = laid[-1]
+                reps = sorted(set(plan.rep))
+                ref_D, ref_end, ref_tasks = _reference(args, range(len(reps)))
+                assert (plan.lead, plan.end) == (F(ref_D, plan.grid), F(ref_end, plan.grid)) == \
+                       (F(D, plan.grid), F(end, plan.grid)), (k, direct, rates)
+                assert _tasks(plan.records) == [(s, reps[r], *rest) for s, r, *rest in ref_tasks], (k, direct, rates)
+                times = optcc_rails._Plan(cluster, k, materialize=False, rates=rates, rails=rails)
+                assert (times.lead, times.end, times.grid, times.nvlink_work) == \
+                       (plan.lead, plan.end, plan.grid, plan.nvlink_work)
+                assert plan.end >= plan.nic_time + plan.lead
                 seen += 1
-    assert seen == 12 and len(laid) >= 8
+    assert seen == 12
+
+
+@pytest.mark.parametrize("cluster", [CLUSTERS[1], CLUSTERS[6], CLUSTERS[12]], ids=lambda c: c.describe())
+def test_a_built_schedules_nvlink_flows_are_the_loops_tasks_for_every_rail(cluster, monkeypatch):
+    laid = _laid(monkeypatch)
+    plan = optcc_rails._best_plan(cluster, 3, materialize=True)
+    args, _ = laid[-1]
+    reps = sorted(set(plan.rep))
+    _, _, tasks = _reference(args, [reps.index(m) for m in plan.rep])
+    g, want = cluster.g, []
+    for s, l, pi, st, half, add in tasks:
+        rate = plan.half_rates[l] if half else plan.full_rates[l]
+        for j in range(g):
+            if j != l:
+                ends = (s * g + j, s * g + l) if add else (s * g + l, s * g + j)
+                want.append((*ends, plan.offsets[l] + pi, "add" if add else "copy", F(st, plan.grid), rate))
+    assert [(f.src, f.dst, f.piece, f.op, f.start, f.rate) for f in plan.nvlink] == want
+    assert len(set(plan.rep)) < g or cluster is CLUSTERS[1]      # classes of equal rails repeated
+
+
+def test_grids_beyond_int64_run_on_python_ints(monkeypatch):
+    """Mixed ℓ inside a server can put what the passes form past int64: they then run on
+    Python ints (dtype object), and still give the loop's tasks."""
+    laid = _laid(monkeypatch)
+    c = CLUSTERS[10]
+    plan = optcc_rails._Plan(c, 16, materialize="records", rails=optcc_rails._rails(c, 16, False))
+    args, _ = laid[-1]
+    assert plan.records[3].dtype == object
+    assert _tasks(plan.records) == _reference(args, range(len(args[0])))[2]
 
 
 @pytest.mark.parametrize("cluster", [CLUSTERS[1], CLUSTERS[4], CLUSTERS[8]], ids=lambda c: c.describe())
-def test_the_bisected_lead_on_the_fast_path(cluster, monkeypatch):
-    bisected = _counting(monkeypatch, "_smallest_lead")
-    fast = optcc_rails._Plan(cluster, 1, materialize=False, rates="proportional")
-    ref = optcc_rails._Plan(cluster, 1, materialize=False, rates="proportional", layout="python")
-    assert bisected and (fast.lead, fast.end) == (ref.lead, ref.end)
+def test_the_bisected_lead(cluster, monkeypatch):
+    laid = _laid(monkeypatch)
+    bisected = []
+    real = rails_layout._smallest_lead
+    monkeypatch.setattr(rails_layout, "_smallest_lead", lambda *a: bisected.append(1) or real(*a))
+    plan = optcc_rails._Plan(cluster, 1, materialize=False, rates="proportional")
+    args, _ = laid[-1]
+    D, end, _ = _reference(args, range(len(args[0])))
+    assert bisected
+    assert (plan.lead, plan.end) == (F(D, plan.grid), F(end, plan.grid))
 
 
 def test_the_rate_switches_are_exercised():
     """The rate switches the passes vectorize (each a prefix, rails_layout's docstring) happen in
     the cases above: a server has reduce-scatter tasks at both rates, and all-gathers at both."""
     plan = optcc_rails._Plan(CLUSTERS[0], 16, materialize="records", rates="proportional")
-    server, _, _, _, both, add = (np.frombuffer(col, dtype=np.int64) for col in plan.records)
+    server, _, _, _, both, add = plan.records
     mixed = lambda sel: any(len(set(both[sel & (server == s)])) == 2 for s in set(server))  # noqa: E731
     assert mixed(add == 1) and mixed(add == 0)
 
@@ -115,64 +171,28 @@ def test_a_cluster_of_array_rails_builds_its_slot_time(cluster):
     assert slot_time(s) == optcc_rails.slot_time(cluster, 2)
 
 
-def test_the_paper_scale_plan_is_the_loop():
+def test_the_paper_scale_plan_is_the_loop(monkeypatch):
     """Figure 21's g = 8 setting at p = 1024 (q = 128 ArrayRails), small k so the loop stays quick."""
     c = Cluster.build(1024, 8, _servers(8, [F(2), F(3, 2)]), latency_model="simai")
     rails = optcc_rails._rails(c, 2)
     assert all(isinstance(s, ArrayRail) for s, _, _ in rails[0])
-    fast = optcc_rails._Plan(c, 2, materialize=False, rails=rails)
-    ref = optcc_rails._Plan(c, 2, materialize=False, rails=rails, layout="python")
-    assert (fast.lead, fast.end) == (ref.lead, ref.end) and fast.end == optcc_rails.slot_time(c, 2)
+    laid = _laid(monkeypatch)
+    plan = optcc_rails._Plan(c, 2, materialize=False, rails=rails)
+    D, end, _ = _reference(laid[-1][0], range(len(laid[-1][0][0])))
+    assert (plan.lead, plan.end) == (F(D, plan.grid), F(end, plan.grid)) and plan.end == optcc_rails.slot_time(c, 2)
 
 
-def test_touch_matrices_mark_untouched_pairs():
+def test_touch_matrices_mark_untouched_pairs_and_the_layout_refuses_them():
     ft, lw = touch_matrices([0], [1], [1], [5], [9], 3, 2)
     assert ft.tolist() == [[-1, 5], [-1, 5], [-1, -1]] and lw.tolist() == [[-1, -1], [-1, 9], [-1, -1]]
-    assert not rails_layout.fits([(ft, lw)], [1], [np.ones(2, dtype=np.int64)], [np.ones(2, dtype=np.int64)], 1)
-
-
-def _loop(fts, lws, dfs, dhs, nic, proportional, steps):
-    """The loop of optcc_rails._Plan on plain lists (one entry per representative rail), the
-    reference for `layout` on small random integers, where ties and boundary equalities are common."""
-    q = fts[0].shape[0]
-    R = range(len(fts))
-    order = [sorted((int(fts[r][s, pi]), r, pi) for r in R for pi in range(fts[r].shape[1])) for s in range(q)]
-
-    def rs_pass(D):
-        worst, last = 0, []
-        for s in range(q):
-            first_ag = D + min(int(lws[r][s].min()) for r in R)
-            free = [0] * len(fts)
-            for t, r, pi in order[s]:
-                d = int(dfs[r][pi])
-                free[r] += d if free[r] + d <= first_ag else int(dhs[r][pi])
-                worst = max(worst, free[r] - t)
-            last.append(max(free))
-        return worst, last
-    D = 0
-    for s in range(q):
-        free = [0] * len(fts)
-        for t, r, pi in order[s]:
-            free[r] += int(dhs[r][pi])
-            D = max(D, free[r] - t)
-    if proportional and 50 * D > nic:
-        lo, hi = 0, D
-        for _ in range(steps):
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if rs_pass(mid)[0] <= mid else (mid, hi)
-        D = hi
-    _, last_rs = rs_pass(D)
-    end = D + nic
-    for s in range(q):
-        free = [0] * len(fts)
-        for rel, r, pi in sorted((D + int(lws[r][s, pi]), r, pi) for r in R for pi in range(lws[r].shape[1])):
-            st = max(rel, free[r])
-            free[r] = st + int(dhs[r][pi] if st < last_rs[s] else dfs[r][pi])
-            end = max(end, free[r])
-    return D, end
+    one = np.ones(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="untouched"):
+        rails_layout.layout([(ft, lw)], [1], [one], [one], 1, False, 0)
 
 
 def test_layout_is_the_loop_on_random_small_integers():
+    """Ties and boundary equalities are common on small integers; a multiplier of 2^61 puts the
+    same cases on Python ints."""
     rng = np.random.default_rng(7)
     for case in range(400):
         q, reps, P = int(rng.integers(1, 4)), int(rng.integers(1, 3)), int(rng.integers(1, 6))
@@ -183,6 +203,13 @@ def test_layout_is_the_loop_on_random_small_integers():
         dfs = [rng.integers(1, 4, P) * unit for _ in range(reps)]
         dhs = [d + rng.integers(0, 3, P) * unit for d in dfs]          # half rate: never shorter
         nic = int(rng.integers(0, 20)) * unit
+        big = case % 4 == 0
+        mults = [2**61 if big else 1] * reps
+        if big:
+            dfs, dhs, nic = [d.astype(object) * 2**61 for d in dfs], [d.astype(object) * 2**61 for d in dhs], nic * 2**61
         for proportional in (False, True):
-            got = rails_layout.layout(list(zip(fts, lws)), [1] * reps, dfs, dhs, nic, proportional, steps)
-            assert got == _loop(fts, lws, dfs, dhs, nic, proportional, steps), (case, proportional)
+            D, end, rails = rails_layout.layout(list(zip(fts, lws)), mults, dfs, dhs, nic, proportional, steps,
+                                                starts=True)
+            got = (D, end, _tasks(rails_layout.records(D, rails, range(reps))))
+            assert got == plan_loop(fts, lws, mults, dfs, dhs, nic, proportional, steps), (case, proportional)
+            assert (rails[0].ft.dtype == object) == big

@@ -45,7 +45,9 @@ def rails_event_arrays(cluster: Cluster, segments: int) -> EventArrays:
     # NVLink streams: (server, rail, piece, start on the plan's grid, half rate?, add?), g−1 flows
     # each; listed for one rail per class of equal rails, the same for every rail of the class
     assert plan.records is not None                    # materialize="records" lists them
-    cols = [np.frombuffer(c, dtype=np.int64) for c in plan.records]
+    if plan.records[3].dtype == object:                # starts laid out on Python ints
+        raise OverflowError("rails arrays: NVLink starts beyond int64 on this grid")
+    cols = list(plan.records)
     plan.records = None
     if cols[0].size:
         s, l0, pc, st, both, add = cols

@@ -37,7 +37,7 @@ Construction (derived; docs/failures.md "Construction"):
   the pooling. With unequal shares a second rule is also planned (`_rates`, derived): rates
   ∝ w_l, r_l = w_l/(1 + (g−2)·w_max) with both kinds, w_l/max((g−1)·w_max, 1 − w_min) with one,
   so every stream takes the LP's pooling row (1 + (g−2)·w_max)/s_nv; its lead is bisected
-  (`_smallest_lead`) counting the one-kind rate of early reduce-scatters. The faster plan is
+  (optcc.algorithms.rails.layout's `_smallest_lead`) counting the one-kind rate of early reduce-scatters. The faster plan is
   kept (ties: the equal rule, so equal-share schedules are unchanged).
 - Borrowing. Where a GPU at ℓ > 2 has a faster GPU on its server, the borrowing sub-rails of
   optcc.algorithms.rails.borrow (rail l's traffic at that server also on the other NICs) are
@@ -49,11 +49,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, cast
 import math
-from array import array
 from fractions import Fraction
 
 from optcc.algorithms.limits import check_segments
-from optcc.algorithms.rails.lead import LEAD_STEPS, bisect_lead
 from optcc.algorithms.stated import states_slot_time
 from optcc.cluster import Cluster
 from optcc.errors import OptccError
@@ -77,6 +75,7 @@ if TYPE_CHECKING:
 
 NAME = "optcc_rails"
 RING_MAX_Q = 8          # rails this small also try the ring (rail_schedule)
+LEAD_STEPS = 16         # halvings of the NVLink lead's bisection (derived: the plan's grid holds 2^LEAD_STEPS)
 BORROW_MAX_COLUMNS = 128  # borrowing sub-rails tried up to q·(number of sub-rails) LP columns (cost rule: ~9 s at 112, p = 64, g = 4)
 
 
@@ -142,12 +141,11 @@ def _rail_base(inst: Cluster, k: int) -> RailBase:
 class _Plan:
     """Rails, shares, lead D and NVLink flows of one cluster (everything but the NIC copies);
     `materialize=False` computes the times only (slot_time), "records" lists the NVLink streams
-    instead of their flows. The times only are laid out by optcc.algorithms.rails.layout's numpy
-    passes (`layout="python"`: by the loop that lays out the flows, the tests' reference)."""
+    instead of their flows. The streams are laid out by optcc.algorithms.rails.layout."""
 
     def __init__(self, cluster: Cluster, k: int, materialize: bool | Literal["records"] = True, rates: str = "equal",
-                 rails: Rails | None = None, layout: str = "arrays") -> None:
-        g, q = cluster.g, cluster.servers
+                 rails: Rails | None = None) -> None:
+        g = cluster.g
         self.cluster, self.k, self.rates = cluster, k, rates
         self.rails, touches = rails or _rails(cluster, k)
         inv = [1 / t for _, _, t in self.rails]
@@ -165,12 +163,12 @@ class _Plan:
         # laid out identically: each rail's NVLink streams (free[l] below) advance only by its
         # own pieces, in its own (first touch, piece) order, and every quantity read across
         # rails (the lead D, the first all-gather, the last reduce-scatter, the end) is a max or
-        # min over rails. So the times need one representative per class of equal rails; the
-        # flows (materialize) need every rail.
+        # min over rails. So the plan lays out one representative per class of equal rails; the
+        # flows (materialize) repeat it for every rail of the class.
         classes: dict[tuple[int, int, Fraction, Fraction, Fraction], int] = {}
         rep = [classes.setdefault((id(self.rails[l]), id(touches[l]), self.shares[l], half[l], full[l]), l)
                for l in range(g)]
-        reps = list(range(g)) if materialize is True else sorted(set(rep))
+        reps = sorted(set(rep))
         self.rep, self.half_rates, self.full_rates = rep, half, full
         # per rail, None where not a representative: piece -> size class, and the durations (Fractions
         # per size class, then integers on the grid per size class, then per piece)
@@ -188,7 +186,7 @@ class _Plan:
             durh[l] = [w * x / (s_nv * half[l]) for x in index]
         # Every time below is exact on one integer grid (value = int / M): sums, differences and
         # comparisons of integers instead of Fractions. M holds 2^LEAD_STEPS so that the lead's
-        # bisection (_smallest_lead) halves exactly on the grid.
+        # bisection (rails.layout._smallest_lead) halves exactly on the grid.
         M = self.nic_time.denominator
         for l in reps:
             for d in durf[l] + durh[l]:
@@ -205,122 +203,50 @@ class _Plan:
         mults = {l: self.shares[l].numerator * (M // (touches[l][2] * self.shares[l].denominator)) for l in reps}
         nic = grid_int(self.nic_time)
         self.nvlink: list[Flow] = []
-        self.records: list[array[int]] | None = [array("q") for _ in range(6)]   # arrays_servers drops them
+        self.records: tuple[Any, ...] | None = None      # materialize="records"; rails.arrays drops them
         # NVLink-limited: the busiest GPU's stream (its rail's share w_l takes w_l/(s_nv·rate) =
         # 2(g−1)·w_l/s_nv per stream kind) needs longer than the NIC part, so NVLink, not the
         # NICs, sets the time.
         self.nvlink_work = max(w / (s_nv * h) for w, h in zip(self.shares, half))
         self.nvlink_limited = self.nvlink_work > self.nic_time
-        if materialize is False and layout != "python":
-            # the times only: rails_layout's numpy passes (the same integers as the loop below);
-            # imported here so that `optcc schedule` of other algorithms loads no numpy
-            import numpy as np
+        # the passes on numpy arrays (rails.layout); imported here so that `optcc schedule` of
+        # other algorithms loads no numpy
+        import numpy as np
 
-            from optcc.algorithms.rails import layout as rails_layout
-            if all(max(durh[l]) < rails_layout.INT64_SAFE for l in reps):
-                mats = [_touch_matrices(touches[l], len(size_cls[l])) for l in reps]
-                cls = [np.asarray(size_cls[l], dtype=np.int64) for l in reps]
-                df = [np.asarray(durf[l], dtype=np.int64)[c] for l, c in zip(reps, cls)]
-                dh = [np.asarray(durh[l], dtype=np.int64)[c] for l, c in zip(reps, cls)]
-                ms = [mults[l] for l in reps]
-                if rails_layout.fits(mats, ms, df, dh, nic):
-                    D, end = rails_layout.layout(mats, ms, df, dh, nic, rates != "equal", LEAD_STEPS)
-                    self.lead, self.end = Fraction(D, M), Fraction(end, M)
-                    return
-        for l in reps:
-            durf[l] = [durf[l][c] for c in size_cls[l]]
-            durh[l] = [durh[l][c] for c in size_cls[l]]
-        # first touch / last write per (server, rail, piece), in global time without the lead
-        ft: list[dict[tuple[int, int], int]] = [dict() for _ in range(q)]      # (rail, piece) -> time on M
-        lw: list[dict[tuple[int, int], int]] = [dict() for _ in range(q)]
-        for l in reps:
-            ft_l, lw_l = _touch_dicts(touches[l])
-            mult = mults[l]
-            for s in range(q):
-                ft[s].update(((l, pi), v * mult) for pi, v in ft_l[s].items())
-                lw[s].update(((l, pi), v * mult) for pi, v in lw_l[s].items())
-        # NVLink: every GPU runs its own reduce-scatter stream (the g−1 others send into it at
-        # once) and its own all-gather stream (it sends to the g−1 others at once). While both
-        # kinds can be active on a server every flow runs at rate 1/(2(g−1)); reduce-scatter
-        # flows that end before the server's first all-gather, and all-gather flows that start
-        # after its last reduce-scatter, run at 1/(g−1). A port then carries at most g−1 flows
-        # of each kind, so none exceeds capacity whatever the streams' timing (derived).
-        order = [sorted(ft[s], key=lambda kk: (ft[s][kk], kk)) for s in range(q)]
-        D = 0                                 # lead, from all reduce-scatters at the half rate
-        for s in range(q):
-            free = [0] * g
-            fts = ft[s]
-            for key in order[s]:
-                l = key[0]
-                free[l] += durh[l][key[1]]
-                if free[l] - fts[key] > D:
-                    D = free[l] - fts[key]
-        if rates != "equal" and 50 * D > nic:
-            D = _smallest_lead(D, order, ft, lw, durf, durh, g)
-        self.lead = Fraction(D, M)
-        end = D + nic
-        at: Callable[[int], Fraction] = lambda x: Fraction(x, M)         # noqa: E731  (a flow's start, exact)
-        # materialize="records": columns server, rail, piece, start on M, half rate (1) or full (0),
-        # "add" (1) or "copy" (0), each the g − 1 flows below, for the representative rails only
-        # (every rail of its class has the same records; optcc.algorithms.servers.arrays)
-        rec = [col.append for col in self.records]
-        for s in range(q):
-            first_ag = D + min(lw[s].values())
-            free = [0] * g
-            for key in order[s]:              # the same order, no later than at the half rate
-                l, pi = key
-                st = free[l]
-                d = durf[l][pi]
-                both = st + d > first_ag
-                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + d)
-                if materialize == "records":
-                    for put, v in zip(rec, (s, l, pi, st, both, 1)):
-                        put(v)
-                elif materialize:
-                    self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", at(st), "nvlink", rate)
-                                    for j in range(g) if j != l]
-            last_rs = max(free)
-            free = [0] * g
-            releases = sorted((D + lw[s][key], key) for key in lw[s])
-            for rel, key in releases:
-                l, pi = key
-                st = max(rel, free[l])
-                both = st < last_rs
-                rate, free[l] = (half[l], st + durh[l][pi]) if both else (full[l], st + durf[l][pi])
-                if materialize == "records":
-                    for put, v in zip(rec, (s, l, pi, st, both, 0)):
-                        put(v)
-                elif materialize:
-                    self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", at(st), "nvlink", rate)
-                                    for j in range(g) if j != l]
-                end = max(end, free[l])
-        self.end = Fraction(end, M)
-
-
-def _smallest_lead(hi: int, order: Sequence[Sequence[tuple[int, int]]], ft: Sequence[dict[tuple[int, int], int]],
-                   lw: Sequence[dict[tuple[int, int], int]], durf: Sequence[Sequence[int]], durh: Sequence[Sequence[int]],
-                   g: int, steps: int | None = None) -> int:
-    """A smaller lead than `hi` (all reduce-scatters at the half rate) that still meets every
-    first touch when reduce-scatter flows that end before the server's first all-gather run at
-    the one-kind rate, exactly as `_Plan` lays them out. need(D), the latest finish − first touch
-    under that rule, does not grow with D (a later first all-gather only lets more flows run at
-    the faster rate), so bisection keeps need(hi) ≤ hi: `steps` (LEAD_STEPS) halvings of [0, hi]
-    (derived). Times are integers on _Plan's grid, which holds 2^LEAD_STEPS: every midpoint is
-    exact."""
-    steps = LEAD_STEPS if steps is None else steps
-
-    def need(D: int) -> int:
-        worst = 0
-        for s, keys in enumerate(order):
-            first_ag = D + min(lw[s].values())
-            free = [0] * g
-            for key in keys:
-                l, pi = key
-                d = durf[l][pi]
-                free[l] += d if free[l] + d <= first_ag else durh[l][pi]
-                worst = max(worst, free[l] - ft[s][key])
-        return worst
-    return bisect_lead(hi, need, steps)
+        from optcc.algorithms.rails import layout as rails_layout
+        def ints(xs: list[int]) -> Ints:
+            return np.asarray(xs, dtype=np.int64 if max(xs) < rails_layout.INT64_SAFE else object)
+        mats = [_touch_matrices(touches[l], len(size_cls[l])) for l in reps]
+        cls = [np.asarray(size_cls[l], dtype=np.int64) for l in reps]
+        df = [ints(durf[l])[c] for l, c in zip(reps, cls)]
+        dh = [ints(durh[l])[c] for l, c in zip(reps, cls)]
+        D, end, laid = rails_layout.layout(mats, [mults[l] for l in reps], df, dh, nic, rates != "equal",
+                                           LEAD_STEPS, starts=materialize is not False)
+        self.lead, self.end = Fraction(D, M), Fraction(end, M)
+        if materialize is False:
+            return
+        laid_as = {l: i for i, l in enumerate(reps)}       # a representative rail -> its entry in `laid`
+        if materialize == "records":
+            # columns server, rail, piece, start on M, half rate (1) or full (0), "add" (1) or
+            # "copy" (0), each the g − 1 flows of one task, for the representative rails only
+            # (every rail of its class has the same records; optcc.algorithms.rails.arrays)
+            self.records = rails_layout.records(D, laid, [laid_as[l] for l in reps])
+            self.records[1][:] = np.asarray(reps, dtype=np.int64)[self.records[1]]
+            return
+        # every rail, each laid out as its class's representative: g − 1 flows per task,
+        # reduce-scatter "add" into GPU l, all-gather "copy" from it
+        at: dict[int, Fraction] = {}
+        for s, l, pi, st, both, add in zip(*(c.tolist() for c in rails_layout.records(D, laid, [laid_as[m] for m in rep]))):
+            t = at.get(st)
+            if t is None:
+                t = at[st] = Fraction(st, M)
+            rate = half[l] if both else full[l]
+            if add:
+                self.nvlink += [Flow(s * g + j, s * g + l, self.offsets[l] + pi, "add", t, "nvlink", rate)
+                                for j in range(g) if j != l]
+            else:
+                self.nvlink += [Flow(s * g + l, s * g + j, self.offsets[l] + pi, "copy", t, "nvlink", rate)
+                                for j in range(g) if j != l]
 
 
 def _rails(cluster: Cluster, k: int, direct: bool = True,
@@ -450,14 +376,6 @@ def _touches(sched: Schedule, grid: IntegerTimes) -> tuple[Dicts, Dicts, int]:
     from optcc.algorithms.servers.lift import touch_times
     ft, lw = touch_times(sched, grid)
     return ft, lw, grid.scale
-
-
-def _touch_dicts(touches: RailTouches) -> tuple[Dicts, Dicts]:
-    """A rail's touches as per-node dicts (`_touches`), from either form."""
-    if isinstance(touches[0], list):                 # tested on the tuple: mypy narrows both forms with it
-        return touches[0], touches[1]
-    from optcc.algorithms.rails.layout import matrix_dicts
-    return matrix_dicts(touches[0], touches[1])
 
 
 def _touch_matrices(touches: RailTouches, P: int) -> tuple[Ints, Ints]:
