@@ -179,9 +179,9 @@ def _rs_free(r: _Rail, first_ag: Ints) -> tuple[Ints, Ints]:
     return np.where(half, before[:, None] + r.ch - ch_before[:, None], r.cf), half
 
 
-def _ag(r: _Rail, D: int, last_rs: Ints) -> tuple[Ints, Ints, Ints]:
-    """Per all-gather task its start and whether it runs at the half rate, and per server the
-    stream's free time after its last task (module docstring)."""
+def _ag(r: _Rail, D: int, last_rs: Ints, starts: bool) -> tuple[Any, Any, Ints]:
+    """Per server the stream's free time after its last all-gather task and, with `starts`, per
+    task its start and whether it runs at the half rate (else None, None; module docstring)."""
     rel = D + r.lw
     q, P = rel.shape
     ch = np.cumsum(r.ag_half_dur, axis=1)
@@ -190,16 +190,17 @@ def _ag(r: _Rail, D: int, last_rs: Ints) -> tuple[Ints, Ints, Ints]:
     zero = np.zeros((q, 1), dtype=rel.dtype)
     st = np.maximum(rel, np.concatenate([zero, fh[:, :-1]], axis=1))
     cut = (st < last_rs[:, None]).sum(axis=1)                  # tasks at the half rate (st only grows)
-    idx = np.arange(P)[None, :]
-    half = idx < cut[:, None]
-    if half.all():
-        return st, half, fh[:, -1]
+    half = np.arange(P)[None, :] < cut[:, None]
+    if (cut == P).all():
+        return (st, half, fh[:, -1]) if starts else (None, None, fh[:, -1])
     cf = np.cumsum(r.ag_full, axis=1)
     cf_prev = cf - r.ag_full
     f0 = np.where(cut > 0, np.take_along_axis(fh, np.maximum(cut - 1, 0)[:, None], 1)[:, 0], 0)  # free before the switch
     cf_cut = np.take_along_axis(cf_prev, np.minimum(cut, P - 1)[:, None], 1)[:, 0]    # C_full before it
     x = rel - cf_prev
-    x = np.where(half, x.min() - 1, x)
+    x = np.where(half, np.iinfo(np.int64).min // 4 if x.dtype != object else x.min() - 1, x)
+    if not starts:
+        return None, None, np.where(cut < P, cf[:, -1] + np.maximum(f0 - cf_cut, x.max(axis=1)), fh[:, -1])
     free = np.where(half, fh, cf + np.maximum((f0 - cf_cut)[:, None], np.maximum.accumulate(x, axis=1)))
     st = np.maximum(rel, np.concatenate([zero, free[:, :-1]], axis=1))
     return st, half, free[:, -1]
@@ -230,7 +231,7 @@ def layout(reps_touches: Sequence[tuple[Ints, Ints]], mults: Sequence[int], durf
     last_rs = np.max([free[:, -1] for free, _ in rs], axis=0)
     end = D + nic
     for r, (free, half) in zip(rails, rs):
-        ag_start, ag_half, ag_end = _ag(r, D, last_rs)
+        ag_start, ag_half, ag_end = _ag(r, D, last_rs, starts)
         end = max(end, int(ag_end.max()))
         if starts:
             r.rs_start = free - np.where(half, r.rs_half_dur, r.rs_full)
