@@ -38,6 +38,7 @@ import hmac
 import json
 import os
 import secrets
+from dataclasses import dataclass, field, fields
 
 from optcc.errors import OptccError
 from optcc.files import write_text_atomic
@@ -47,15 +48,26 @@ from optcc.schedule import Schedule
 from verifier.trust_files import read_trust_file, trust_format
 
 
-_PROVED: dict = {}    # sha256 -> Proof made in this process (launch writes the workers' certificate)
-_ACCEPTED: dict = {}  # sha256 -> description: schedules require_proof accepted in this process
-_NUMERICS: dict = {}  # (sha256, dtype, allow_worse) -> the numerics message accepted in this process
-_PROGRAMS: dict = {}  # (sha256, window, recv_order) -> program_record of the proved streaming programs
-_GENERATED: dict = {}  # generated schedule sha256 -> the attestation body a worker accepted
-_BUILT: dict = {}      # (id(part), window, recv_order) -> (part, the program checked per rank: L1-L5)
-_PARTS: dict = {}      # id(part) -> (part, description, {(dtype, allow_worse): numerics message}):
-#                        a worker's own part of a generated schedule, accepted as that very object
-#                        (hashing its 10⁵-10⁶ flows again at each door would cost a second each)
+@dataclass
+class _Accepted:
+    """What this process accepted, one dict per door (a worker starts with none: `forget`)."""
+
+    proofs: dict = field(default_factory=dict)     # sha256 -> Proof made here (launch writes the workers' certificate)
+    schedules: dict = field(default_factory=dict)  # sha256 -> description: schedules require_proof accepted
+    numerics: dict = field(default_factory=dict)   # (sha256, dtype, allow_worse) -> the numerics message accepted
+    programs: dict = field(default_factory=dict)   # (sha256, window, recv_order) -> program_record of proved programs
+    generated: dict = field(default_factory=dict)  # generated schedule sha256 -> the attestation body accepted
+    built: dict = field(default_factory=dict)      # (id(part), window, recv_order) -> (part, its program checked: L1-L5)
+    parts: dict = field(default_factory=dict)      # id(part) -> (part, description, {(dtype, allow_worse): numerics}):
+    #   a worker's own part of a generated schedule, accepted as that very object (hashing its
+    #   10⁵-10⁶ flows again at each door would cost a second each)
+
+    def clear(self) -> None:
+        for f in fields(self):
+            getattr(self, f.name).clear()
+
+
+_STORE = _Accepted()
 PER_RANK = "per-rank"  # attestation "streaming": each worker checks its own program (verifier.streaming_local)
 LAUNCH_KEY_ENV = "OPTCC_LAUNCH_KEY"       # never read: named only to say it is not trusted
 LAUNCH_KEY_FD_ENV = "OPTCC_LAUNCH_KEY_FD"  # the inherited pipe a launcher's worker reads its key from
@@ -67,13 +79,12 @@ UNSAFE = "UNSAFE: executed without a proof or certificate (unsafe=True, for test
 
 def forget() -> None:
     """Drop everything this process accepted (proofs, numerics, programs): a fresh worker's state."""
-    for cache in (_PROVED, _ACCEPTED, _NUMERICS, _PROGRAMS, _GENERATED, _BUILT, _PARTS):
-        cache.clear()
+    _STORE.clear()
 
 
 def proof_of(schedule: Schedule):
     """The Proof require_proof made for this exact schedule in this process, or None."""
-    return _PROVED.get(schedule.sha256())
+    return _STORE.proofs.get(schedule.sha256())
 
 
 def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
@@ -82,7 +93,7 @@ def require_proof(schedule: Schedule, certificate: str | None = None) -> str:
     if certificate:
         return _accept(schedule, _certificate_accepts(schedule, certificate))
     proof = prove_allreduce(schedule, reported=())
-    _PROVED[schedule.sha256()] = proof
+    _STORE.proofs[schedule.sha256()] = proof
     if not proof.proved:
         cx = proof.counterexample          # the first failed property, always with a message
         raise OptccError("schedule", "the verifier did not prove this schedule computes the AllReduce: "
@@ -121,7 +132,7 @@ def _certificate_accepts(schedule: Schedule, path: str) -> str:
 
 
 def _accept(schedule: Schedule, description: str) -> str:
-    _ACCEPTED[schedule.sha256()] = description
+    _STORE.schedules[schedule.sha256()] = description
     return description
 
 
@@ -137,7 +148,7 @@ def gate(schedule: Schedule, certificate: str | None = None, unsafe: bool = Fals
     if certificate is None and part is not None:
         return part[1]
     if certificate is None:
-        known = _ACCEPTED.get(schedule.sha256())
+        known = _STORE.schedules.get(schedule.sha256())
         if known is not None:
             return known
     return require_proof(schedule, certificate)
@@ -150,15 +161,15 @@ def require_numerics(schedule: Schedule, dtype: str, allow_worse: bool = False) 
     if part is not None and (dtype, bool(allow_worse)) in part[2]:
         return part[2][(dtype, bool(allow_worse))]
     key = (schedule.sha256(), dtype, bool(allow_worse))
-    if key in _NUMERICS:
-        return _NUMERICS[key]
+    if key in _STORE.numerics:
+        return _STORE.numerics[key]
     _check_coefficients(schedule, dtype)
     from verifier.numerics import analyze_numerics
     report = analyze_numerics(schedule, dtype)
     if not report.ok and not allow_worse:
         raise OptccError("schedule", f"numerics: {report.message}; refusing to run it "
                                      f"(allow it explicitly with --allow-worse-numerics)")
-    _NUMERICS[key] = report.message
+    _STORE.numerics[key] = report.message
     return report.message
 
 
@@ -199,7 +210,7 @@ def require_streaming(schedule: Schedule, window: int = DEFAULT_WINDOW, recv_ord
     if cx is not None:
         raise OptccError("runner", f"streaming execution is not proved safe for this schedule: {cx['kind']}: "
                                    f"{cx['message']}; run it with --runner step")
-    _PROGRAMS[(schedule.sha256(), window, bool(recv_order))] = program_record(program)
+    _STORE.programs[(schedule.sha256(), window, bool(recv_order))] = program_record(program)
     return program
 
 
@@ -207,7 +218,7 @@ def rank_program_of(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW,
     """Rank `rank`'s streaming program: built for that rank alone and compared with the digest a
     proof or an attestation recorded in this process (all ranks are proved now if none did)."""
     sha = schedule.sha256()
-    if (sha, window, bool(recv_order)) not in _PROGRAMS:
+    if (sha, window, bool(recv_order)) not in _STORE.programs:
         return require_streaming(schedule, window, recv_order).ranks[rank]
     rp = rank_program(schedule, rank, window, recv_order)
     check_proved_program(schedule, rp, window, recv_order, sha)
@@ -217,10 +228,10 @@ def rank_program_of(schedule: Schedule, rank: int, window: int = DEFAULT_WINDOW,
 def check_proved_program(schedule: Schedule, rp, window: int, recv_order: bool, sha256: str | None = None) -> None:
     """OptccError("runner") unless `rp` is, digest for digest, rank rp.rank's proved program
     (`sha256`: the schedule's, when the caller has it)."""
-    built = _BUILT.get((id(schedule), window, bool(recv_order)))
+    built = _STORE.built.get((id(schedule), window, bool(recv_order)))
     if built is not None and built[0] is schedule and built[1] is rp:
         return                                     # the very program its rank checked (L1-L5) just now
-    record = _PROGRAMS.get((sha256 or schedule.sha256(), window, bool(recv_order)))
+    record = _STORE.programs.get((sha256 or schedule.sha256(), window, bool(recv_order)))
     if record is None:
         raise OptccError("runner", "no streaming program of this schedule was proved in this process "
                                    "(gpu_runner.proof.require_streaming)")
@@ -278,17 +289,17 @@ def write_attestation(schedule: Schedule, path: str, dtype: str | None = None, a
     the proof (require_proof first), numerics for `dtype`, the programs of the streaming `runners`
     ((window, recv_order) pairs, proved now if not yet)."""
     sha = schedule.sha256()
-    if sha not in _ACCEPTED:
+    if sha not in _STORE.schedules:
         raise OptccError("schedule", "this process has not accepted the schedule (gpu_runner.proof.require_proof)")
-    body = {"format": ATTESTATION_FORMAT, "schedule_sha256": sha, "accepted": _ACCEPTED[sha], "numerics": None,
+    body = {"format": ATTESTATION_FORMAT, "schedule_sha256": sha, "accepted": _STORE.schedules[sha], "numerics": None,
             "programs": []}
     if dtype is not None:
         body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse),
                             "message": require_numerics(schedule, dtype, allow_worse)}
     for window, recv_order in runners:
-        if (sha, window, bool(recv_order)) not in _PROGRAMS:
+        if (sha, window, bool(recv_order)) not in _STORE.programs:
             require_streaming(schedule, window, recv_order)
-        body["programs"].append(_PROGRAMS[(sha, window, bool(recv_order))])
+        body["programs"].append(_STORE.programs[(sha, window, bool(recv_order))])
     write_text_atomic(path, json.dumps({**body, "hmac_sha256": _mac(_key(), body)}, indent=1) + "\n", "attestation")
 
 
@@ -302,12 +313,12 @@ def accept_attestation(schedule: Schedule, path: str) -> str:
         raise OptccError("attestation", f"{path} attests another schedule (sha256 {body['schedule_sha256'][:16]}…, "
                                         f"this one {sha[:16]}…); refusing")
     description = f"attested by the launcher: {body['accepted']}"
-    _ACCEPTED[sha] = description
+    _STORE.schedules[sha] = description
     num = body.get("numerics")
     if num:
-        _NUMERICS[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
+        _STORE.numerics[(sha, num["dtype"], bool(num["allow_worse"]))] = num["message"]
     for record in body.get("programs", ()):
-        _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = record
+        _STORE.programs[(sha, record["window"], bool(record["recv_order"]))] = record
     return description
 
 
@@ -331,18 +342,18 @@ def accept_generator_here(gen, dtype: str | None = None, allow_worse: bool = Fal
     from the parameters and its own streaming program checked (verifier.streaming_local, whose
     order argument prove-all's `streaming_order` covers); no instance is built in any worker."""
     accept_generator(gen)
-    _GENERATED[gen.sha256()] = _per_rank_body(gen, dtype, allow_worse, runners)
-    return _ACCEPTED[gen.sha256()]
+    _STORE.generated[gen.sha256()] = _per_rank_body(gen, dtype, allow_worse, runners)
+    return _STORE.schedules[gen.sha256()]
 
 
 def _generated_body(gen, full: Schedule, dtype, allow_worse, runners) -> dict:
     from optcc.lowering.digest import localized_record
     from verifier.streaming import prove_streaming
     sha = full.sha256()
-    if sha not in _ACCEPTED:
+    if sha not in _STORE.schedules:
         raise OptccError("schedule", "this process has not accepted the schedule (gpu_runner.proof.require_proof)")
     body = {"format": ATTESTATION_FORMAT, "form": "generated", "schedule_sha256": gen.sha256(),
-            "flows_sha256": sha, "accepted": _ACCEPTED[sha], "numerics": None, "programs": []}
+            "flows_sha256": sha, "accepted": _STORE.schedules[sha], "numerics": None, "programs": []}
     if dtype is not None:
         body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse),
                             "message": require_numerics(full, dtype, allow_worse)}
@@ -379,7 +390,7 @@ def accept_generated_attestation(gen, path: str) -> str:
     if body.get("form") != "generated" or body["schedule_sha256"] != gen.sha256():
         raise OptccError("attestation", f"{path} attests another schedule (sha256 {body['schedule_sha256'][:16]}…, "
                                         f"this one {gen.sha256()[:16]}…); refusing")
-    _GENERATED[gen.sha256()] = body
+    _STORE.generated[gen.sha256()] = body
     return f"attested by the launcher: {body['accepted']}"
 
 
@@ -387,7 +398,7 @@ def generated_rank_schedule(gen, rank: int) -> Schedule:
     """Rank `rank`'s part of an attested generated schedule (optcc.generated.rank_schedule),
     accepted in this process under the attestation: numerics as attested, and its streaming
     program admitted only if its digest is the attested one for that rank (rank_program_of)."""
-    body = _GENERATED.get(gen.sha256())
+    body = _STORE.generated.get(gen.sha256())
     if body is None:
         raise OptccError("attestation", "no launcher attestation of this generated schedule was accepted "
                                         "in this process (gpu_runner.proof.accept_generated_attestation)")
@@ -413,14 +424,14 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
             if cx is not None:
                 raise OptccError("runner", f"rank {rank}'s streaming program fails the per-rank check "
                                            f"({cx['kind']}: {cx['message']}); refusing to run it")
-            _BUILT[(id(part), window, recv_order)] = (part, rp)
+            _STORE.built[(id(part), window, recv_order)] = (part, rp)
     else:
         sha = part.sha256()
         for record in body.get("programs", ()):
             digests = ["" for _ in record["ranks_sha256"]]
             digests[rank] = record["ranks_sha256"][rank]
-            _PROGRAMS[(sha, record["window"], bool(record["recv_order"]))] = {**record, "ranks_sha256": digests}
-    _PARTS[id(part)] = (part, f"attested by the launcher: {body['accepted']} (rank {rank}'s part)", numerics)
+            _STORE.programs[(sha, record["window"], bool(record["recv_order"]))] = {**record, "ranks_sha256": digests}
+    _STORE.parts[id(part)] = (part, f"attested by the launcher: {body['accepted']} (rank {rank}'s part)", numerics)
     return part
 
 
@@ -447,14 +458,14 @@ class gc_paused:
 
 
 def _part(schedule):
-    got = _PARTS.get(id(schedule))
+    got = _STORE.parts.get(id(schedule))
     return got if got is not None and got[0] is schedule else None
 
 
 def built_program(part: Schedule, window: int, recv_order: bool):
     """The program generated_rank_schedule checked for this part (per rank), or None: the
     executor takes it instead of lowering the part a second time."""
-    got = _BUILT.get((id(part), window, bool(recv_order)))
+    got = _STORE.built.get((id(part), window, bool(recv_order)))
     return got[1] if got is not None and got[0] is part else None
 
 
@@ -467,7 +478,7 @@ def accept_generator(gen) -> str:
     if failure is not None:
         raise OptccError("schedule", f"re-proving the {gen.algo} generator: {failure}; refusing to run it")
     description = f"the {gen.algo} generator re-proved for every size; streaming checked per rank"
-    _ACCEPTED[gen.sha256()] = description
+    _STORE.schedules[gen.sha256()] = description
     return description
 
 
@@ -482,11 +493,11 @@ def write_generated_attestation_per_rank(gen, path: str, dtype: str | None = Non
 
 def _per_rank_body(gen, dtype, allow_worse, runners) -> dict:
     sha = gen.sha256()
-    if sha not in _ACCEPTED:
+    if sha not in _STORE.schedules:
         raise OptccError("schedule", "this process has not accepted the generated schedule "
                                      "(gpu_runner.proof.accept_generator)")
     body = {"format": ATTESTATION_FORMAT, "form": "generated", "streaming": PER_RANK, "schedule_sha256": sha,
-            "accepted": _ACCEPTED[sha], "numerics": None,
+            "accepted": _STORE.schedules[sha], "numerics": None,
             "programs": [{"window": w, "recv_order": bool(ro)} for w, ro in runners]}
     if dtype is not None:
         body["numerics"] = {"dtype": dtype, "allow_worse": bool(allow_worse), "message": generated_numerics(gen, dtype, allow_worse)}

@@ -34,9 +34,9 @@ CACHES = (
     ("optcc.model_time", "_SLOT_CACHE"),
     ("optcc.algorithms.rails.counts", "_CACHE"),
     ("optcc.algorithms.rails.borrow", "_share_lp"),
-    ("gpu_runner.proof", "_PROVED"),
-    ("gpu_runner.proof", "_NUMERICS"),
-    ("gpu_runner.proof", "_PROGRAMS"),
+    ("gpu_runner.proof", "_STORE.proofs"),
+    ("gpu_runner.proof", "_STORE.numerics"),
+    ("gpu_runner.proof", "_STORE.programs"),
 )
 
 
@@ -113,8 +113,9 @@ def alone_fixture(tmp_path_factory):
 def _fresh_module_caches():
     yield
     for module_name, attr in CACHES:
-        module = sys.modules.get(module_name)
-        cache = getattr(module, attr, None) if module else None
+        cache = sys.modules.get(module_name)
+        for name in attr.split("."):
+            cache = getattr(cache, name, None)
         if cache is None:
             continue
         if hasattr(cache, "cache_clear"):
