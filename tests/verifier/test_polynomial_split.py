@@ -119,3 +119,25 @@ def _subterms(e):
 
 def _vars(e):
     return {x for x in _subterms(e) if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED}
+
+
+def test_a_cover_over_regimes_with_positive_denominators_is_their_case_analysis():
+    """servers' "q ≥ 3, ℓ < 2: T ≤ (1 + 2/k + 3/(k(q−1)))·T_ex(q)/g" has regimes in its
+    hypotheses and every denominator positive on the range: the cover names a regime's points
+    outside its hypotheses by the cleared formulas its case assumes (the positivity part proves
+    the denominators positive), so cvc5 decides it at once; named with squared denominators it
+    was undecided at 2 × 60 s. Without its k = 1 case it is refuted (its hypotheses, the two
+    statements before it, hold on the whole range, so no "hypothesis fails" disjunct covers k = 1)."""
+    pytest.importorskip("cvc5")
+    from verifier.parametric import near_optimal_servers as NS
+    from verifier.parametric import recheck as R
+    ob = next(o for o in NS.obligations() if "ℓ < 2, s_nv ≥ g − 1: T ≤" in o.name)
+    parts = split_parts(ob)
+    cover, positive = parts[-1], parts[-2]
+    assert cover.name.endswith("[polynomial: the cases cover the range]")
+    assert [R.solve(s, 5000)[0] for _, _, s in R.queries(cover)] == ["sat", "unsat"]
+    assert discharge(cover)["status"] == "proved" and not cover.side
+    assert positive.name.endswith(" positive on the range]") and discharge(positive)["status"] == "proved"
+    assert "k == 1" in parts[0].name and "¬(k == 1)" not in parts[0].name
+    short = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cover.goal.children()[1:]), [], None)
+    assert discharge(short)["status"] == "refuted"
