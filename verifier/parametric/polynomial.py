@@ -20,7 +20,11 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
   *positivity* part proves it from the range;
 - regimes in the hypotheses (a near-optimality statement under ν ≤ Theorem 3) are cases too, and
   the cover then also names, per regime, the points where a cleared hypothesis fails (a point of
-  the range is in its own regime's case, since there every hypothesis holds);
+  the range is in its own regime's case, since there every hypothesis holds); where every
+  denominator of every regime is positive on the range (the positivity part proves it), every
+  case clears without squaring and those points are named by the very formulas the case assumes
+  (exact everywhere on the range, not only in the case), so the cover is the regimes' case
+  analysis, which cvc5 decides at once, where squared denominators in six variables defeated it;
 - one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
   conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
   cover proves its denominators nonzero from the assumptions without division).
