@@ -141,3 +141,19 @@ def test_a_cover_over_regimes_with_positive_denominators_is_their_case_analysis(
     assert "k == 1" in parts[0].name and "¬(k == 1)" not in parts[0].name
     short = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cover.goal.children()[1:]), [], None)
     assert discharge(short)["status"] == "refuted"
+
+
+def test_a_denominator_not_positive_on_the_range_keeps_the_squared_cover():
+    """x ≤ (1/(k − 2) if k ≥ 3 else 1) ⇒ x/2 ≤ 1/2 over k ≥ 1, k ≠ 2: k − 2 is positive in its
+    regime only, so the cover names the points outside the hypothesis with the squared
+    denominator and proves it nonzero; with 2/k (positive on the range) it needs neither."""
+    k, x = z3.Reals("k x")
+    claim = x / 2 <= z3.RealVal(1) / 2
+    squared = split_parts(Obligation("bound", "x/2 ≤ 1/2", [k >= 1, k != 2, x <= z3.If(k >= 3, 1 / (k - 2), 1)],
+                                     claim, [], (k,)))
+    assert [str(d) for d in squared[-1].side] == ["k - 2 != 0"]
+    assert "(x*(k - 2) - 1)*(k - 2)" in str(squared[-1].goal)
+    assert all(discharge(p)["status"] == "proved" for p in squared)
+    positive = split_parts(Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 2 / k, 1)], claim, [], (k,)))
+    assert positive[-1].side == [] and "*k)" not in str(positive[-1].goal)
+    assert all(discharge(p)["status"] == "proved" for p in positive)
