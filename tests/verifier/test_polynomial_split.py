@@ -119,3 +119,41 @@ def _subterms(e):
 
 def _vars(e):
     return {x for x in _subterms(e) if z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED}
+
+
+def test_a_cover_over_regimes_with_positive_denominators_is_their_case_analysis():
+    """servers' "q ≥ 3, ℓ < 2: T ≤ (1 + 2/k + 3/(k(q−1)))·T_ex(q)/g" has regimes in its
+    hypotheses and every denominator positive on the range: the cover names a regime's points
+    outside its hypotheses by the cleared formulas its case assumes (the positivity part proves
+    the denominators positive), so cvc5 decides it at once; named with squared denominators it
+    was undecided at 2 × 60 s. Without its k = 1 case it is refuted (its hypotheses, the two
+    statements before it, hold on the whole range, so no "hypothesis fails" disjunct covers k = 1)."""
+    pytest.importorskip("cvc5")
+    from verifier.parametric import near_optimal_servers as NS
+    from verifier.parametric import recheck as R
+    ob = next(o for o in NS.obligations() if "ℓ < 2, s_nv ≥ g − 1: T ≤" in o.name)
+    parts = split_parts(ob)
+    cover, positive = parts[-1], parts[-2]
+    assert cover.name.endswith("[polynomial: the cases cover the range]")
+    assert [R.solve(s, 5000)[0] for _, _, s in R.queries(cover)] == ["sat", "unsat"]
+    assert discharge(cover)["status"] == "proved" and not cover.side
+    assert positive.name.endswith(" positive on the range]") and discharge(positive)["status"] == "proved"
+    assert "k == 1" in parts[0].name and "¬(k == 1)" not in parts[0].name
+    short = Obligation(cover.prop, cover.name, cover.assumptions, z3.Or(*cover.goal.children()[1:]), [], None)
+    assert discharge(short)["status"] == "refuted"
+
+
+def test_a_denominator_not_positive_on_the_range_keeps_the_squared_cover():
+    """x ≤ (1/(k − 2) if k ≥ 3 else 1) ⇒ x/2 ≤ 1/2 over k ≥ 1, k ≠ 2: k − 2 is positive in its
+    regime only, so the cover names the points outside the hypothesis with the squared
+    denominator and proves it nonzero; with 2/k (positive on the range) it needs neither."""
+    k, x = z3.Reals("k x")
+    claim = x / 2 <= z3.RealVal(1) / 2
+    squared = split_parts(Obligation("bound", "x/2 ≤ 1/2", [k >= 1, k != 2, x <= z3.If(k >= 3, 1 / (k - 2), 1)],
+                                     claim, [], (k,)))
+    assert [str(d) for d in squared[-1].side] == ["k - 2 != 0"]
+    assert "(x*(k - 2) - 1)*(k - 2)" in str(squared[-1].goal)
+    assert all(discharge(p)["status"] == "proved" for p in squared)
+    positive = split_parts(Obligation("bound", "x/2 ≤ 1/2", [k >= 1, x <= z3.If(k >= 2, 2 / k, 1)], claim, [], (k,)))
+    assert positive[-1].side == [] and "*k)" not in str(positive[-1].goal)
+    assert all(discharge(p)["status"] == "proved" for p in positive)

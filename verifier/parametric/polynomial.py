@@ -20,7 +20,11 @@ minutes. Its split is a set of obligations that together imply it, each polynomi
   *positivity* part proves it from the range;
 - regimes in the hypotheses (a near-optimality statement under ν ≤ Theorem 3) are cases too, and
   the cover then also names, per regime, the points where a cleared hypothesis fails (a point of
-  the range is in its own regime's case, since there every hypothesis holds);
+  the range is in its own regime's case, since there every hypothesis holds); where every
+  denominator of every regime is positive on the range (the positivity part proves it), every
+  case clears without squaring and those points are named by the very formulas the case assumes
+  (exact everywhere on the range, not only in the case), so the cover is the regimes' case
+  analysis, which cvc5 decides at once, where squared denominators in six variables defeated it;
 - one *cover* obligation: under the (relaxed) assumptions some case holds, its assumptions and
   conditions cleared as the case's part states them, so no point of the range is left out (an assumption with division, such as ν ≤ Theorem 3, is cleared too: the
   cover proves its denominators nonzero from the assumptions without division).
@@ -232,41 +236,84 @@ def _split(ob: Obligation, claim: Z3Term, hyps: list[Z3Term]) -> list[Obligation
     relaxed = [cover.formula(h) for h in hyps if not _has_division(h) and not _conditions([h])]
     cleared = [] if ranged else [cover.formula(h) for h in hyps if _has_division(h)]   # the others cleared
     red = _Reduce(relaxed)
+    cases = [dict(zip([c.get_id() for c in conds], values)) for values in itertools.product((True, False), repeat=len(conds))]
+    dens = _range_denominators(cases, conds, claim, hyps, relaxed) if ranged else None
     parts: list[tuple[str, list[Z3Term], Z3Term, list[Z3Term]]] = []
     outside: list[Z3Term] = []              # with `ranged`: each regime's points where a hypothesis fails
-    for values in itertools.product((True, False), repeat=len(conds)):
-        case = {c.get_id(): v for c, v in zip(conds, values)}
+    for case in cases:
+        values = [case[c.get_id()] for c in conds]
         base = _Clear(case)
         premise = [base.formula(h) for h in hyps]
         here = [base.formula(c) if v else z3.Not(base.formula(c)) for c, v in zip(conds, values)]
-        if ranged:
+        if ranged and dens is None:
             outside.append(_and(here + [z3.Not(_and(premise))]))
             cover.nonzero += base.nonzero
         if conds and _decided(premise + here) == "unsat":
+            if dens is not None:                 # its points still fail a hypothesis, as the cases clear it
+                clear = _Clear(case, True)
+                outside.append(_and([red.formula(x) for x in _regime(clear, conds, values)]
+                                    + [z3.Not(_and([red.formula(clear.formula(h)) for h in hyps]))]))
             continue
         base.formula(claim)                          # the denominators met in this case
-        dens = list(dict.fromkeys(base.nonzero))
-        positive = bool(dens) and _decided(premise + here + [z3.Or(*[d <= 0 for d in dens])]) == "unsat"
+        met = list(dict.fromkeys(base.nonzero))
+        positive = dens is not None or bool(met) and _decided(premise + here + [z3.Or(*[d <= 0 for d in met])]) == "unsat"
         clear = _Clear(case, positive)          # the case's own premise and conditions cleared alike,
         premise = [red.formula(clear.formula(h)) for h in hyps]      # so the cover names what the part assumes
-        here = [red.formula(clear.formula(c) if v else z3.Not(clear.formula(c))) for c, v in zip(conds, values)]
+        here = [red.formula(x) for x in _regime(clear, conds, values)]
         goal = red.formula(clear.formula(claim))
-        side = [red.formula(d > 0 if positive else d != 0) for d in dens]
+        side = [red.formula(d > 0 if positive else d != 0) for d in met]
+        if dens is not None:
+            outside.append(_and(here + [z3.Not(_and(premise))]))
         what = ", ".join(f"{c}" if v else f"¬({c})" for c, v in zip(conds, values)) or "one case"
         parts.append((what, premise + here, goal, side))
     if not parts:
         raise NotPolynomial("no feasible case")
-    cases = [_and(hyp + red.hypotheses) for _, hyp, _, _ in parts]
-    out = [Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", hyp + red.hypotheses, goal, side, None)
+    positivity = [] if dens is None else [x for x in (red.formula(d > 0) for d in dens) if not _trivially_true(x)]
+    names = sorted(red.dropped) + [str(x) for x in positivity]
+    hypotheses = red.hypotheses
+    covered = [_and(hyp + hypotheses) for _, hyp, _, _ in parts]
+    out = [Obligation(ob.prop, f"{ob.name} [polynomial: {what}]", hyp + hypotheses, goal, side, None)
            for what, hyp, goal, side in parts]
-    if red.hypotheses:
-        out.append(Obligation(ob.prop, f"{ob.name} [polynomial: {', '.join(sorted(red.dropped))} positive on the range]",
-                              relaxed, _and(red.hypotheses), [], None))
+    if names:
+        out.append(Obligation(ob.prop, f"{ob.name} [polynomial: {', '.join(names)} positive on the range]",
+                              relaxed, _and(hypotheses + positivity), [], None))
+    if dens is not None:                    # the denominators and factors are proved positive by the part above
+        out.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed + hypotheses,
+                              z3.Or(*covered, *outside), [], None))
+        return out
     out.append(Obligation(ob.prop, f"{ob.name} [polynomial: the cases cover the range]", relaxed,
-                          z3.Or(*cases, *outside) if ranged else
-                          z3.Implies(_and(cleared), z3.Or(*cases)) if cleared else z3.Or(*cases),
+                          z3.Or(*covered, *outside) if ranged else
+                          z3.Implies(_and(cleared), z3.Or(*covered)) if cleared else z3.Or(*covered),
                           [d != 0 for d in dict.fromkeys(cover.nonzero)], None))
     return out
+
+
+def _regime(clear: _Clear, conds: list[Z3Term], values: list[bool]) -> list[Z3Term]:
+    """A case's regime: each condition cleared as `clear` clears it, or its negation."""
+    return [clear.formula(c) if v else z3.Not(clear.formula(c)) for c, v in zip(conds, values)]
+
+
+def _range_denominators(cases: list[dict[int, bool]], conds: list[Z3Term], claim: Z3Term, hyps: list[Z3Term],
+                        relaxed: list[Z3Term]) -> list[Z3Term] | None:
+    """Every denominator of every case (its conditions, hypotheses and claim), where Z3 quickly
+    finds them all positive on the relaxed range; else None. Then every case clears every atom
+    without squaring (N ⋈ 0 means what the atom means at every point of the range, not only in
+    the case), so the cover names a regime's points outside its hypotheses by the same cleared
+    formulas its case assumes, and the cover is the regimes' case analysis; one part proves the
+    denominators positive from the range."""
+    dens: dict[Z3Term, None] = {}
+    for case in cases:
+        c = _Clear(case)
+        for e in conds + hyps + [claim]:
+            c.formula(e)
+        dens.update(dict.fromkeys(c.nonzero))
+    if not dens or _decided(relaxed + [z3.Or(*[d <= 0 for d in dens])]) != "unsat":
+        return None
+    return list(dens)
+
+
+def _trivially_true(e: Z3Term) -> bool:
+    return bool(z3.is_true(z3.simplify(e)))
 
 
 Poly = dict[tuple[tuple[str, int], ...], Fraction]      # monomial (variable, power)… -> coefficient
