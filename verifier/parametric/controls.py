@@ -21,8 +21,12 @@ with a counterexample, shows it is not. One rule per shape of obligation, the fi
 Where the first rule's control holds (a bound with slack: a pair of flows never back to back),
 the *premise* control is the fallback: the goal without its premise, refuted, shows the relation
 is what the goal needs, so a goal replaced by True is caught, though a bound relaxed within its
-slack is not (the pins catch that). The *range* control is no fallback: for a bound, dropping a
-flow's index domain is refuted by indices outside it, whatever the bound says.
+slack is not (the pins catch that). Where that holds too, or there is none, the *antecedent*
+control is the last fallback: a goal made of implications (a ⇒ b, under ∧) claimed with every
+antecedent dropped; refuted, each case's condition is what its conclusion needs (a lemma such
+as "a = 0 ⇒ a·b = 0", a size positive only where its regime holds). The *range* control is no
+fallback: for a bound, dropping a flow's index domain is refuted by indices outside it, whatever
+the bound says.
 
 An obligation with no refuted control fails `check_controls`; a statement for which no rule
 gives a false twin must be changed or its control registered by hand.
@@ -98,6 +102,27 @@ def range_rule(ob: Obligation) -> Obligation | None:
                       ob.params, ob.flows, list(ob.premise))
 
 
+def _without_antecedents(e: z3.ExprRef) -> tuple[z3.ExprRef, int]:
+    """e with every implication at the top (under ∧) replaced by its conclusion; how many."""
+    if not z3.is_app(e) or not z3.is_bool(e):
+        return e, 0
+    k = e.decl().kind()
+    if k == z3.Z3_OP_IMPLIES:
+        return _without_antecedents(e.arg(1))[0], 1
+    if k == z3.Z3_OP_AND:
+        kids = [_without_antecedents(c) for c in e.children()]
+        return e.decl()(*[c for c, _ in kids]), sum(n for _, n in kids)
+    return e, 0
+
+
+def antecedent_rule(ob: Obligation) -> Obligation | None:
+    goal, n = _without_antecedents(_goal(ob))
+    if n == 0:
+        return None
+    return Obligation(ob.prop, f"CONTROL (without its antecedents): {ob.name}", list(ob.assumptions), goal, [],
+                      ob.params, ob.flows, list(ob.premise))
+
+
 RULES: tuple[tuple[str, Callable[[Obligation], Obligation | None]], ...] = (
     ("strict", strict_rule), ("premise", premise_rule), ("range", range_rule))
 
@@ -140,24 +165,33 @@ def check_controls(obs: Sequence[Obligation], timeout_ms: int = TIMEOUT_MS,
 
     for ob in obs:
         rc = control(ob, premise_never_holds(ob, timeout_ms))
-        if rc is None:
+        fallbacks = [(FALLBACK, premise_rule(ob) if rc is not None and rc[0] != "premise" else None),
+                     (ANTECEDENT_FALLBACK, antecedent_rule(ob))]
+        rule: str | None
+        c: Obligation | None
+        if rc is None:                      # no rule: the antecedent control, where it applies, is the control
+            rule, c = "antecedent", fallbacks.pop()[1]
+        else:
+            rule, c = rc
+        if c is None:
             failed.append({"obligation": ob.name, "property": ob.prop, "rule": None, "status": "no control"})
             continue
-        rule, c = rc
         by_rule[rule] = by_rule.get(rule, 0) + 1
         r = refuted(c)
-        fallback = premise_rule(ob) if rule != "premise" and not _refuted(r) else None
-        if fallback is not None and _refuted(refuted(fallback)):
-            by_rule[FALLBACK] = by_rule.get(FALLBACK, 0) + 1
+        if _refuted(r):
             continue
-        if not _refuted(r):
-            failed.append({"obligation": ob.name, "property": ob.prop, "rule": rule, "status": r["status"],
-                           "why": r.get("why", "the stronger statement holds too")})
+        used = next((name for name, f in fallbacks if f is not None and _refuted(refuted(f))), None)
+        if used is not None:
+            by_rule[used] = by_rule.get(used, 0) + 1
+            continue
+        failed.append({"obligation": ob.name, "property": ob.prop, "rule": rule, "status": r["status"],
+                       "why": r.get("why", "the stronger statement holds too")})
     return {"controls": len(obs), "by_rule": by_rule, "not_refuted": failed,
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
 FALLBACK = "premise, as fallback"    # by_rule: statements guarded by their premise control instead
+ANTECEDENT_FALLBACK = "antecedent, as fallback"   # … by their antecedent control (the last fallback)
 
 
 def _refuted(r: dict[str, Any]) -> bool:
