@@ -33,6 +33,7 @@ but the Work the process group returns), and there is no thread hand-off.
 from __future__ import annotations
 
 import heapq
+from array import array
 import json
 import os
 import threading
@@ -54,8 +55,9 @@ EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit wai
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
-# Op codes of a bound program (one small int per op, so the posting loop branches on an int).
-_RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE = range(6)
+# Op codes of a bound program (one small int per op, so the posting loop branches on an int),
+# and of a replayed run's wait for a post.
+_RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE, _WAIT = range(7)
 
 
 class _BoundProgram:
@@ -68,6 +70,7 @@ class _BoundProgram:
         flows, local_ops = schedule.flows, schedule.local_ops
         self.flat = flat
         self.works: list = [None] * len(rp.ops)
+        self._events: tuple | None = None    # (order, to, the events) of the last events() call
         pieces: dict = {}                    # piece -> (its view, [its view], its length)
         slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
         args = self.args = []
@@ -104,6 +107,32 @@ class _BoundProgram:
             else:
                 add((_SCALE, x[0], local_ops[local].coef))
 
+    def events(self, order, to: list) -> list:
+        """The recorded run `order` (StreamingExecutor._order) as the replay's events, one
+        (code, op, x, y) per event: a post's one-tensor list and its peer's group rank, a wait
+        (_WAIT, op, None, None), a local op's views (an axpy's y: its source and coefficient).
+        Built once per order and route, kept for the next run."""
+        cached = self._events
+        if cached is not None and cached[0] is order and cached[1] is to:
+            return cached[2]
+        args = self.args
+        out: list = []
+        add = out.append
+        for e in order:
+            if e < 0:
+                add((_WAIT, ~e, None, None))
+                continue
+            a = args[e]
+            code = a[0]
+            if code == _RECV or code == _SEND:
+                add((code, e, a[1], to[a[2]]))
+            elif code == _AXPY:
+                add((code, e, a[1], (a[2], a[3])))
+            else:
+                add((code, e, a[1], a[2]))
+        self._events = (order, to, out)
+        return out
+
 
 class StreamingExecutor:
     """Runs one Schedule on this rank, streaming; same interface as executor.Executor."""
@@ -137,6 +166,7 @@ class StreamingExecutor:
         self._connected = False
         self._waiting = -1                  # the post a run waits on (for the watchdog's message)
         self._abandoned: list = []          # works a failed run left in flight
+        self._order: array | None = None    # the events of the first complete run (_execute's record)
 
     def _peer(self, r: int) -> int:
         return r if self.group_ranks is None else self.group_ranks[r]
@@ -213,7 +243,14 @@ class StreamingExecutor:
             self.watchdog.waiting(self._describe)
         t0 = time.perf_counter()
         try:
-            self._execute(bound, pg, nccl, to, trace, t0)
+            if self._order is not None and trace is None:
+                self._replay(bound, pg, nccl, to)
+            elif self._order is not None:
+                self._execute(bound, pg, nccl, to, trace, t0)
+            else:
+                record: list = []
+                self._execute(bound, pg, nccl, to, trace, t0, record)
+                self._order = array("q", record)
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
@@ -225,9 +262,11 @@ class StreamingExecutor:
             _write_trace(self, trace, time.perf_counter() - t0)
         return tensor
 
-    def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float) -> None:
+    def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float,
+                 record: list | None = None) -> None:
         """Run every enabled op, lowest index first; with none enabled, wait for the in-flight post
-        of the lowest index and apply its completion (module docstring: why this is live)."""
+        of the lowest index and apply its completion (module docstring: why this is live). With
+        `record`, append each event as it happens: k for op k's start, ~k for waiting on post k."""
         args, works, after_s, after_c = bound.args, bound.works, self._after_s, self._after_c
         remaining = self._ndeps[:]
         ready = self._start[:]
@@ -235,6 +274,7 @@ class StreamingExecutor:
         pop, push = heapq.heappop, heapq.heappush
         recv, send = pg.recv, pg.send
         watchdog = self.watchdog
+        note = record.append if record is not None else None
         k = None
         while True:
             try:
@@ -244,6 +284,8 @@ class StreamingExecutor:
                     code = a[0]
                     if trace is not None:
                         trace[k] = [time.perf_counter() - t0, None]
+                    if note is not None:
+                        note(k)
                     if code == _RECV:
                         works[k] = recv(a[1], to[a[2]], 0)       # torch.distributed.irecv's call
                         push(inflight, k)
@@ -267,6 +309,8 @@ class StreamingExecutor:
             if not inflight:
                 break
             k = pop(inflight)
+            if note is not None:
+                note(~k)
             work = works[k]
             works[k] = None
             self._waiting = k
@@ -276,8 +320,7 @@ class StreamingExecutor:
                         time.sleep(POLL_S)
                 work.wait()
             except Exception as e:  # noqa: BLE001 - a dead peer: one clear error
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise RunnerError(f"peer failure while waiting for {self._what(k)}: {first}") from e
+                raise _peer_failure(self, k, e) from e
             del work
             if trace is not None:
                 trace[k][1] = time.perf_counter() - t0
@@ -291,6 +334,43 @@ class StreamingExecutor:
             left = sum(1 for r in remaining if r)
             raise RunnerError(f"internal: the streaming program stalled: {left} ops never ran")
 
+    def _replay(self, bound: _BoundProgram, pg, nccl: bool, to: list) -> None:
+        """_execute's events in the order a complete run recorded (module docstring: the order is
+        the program's, not the transport's): no heap, no dependency counting, the per-op branch and
+        the peer's group rank decided once per tensor and route (_BoundProgram.events)."""
+        works, events = bound.works, bound.events(self._order, to)
+        recv, send = pg.recv, pg.send
+        watchdog = self.watchdog
+        code = k = None
+        try:
+            for code, k, x, y in events:
+                if code == _WAIT:
+                    self._waiting = k
+                    work = works[k]
+                    works[k] = None
+                    if nccl:
+                        while not work.is_completed():
+                            time.sleep(POLL_S)
+                    work.wait()
+                    if watchdog is not None:
+                        watchdog.beat()
+                elif code == _SEND:
+                    works[k] = send(x, y, 0)                 # torch.distributed.isend's call
+                elif code == _RECV:
+                    works[k] = recv(x, y, 0)                 # torch.distributed.irecv's call
+                elif code == _ADD:
+                    x.add_(y)
+                elif code == _COPY:
+                    x.copy_(y)
+                elif code == _SCALE:
+                    x.mul_(y)
+                else:
+                    x.add_(y[0], alpha=y[1])
+        except Exception as e:  # noqa: BLE001 - ends the run with one clear error, as _execute's
+            if code == _WAIT:                 # the loop's names hold the event that failed
+                raise _peer_failure(self, k, e) from e
+            raise RunnerError(f"posting or applying op {k} failed (streaming): {e}") from e
+
     def _what(self, k: int) -> str:
         op = self.rp.ops[k]
         if op.kind == "recv":
@@ -300,6 +380,12 @@ class StreamingExecutor:
     def _describe(self) -> str:
         k = self._waiting
         return self._what(k) if k >= 0 else "the streaming run to finish"
+
+
+def _peer_failure(ex: StreamingExecutor, k: int, e: BaseException) -> RunnerError:
+    """A wait for post k raised (a dead peer): one clear error naming what was awaited."""
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return RunnerError(f"peer failure while waiting for {ex._what(k)}: {first}")
 
 
 def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
