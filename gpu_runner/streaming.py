@@ -22,22 +22,27 @@ streaming_order). Take the event of least key that has not happened on any rank:
 every dependency done, so the rank runs it before it waits; a completion has both ends posted,
 so the transport completes it, and its rank, having observed every completion of lower key,
 waits on exactly that post. Safety needs no fairness: every interleaving is proved safe.
+Which event comes next (an op's start, or the wait for a post) depends only on the program, never
+on when the transport completes a post: a wait blocks until its post completes, and the post
+waited on is the lowest in flight, not the first done. So the first complete run records its
+events and later runs replay them (_replay): no heap and no dependency counting per run.
 Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound once per tensor to
-an op code and their views, posts call the process group's send/recv as torch.distributed.isend
-/irecv do after their checks (done once), dependency counts are decremented along precomputed
-dependents, the works in flight live in one list indexed by op (no object is made per message
-but the Work the process group returns), and there is no thread hand-off.
+an op code and their views, and a replayed run's events once per tensor and route to one tuple
+each (its code, op, views or one-tensor list, and the peer's group rank); posts call the process
+group's send/recv as torch.distributed.isend/irecv do after their checks (done once), the works
+in flight live in one list indexed by op (no object is made per message but the Work the process
+group returns), and there is no thread hand-off.
 
 `close()` waits for a run in progress (it kept its RankExecutor meaning; there is no thread to end).
 """
 from __future__ import annotations
 
 import heapq
-from array import array
 import json
 import os
 import threading
 import time
+from array import array
 from itertools import accumulate, chain, repeat
 from operator import attrgetter, itemgetter
 
@@ -116,20 +121,22 @@ class _BoundProgram:
         if cached is not None and cached[0] is order and cached[1] is to:
             return cached[2]
         args = self.args
+        ops = list(range(len(args)))         # one int object per op, shared by its post and its wait
         out: list = []
         add = out.append
-        for e in order:
-            if e < 0:
-                add((_WAIT, ~e, None, None))
-                continue
-            a = args[e]
-            code = a[0]
-            if code == _RECV or code == _SEND:
-                add((code, e, a[1], to[a[2]]))
-            elif code == _AXPY:
-                add((code, e, a[1], (a[2], a[3])))
-            else:
-                add((code, e, a[1], a[2]))
+        with gc_paused():                   # one tuple per event, kept as long as the binding
+            for e in order:
+                if e < 0:
+                    add((_WAIT, ops[~e], None, None))
+                    continue
+                a = args[e]
+                code = a[0]
+                if code == _RECV or code == _SEND:
+                    add((code, ops[e], a[1], to[a[2]]))
+                elif code == _AXPY:
+                    add((code, ops[e], a[1], (a[2], a[3])))
+                else:
+                    add((code, ops[e], a[1], a[2]))
         self._events = (order, to, out)
         return out
 
@@ -251,6 +258,7 @@ class StreamingExecutor:
                 record: list = []
                 self._execute(bound, pg, nccl, to, trace, t0, record)
                 self._order = array("q", record)
+                bound.events(self._order, to)       # the next run's events, built now
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
@@ -340,7 +348,7 @@ class StreamingExecutor:
         the peer's group rank decided once per tensor and route (_BoundProgram.events)."""
         works, events = bound.works, bound.events(self._order, to)
         recv, send = pg.recv, pg.send
-        watchdog = self.watchdog
+        beat = None if self.watchdog is None else self.watchdog.beat
         code = k = None
         try:
             for code, k, x, y in events:
@@ -352,8 +360,8 @@ class StreamingExecutor:
                         while not work.is_completed():
                             time.sleep(POLL_S)
                     work.wait()
-                    if watchdog is not None:
-                        watchdog.beat()
+                    if beat is not None:
+                        beat()
                 elif code == _SEND:
                     works[k] = send(x, y, 0)                 # torch.distributed.isend's call
                 elif code == _RECV:
