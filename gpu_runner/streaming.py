@@ -27,11 +27,11 @@ on when the transport completes a post: a wait blocks until its post completes, 
 waited on is the lowest in flight, not the first done. So the first complete run records its
 events and later runs replay them (_replay): no heap and no dependency counting per run.
 Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound once per tensor to
-an op code and their views, and a replayed run's events once per tensor and route to one tuple
-each (its code, op, views or one-tensor list, and the peer's group rank); posts call the process
-group's send/recv as torch.distributed.isend/irecv do after their checks (done once), the works
-in flight live in one list indexed by op (no object is made per message but the Work the process
-group returns), and there is no thread hand-off.
+one tuple each (op code, index, views), a replayed run's events once per tensor to a list of
+those tuples and one per wait; posts call the process group's send/recv as
+torch.distributed.isend/irecv do after their checks (done once), the works in flight live in one
+list indexed by op (no object is made per message but the Work the process group returns), and
+there is no thread hand-off.
 
 `close()` waits for a run in progress (it kept its RankExecutor meaning; there is no thread to end).
 """
@@ -66,8 +66,9 @@ _RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE, _WAIT = range(7)
 
 
 class _BoundProgram:
-    """The program bound to one tensor: per op, its code and the views it reads and writes (a post
-    holds the one-tensor list the process group's send/recv take), and the list that holds each
+    """The program bound to one tensor: per op one tuple (code, op, x, y), x and y the views it
+    writes and reads (a post: the one-tensor list the process group's send/recv take and the
+    peer's schedule rank; an axpy's y: its source and coefficient), and the list that holds each
     post's Work while it is in flight. One view (and list) per piece and per scratch slot and
     length, shared by the ops that touch it, not one per op."""
 
@@ -75,15 +76,15 @@ class _BoundProgram:
         flows, local_ops = schedule.flows, schedule.local_ops
         self.flat = flat
         self.works: list = [None] * len(rp.ops)
-        self._events: tuple | None = None    # (order, to, the events) of the last events() call
+        self._events: tuple | None = None    # (order, the events) of the last events() call
         pieces: dict = {}                    # piece -> (its view, [its view], its length)
         slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
         args = self.args = []
         add = args.append
         ops = rp.ops
         views = flat.split([hi - lo for lo, hi in ranges])     # every piece's view in one call (ranges tile flat)
-        for kind, piece, slot, peer, flow, local in zip(*(map(attrgetter(f), ops) for f in
-                                                          ("kind", "piece", "slot", "peer", "flow", "local"))):
+        for k, kind, piece, slot, peer, flow, local in zip(
+                range(len(ops)), *(map(attrgetter(f), ops) for f in ("kind", "piece", "slot", "peer", "flow", "local"))):
             x = pieces.get(piece)
             if x is None:
                 lo, hi = ranges[piece]
@@ -96,48 +97,36 @@ class _BoundProgram:
                     v = scratch[offsets[slot]:offsets[slot] + x[2]]
                     s = slots[(slot, x[2])] = (v, [v])
             if kind == "recv":
-                add((_RECV, s[1], peer))
+                add((_RECV, k, s[1], peer))
             elif kind == "send":
-                add((_SEND, x[1] if s is None else s[1], peer))
+                add((_SEND, k, x[1] if s is None else s[1], peer))
             elif kind == "snap":
-                add((_COPY, s[0], x[0]))
+                add((_COPY, k, s[0], x[0]))
             elif kind == "land":
                 f = flows[flow]
                 if f.op == "copy":
-                    add((_COPY, x[0], s[0]))
+                    add((_COPY, k, x[0], s[0]))
                 elif f.coef == 1:
-                    add((_ADD, x[0], s[0]))
+                    add((_ADD, k, x[0], s[0]))
                 else:
-                    add((_AXPY, x[0], s[0], f.coef))
+                    add((_AXPY, k, x[0], (s[0], f.coef)))
             else:
-                add((_SCALE, x[0], local_ops[local].coef))
+                add((_SCALE, k, x[0], local_ops[local].coef))
 
-    def events(self, order, to: list) -> list:
-        """The recorded run `order` (StreamingExecutor._order) as the replay's events, one
-        (code, op, x, y) per event: a post's one-tensor list and its peer's group rank, a wait
-        (_WAIT, op, None, None), a local op's views (an axpy's y: its source and coefficient).
-        Built once per order and route, kept for the next run."""
+    def events(self, order) -> list:
+        """The recorded run `order` (StreamingExecutor._order) as the replay's events: an op's
+        start is its tuple of `args`, a wait for post k is (_WAIT, k, None, None). Built once per
+        order (the first time a run on this tensor replays it), kept for the next run."""
         cached = self._events
-        if cached is not None and cached[0] is order and cached[1] is to:
-            return cached[2]
+        if cached is not None and cached[0] is order:
+            return cached[1]
         args = self.args
-        ops = list(range(len(args)))         # one int object per op, shared by its post and its wait
         out: list = []
         add = out.append
-        with gc_paused():                   # one tuple per event, kept as long as the binding
+        with gc_paused():                   # a tuple per wait, kept as long as the binding
             for e in order:
-                if e < 0:
-                    add((_WAIT, ops[~e], None, None))
-                    continue
-                a = args[e]
-                code = a[0]
-                if code == _RECV or code == _SEND:
-                    add((code, ops[e], a[1], to[a[2]]))
-                elif code == _AXPY:
-                    add((code, ops[e], a[1], (a[2], a[3])))
-                else:
-                    add((code, ops[e], a[1], a[2]))
-        self._events = (order, to, out)
+                add(args[e] if e >= 0 else (_WAIT, args[~e][1], None, None))
+        self._events = (order, out)
         return out
 
 
@@ -255,10 +244,10 @@ class StreamingExecutor:
             elif self._order is not None:
                 self._execute(bound, pg, nccl, to, trace, t0)
             else:
-                record: list = []
+                record = array("q")
                 self._execute(bound, pg, nccl, to, trace, t0, record)
-                self._order = array("q", record)
-                bound.events(self._order, to)       # the next run's events, built now
+                self._order = record
+                bound.events(record)                # the next run's events, built now
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
@@ -271,7 +260,7 @@ class StreamingExecutor:
         return tensor
 
     def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float,
-                 record: list | None = None) -> None:
+                 record: array | None = None) -> None:
         """Run every enabled op, lowest index first; with none enabled, wait for the in-flight post
         of the lowest index and apply its completion (module docstring: why this is live). With
         `record`, append each event as it happens: k for op k's start, ~k for waiting on post k."""
@@ -288,26 +277,25 @@ class StreamingExecutor:
             try:
                 while ready:
                     k = pop(ready)
-                    a = args[k]
-                    code = a[0]
+                    code, _, x, y = args[k]
                     if trace is not None:
                         trace[k] = [time.perf_counter() - t0, None]
                     if note is not None:
                         note(k)
                     if code == _RECV:
-                        works[k] = recv(a[1], to[a[2]], 0)       # torch.distributed.irecv's call
+                        works[k] = recv(x, to[y], 0)       # torch.distributed.irecv's call
                         push(inflight, k)
                     elif code == _SEND:
-                        works[k] = send(a[1], to[a[2]], 0)       # torch.distributed.isend's call
+                        works[k] = send(x, to[y], 0)       # torch.distributed.isend's call
                         push(inflight, k)
                     elif code == _ADD:
-                        a[1].add_(a[2])
+                        x.add_(y)
                     elif code == _COPY:
-                        a[1].copy_(a[2])
+                        x.copy_(y)
                     elif code == _AXPY:
-                        a[1].add_(a[2], alpha=a[3])
+                        x.add_(y[0], alpha=y[1])
                     else:
-                        a[1].mul_(a[2])
+                        x.mul_(y)
                     for m in after_s[k]:
                         remaining[m] -= 1
                         if remaining[m] == 0:
@@ -345,8 +333,8 @@ class StreamingExecutor:
     def _replay(self, bound: _BoundProgram, pg, nccl: bool, to: list) -> None:
         """_execute's events in the order a complete run recorded (module docstring: the order is
         the program's, not the transport's): no heap, no dependency counting, the per-op branch and
-        the peer's group rank decided once per tensor and route (_BoundProgram.events)."""
-        works, events = bound.works, bound.events(self._order, to)
+        the op's views bound once per tensor (_BoundProgram.events)."""
+        works, events = bound.works, bound.events(self._order)
         recv, send = pg.recv, pg.send
         beat = None if self.watchdog is None else self.watchdog.beat
         code = k = None
@@ -363,9 +351,9 @@ class StreamingExecutor:
                     if beat is not None:
                         beat()
                 elif code == _SEND:
-                    works[k] = send(x, y, 0)                 # torch.distributed.isend's call
+                    works[k] = send(x, to[y], 0)             # torch.distributed.isend's call
                 elif code == _RECV:
-                    works[k] = recv(x, y, 0)                 # torch.distributed.irecv's call
+                    works[k] = recv(x, to[y], 0)             # torch.distributed.irecv's call
                 elif code == _ADD:
                     x.add_(y)
                 elif code == _COPY:
