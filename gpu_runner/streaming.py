@@ -42,7 +42,6 @@ import json
 import os
 import threading
 import time
-from array import array
 from itertools import accumulate, chain, repeat
 from operator import attrgetter, itemgetter
 
@@ -113,19 +112,15 @@ class _BoundProgram:
             else:
                 add((_SCALE, k, x[0], local_ops[local].coef))
 
-    def events(self, order) -> list:
-        """The recorded run `order` (StreamingExecutor._order) as the replay's events: an op's
-        start is its tuple of `args`, a wait for post k is (_WAIT, k, None, None). Built once per
-        order (the first time a run on this tensor replays it), kept for the next run."""
+    def events(self, order: list) -> list:
+        """The recorded run `order` (StreamingExecutor._order: op k's start as k, a wait as its
+        tuple) as the replay's events on this tensor: an op's start is its tuple of `args`, a wait
+        for post k is (_WAIT, k, None, None). Built once per order, kept for the next run."""
         cached = self._events
         if cached is not None and cached[0] is order:
             return cached[1]
         args = self.args
-        out: list = []
-        add = out.append
-        with gc_paused():                   # a tuple per wait, kept as long as the binding
-            for e in order:
-                add(args[e] if e >= 0 else (_WAIT, args[~e][1], None, None))
+        out = [e if e.__class__ is tuple else args[e] for e in order]
         self._events = (order, out)
         return out
 
@@ -162,7 +157,7 @@ class StreamingExecutor:
         self._connected = False
         self._waiting = -1                  # the post a run waits on (for the watchdog's message)
         self._abandoned: list = []          # works a failed run left in flight
-        self._order: array | None = None    # the events of the first complete run (_execute's record)
+        self._order: list | None = None     # the events of the first complete run (_BoundProgram.events)
 
     def _peer(self, r: int) -> int:
         return r if self.group_ranks is None else self.group_ranks[r]
@@ -244,10 +239,11 @@ class StreamingExecutor:
             elif self._order is not None:
                 self._execute(bound, pg, nccl, to, trace, t0)
             else:
-                record = array("q")
-                self._execute(bound, pg, nccl, to, trace, t0, record)
-                self._order = record
-                bound.events(record)                # the next run's events, built now
+                with gc_paused():                   # a tuple per wait, kept as long as the executor
+                    record: list = []
+                    self._execute(bound, pg, nccl, to, trace, t0, record)
+                    self._order = [e if e[0] == _WAIT else e[1] for e in record]
+                    bound._events = (self._order, record)
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
@@ -260,10 +256,11 @@ class StreamingExecutor:
         return tensor
 
     def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float,
-                 record: array | None = None) -> None:
+                 record: list | None = None) -> None:
         """Run every enabled op, lowest index first; with none enabled, wait for the in-flight post
         of the lowest index and apply its completion (module docstring: why this is live). With
-        `record`, append each event as it happens: k for op k's start, ~k for waiting on post k."""
+        `record`, append each event as it happens (_BoundProgram.events): op k's start as its
+        tuple of `bound.args`, the wait for post k as (_WAIT, k, None, None)."""
         args, works, after_s, after_c = bound.args, bound.works, self._after_s, self._after_c
         remaining = self._ndeps[:]
         ready = self._start[:]
@@ -277,11 +274,12 @@ class StreamingExecutor:
             try:
                 while ready:
                     k = pop(ready)
-                    code, _, x, y = args[k]
+                    a = args[k]
+                    code, _, x, y = a
                     if trace is not None:
                         trace[k] = [time.perf_counter() - t0, None]
                     if note is not None:
-                        note(k)
+                        note(a)
                     if code == _RECV:
                         works[k] = recv(x, to[y], 0)       # torch.distributed.irecv's call
                         push(inflight, k)
@@ -306,7 +304,7 @@ class StreamingExecutor:
                 break
             k = pop(inflight)
             if note is not None:
-                note(~k)
+                note((_WAIT, k, None, None))
             work = works[k]
             works[k] = None
             self._waiting = k

@@ -108,7 +108,8 @@ def _stub_transport(ex, events, fail_wait=None):
 
 def test_later_runs_replay_the_first_runs_events_without_the_heap(fake_group, monkeypatch):
     """A run after a complete one posts the same tensors to the same peers and waits for the same
-    posts in the same order, with no heap operation (its order was recorded, not recomputed)."""
+    posts in the same order, with no heap operation (its order was recorded, not recomputed); on
+    another tensor too (same sizes and peers, other buffers)."""
     import gpu_runner.streaming as streaming
     _, ex = _straggler_executor()
     tensor = torch.zeros(64 * 4 * 7)
@@ -126,8 +127,15 @@ def test_later_runs_replay_the_first_runs_events_without_the_heap(fake_group, mo
         ex.run(tensor)
     finally:
         undo()
+    other: list = []                     # a run on another tensor replays the same events on its views
+    undo = _stub_transport(ex, other)
+    try:
+        ex.run(torch.ones(64 * 4 * 7))
+    finally:
+        undo()
     posts = sum(1 for op in ex.rp.ops if op.kind in ("send", "recv"))
     assert len(first) == 2 * posts and second == first
+    assert [e[:1] + e[2:] for e in other] == [e[:1] + e[2:] for e in first] and other != first
 
 
 def test_a_failed_wait_in_a_replayed_run_names_what_was_awaited(fake_group):
