@@ -23,6 +23,7 @@ that posts the first message) is reported apart, its CPU per post: the streaming
 records its events in that run and replays them in later runs.
 
     python benchmarks/first_message.py [--p 256 1024 4096] [--segments 25] [--iters 3]
+    python benchmarks/first_message.py --baseline ../main-worktree [--repeat 3] [--iters 5]
 
 Prints one row per (p, role): the rank's posts, start-up to the first message (CPU, wall, peak
 RSS), then µs per post (CPU, wall; the first run's CPU last); the straggler is rank 0 (ℓ = 2), the healthy rank is 1.
@@ -142,12 +143,13 @@ def worker(path: str, att: str, p: int, rank: int, iters: int, phases: bool = Fa
 START_WALL = time.perf_counter()
 
 
-def _point(path: str, att: str, p: int, rank: int, iters: int, phases: bool) -> dict:
-    """The worker in a fresh process, handed the launcher's key on a pipe as gpu_runner.launch does."""
+def _point(path: str, att: str, p: int, rank: int, iters: int, phases: bool, root: str = ROOT) -> dict:
+    """The worker in a fresh process, handed the launcher's key on a pipe as gpu_runner.launch does;
+    `root`: the checkout whose packages it imports (this one, or --baseline's)."""
     from gpu_runner.proof import LAUNCH_KEY_FD_ENV, key_pipe, launch_key_hex
     fd = key_pipe(launch_key_hex())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH", "")])),
-           LAUNCH_KEY_FD_ENV: str(fd)}
+    pythonpath = [root] if root != ROOT else [ROOT, os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, pythonpath)), LAUNCH_KEY_FD_ENV: str(fd)}
     try:
         r = subprocess.run([sys.executable, __file__, "--worker", path, att, str(p), str(rank), str(iters),
                             str(int(phases))],
@@ -168,12 +170,18 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--phases", action="store_true",
                     help="also print the CPU seconds of each start-up phase (its functions timed, calls included)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout (e.g. a git worktree of main): its workers run the same files, "
+                         "alternating with this checkout's; prints medians of --repeat rounds and their ratio")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per (p, rank) with --baseline")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
         path, att, p, rank, iters, phases = a.worker
         print(json.dumps(worker(path, att, int(p), int(rank), int(iters), phases == "1")))
         return 0
+    if a.baseline:
+        return _compare(a)
     rows = []
     if not a.json:
         print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed (torch fake process group)")
@@ -195,6 +203,35 @@ def main(argv=None) -> int:
                               flush=True)
     if a.json:
         print(json.dumps({"segments": a.segments, "ell": a.ell, "rows": rows}, indent=1))
+    return 0
+
+
+def _compare(a) -> int:
+    """--baseline: per (p, rank), --repeat rounds of a worker on the baseline's packages and one on
+    this checkout's, which goes first alternating per round (the machine's load drifts); medians."""
+    import statistics
+    base = os.path.abspath(a.baseline)
+    fields = ("post_cpu_us", "first_run_post_cpu_us", "first_message_cpu_s", "end_peak_rss_mib")
+    print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed; medians of {a.repeat} "
+          f"rounds, {a.iters} runs each after the first; base = {base}")
+    print(f"{'p':>5} {'role':<9} {'posts':>7} {'cpu_us/post base':>16} {'this':>6} {'this/base':>9} "
+          f"{'1st run base':>12} {'this':>6} {'to 1st msg CPU s base':>21} {'this':>6} {'end RSS MiB base':>16} {'this':>6}")
+    with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
+        for p in a.p:
+            path, att = launcher(p, a.segments, a.ell, tmp)
+            for rank in (1, 0):
+                got: dict = {"base": [], "this": []}
+                for i in range(a.repeat):
+                    order = (("base", base), ("this", ROOT)) if i % 2 == 0 else (("this", ROOT), ("base", base))
+                    for name, root in order:
+                        got[name].append(_point(path, att, p, rank, a.iters, False, root))
+                med = {name: {f: statistics.median(r[f] for r in rows) for f in fields} for name, rows in got.items()}
+                b, t = med["base"], med["this"]
+                print(f"{p:>5} {got['this'][0]['role']:<9} {got['this'][0]['posts']:>7} {b['post_cpu_us']:>16.2f} "
+                      f"{t['post_cpu_us']:>6.2f} {t['post_cpu_us'] / b['post_cpu_us']:>9.2f} "
+                      f"{b['first_run_post_cpu_us']:>12.2f} {t['first_run_post_cpu_us']:>6.2f} "
+                      f"{b['first_message_cpu_s']:>21.2f} {t['first_message_cpu_s']:>6.2f} "
+                      f"{b['end_peak_rss_mib']:>16.0f} {t['end_peak_rss_mib']:>6.0f}", flush=True)
     return 0
 
 
