@@ -239,11 +239,10 @@ class StreamingExecutor:
             elif self._order is not None:
                 self._execute(bound, pg, nccl, to, trace, t0)
             else:
-                with gc_paused():                   # a tuple per wait, kept as long as the executor
-                    record: list = []
-                    self._execute(bound, pg, nccl, to, trace, t0, record)
-                    self._order = [e if e[0] == _WAIT else e[1] for e in record]
-                    bound._events = (self._order, record)
+                record: list = []                   # no GC pause here: DDP runs this beside autograd
+                self._execute(bound, pg, nccl, to, trace, t0, record)
+                self._order = [e if e[0] == _WAIT else e[1] for e in record]
+                bound._events = (self._order, record)
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
