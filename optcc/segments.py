@@ -31,7 +31,7 @@ K_MAX = 1024
 # largest over a healthy rank and the straggler at p = 256, 1024 and 4096 (k = 25, ℓ = 2) and over
 # an executor's runs, rounded up: `python benchmarks/first_message.py --iters 5` on this project's
 # 2-core CPU machine (docs/gpu_runner.md, "Host cost per post"): the first run, which records the
-# order later runs replay, 3.5-3.7 µs; later runs 2.2-2.4 µs (load average 1-5). The runner posts
+# order later runs replay, 3.6-3.8 µs; later runs 2.2-2.4 µs (load average 1-2). The runner posts
 # and observes on one thread, so on a host with a free core its wall time per post is this CPU
 # time; the straggler pays the same per post (no thread per peer) and posts half as many messages
 # as a healthy rank.
