@@ -15,13 +15,18 @@ zygote that imported torch, so an `optcc run` rank does not pay it). Not include
 all-gather and the host-name placement (collectives: network).
 
 Then the same executor runs `--iters` more times on that fake group (every post completes at
-once, moves no data): CPU time per post (all of the process's threads) and wall time per post,
-what the host alone spends per message (docs/gpu_runner.md, "Host cost per post").
+once, moves no data; peak RSS after them in --json): CPU time per post (all of the process's threads) and wall time per post,
+what the host alone spends per message (docs/gpu_runner.md, "Host cost per post"). "Per post" is
+a run's CPU over its posts: it includes the run's landings, snapshots and scalings (about one
+local op per two posts), not only the send/recv calls and their waits. The first run (the one
+that posts the first message) is reported apart, its CPU per post: the streaming executor
+records its events in that run and replays them in later runs.
 
     python benchmarks/first_message.py [--p 256 1024 4096] [--segments 25] [--iters 3]
+    python benchmarks/first_message.py --baseline ../main-worktree [--repeat 3] [--iters 5]
 
 Prints one row per (p, role): the rank's posts, start-up to the first message (CPU, wall, peak
-RSS), then µs per post (CPU, wall); the straggler is rank 0 (ℓ = 2), the healthy rank is 1.
+RSS), then µs per post (CPU, wall; the first run's CPU last); the straggler is rank 0 (ℓ = 2), the healthy rank is 1.
 """
 from __future__ import annotations
 
@@ -114,12 +119,15 @@ def worker(path: str, att: str, p: int, rank: int, iters: int, phases: bool = Fa
     tensor = torch.zeros(ELEMENTS_PER_PIECE * len(schedule.pieces))
     ex.prepare(tensor)
     ProcessGroup.send, ProcessGroup.recv = at_first("send"), at_first("recv")
+    c_first = time.process_time()
     ex.run(tensor)
+    first_run_cpu = time.process_time() - c_first
     posts = sum(1 for op in ex.rp.ops if op.kind in ("send", "recv"))
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(iters):
         ex.run(tensor)
     wall, cpu = (time.perf_counter() - t0) / iters, (time.process_time() - c0) / iters
+    end_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     ex.close()
     dist.destroy_process_group()
     return {"p": p, "rank": rank, "role": "straggler" if rank == 0 else "healthy", "posts": posts,
@@ -128,18 +136,20 @@ def worker(path: str, att: str, p: int, rank: int, iters: int, phases: bool = Fa
             "first_message_wall_s": round(first["wall_s"] - START_WALL, 3),
             "first_message_peak_rss_mib": round(first["rss_mib"]),
             "post_cpu_us": round(cpu / posts * 1e6, 2), "post_wall_us": round(wall / posts * 1e6, 2),
+            "first_run_post_cpu_us": round(first_run_cpu / posts * 1e6, 2), "end_peak_rss_mib": round(end_rss_mib),
             **({"phases_cpu_s": {k: round(v, 3) for k, v in spent.items()}} if phases else {})}
 
 
 START_WALL = time.perf_counter()
 
 
-def _point(path: str, att: str, p: int, rank: int, iters: int, phases: bool) -> dict:
-    """The worker in a fresh process, handed the launcher's key on a pipe as gpu_runner.launch does."""
+def _point(path: str, att: str, p: int, rank: int, iters: int, phases: bool, root: str = ROOT) -> dict:
+    """The worker in a fresh process, handed the launcher's key on a pipe as gpu_runner.launch does;
+    `root`: the checkout whose packages it imports (this one, or --baseline's)."""
     from gpu_runner.proof import LAUNCH_KEY_FD_ENV, key_pipe, launch_key_hex
     fd = key_pipe(launch_key_hex())
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH", "")])),
-           LAUNCH_KEY_FD_ENV: str(fd)}
+    pythonpath = [root] if root != ROOT else [ROOT, os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, pythonpath)), LAUNCH_KEY_FD_ENV: str(fd)}
     try:
         r = subprocess.run([sys.executable, __file__, "--worker", path, att, str(p), str(rank), str(iters),
                             str(int(phases))],
@@ -160,17 +170,23 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--phases", action="store_true",
                     help="also print the CPU seconds of each start-up phase (its functions timed, calls included)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another checkout (e.g. a git worktree of main): its workers run the same files, "
+                         "alternating with this checkout's; prints medians of --repeat rounds and their ratio")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per (p, rank) with --baseline")
     ap.add_argument("--worker", nargs=6, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker:
         path, att, p, rank, iters, phases = a.worker
         print(json.dumps(worker(path, att, int(p), int(rank), int(iters), phases == "1")))
         return 0
+    if a.baseline:
+        return _compare(a)
     rows = []
     if not a.json:
         print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed (torch fake process group)")
         print(f"{'p':>5} {'role':<9} {'posts':>7} {'to 1st msg CPU s':>16} {'w/o torch':>9} {'wall s':>7} "
-              f"{'peak RSS MiB':>12} {'cpu_us/post':>11} {'wall_us/post':>12}")
+              f"{'peak RSS MiB':>12} {'cpu_us/post':>11} {'wall_us/post':>12} {'1st run cpu_us/post':>19}")
     with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
         for p in a.p:
             path, att = launcher(p, a.segments, a.ell, tmp)
@@ -180,12 +196,42 @@ def main(argv=None) -> int:
                 if not a.json:
                     print(f"{p:>5} {row['role']:<9} {row['posts']:>7} {row['first_message_cpu_s']:>16.2f} "
                           f"{row['first_message_cpu_s'] - row['torch_import_cpu_s']:>9.2f} {row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
-                          f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f}", flush=True)
+                          f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f} "
+                          f"{row['first_run_post_cpu_us']:>19.2f}", flush=True)
                     if a.phases:
                         print("      phases (CPU s): " + ", ".join(f"{k} {v:.2f}" for k, v in row["phases_cpu_s"].items()),
                               flush=True)
     if a.json:
         print(json.dumps({"segments": a.segments, "ell": a.ell, "rows": rows}, indent=1))
+    return 0
+
+
+def _compare(a) -> int:
+    """--baseline: per (p, rank), --repeat rounds of a worker on the baseline's packages and one on
+    this checkout's, which goes first alternating per round (the machine's load drifts); medians."""
+    import statistics
+    base = os.path.abspath(a.baseline)
+    fields = ("post_cpu_us", "first_run_post_cpu_us", "first_message_cpu_s", "end_peak_rss_mib")
+    print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed; medians of {a.repeat} "
+          f"rounds, {a.iters} runs each after the first; base = {base}")
+    print(f"{'p':>5} {'role':<9} {'posts':>7} {'cpu_us/post base':>16} {'this':>6} {'this/base':>9} "
+          f"{'1st run base':>12} {'this':>6} {'to 1st msg CPU s base':>21} {'this':>6} {'end RSS MiB base':>16} {'this':>6}")
+    with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
+        for p in a.p:
+            path, att = launcher(p, a.segments, a.ell, tmp)
+            for rank in (1, 0):
+                got: dict = {"base": [], "this": []}
+                for i in range(a.repeat):
+                    order = (("base", base), ("this", ROOT)) if i % 2 == 0 else (("this", ROOT), ("base", base))
+                    for name, root in order:
+                        got[name].append(_point(path, att, p, rank, a.iters, False, root))
+                med = {name: {f: statistics.median(r[f] for r in rows) for f in fields} for name, rows in got.items()}
+                b, t = med["base"], med["this"]
+                print(f"{p:>5} {got['this'][0]['role']:<9} {got['this'][0]['posts']:>7} {b['post_cpu_us']:>16.2f} "
+                      f"{t['post_cpu_us']:>6.2f} {t['post_cpu_us'] / b['post_cpu_us']:>9.2f} "
+                      f"{b['first_run_post_cpu_us']:>12.2f} {t['first_run_post_cpu_us']:>6.2f} "
+                      f"{b['first_message_cpu_s']:>21.2f} {t['first_message_cpu_s']:>6.2f} "
+                      f"{b['end_peak_rss_mib']:>16.0f} {t['end_peak_rss_mib']:>6.0f}", flush=True)
     return 0
 
 

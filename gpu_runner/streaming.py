@@ -22,11 +22,16 @@ streaming_order). Take the event of least key that has not happened on any rank:
 every dependency done, so the rank runs it before it waits; a completion has both ends posted,
 so the transport completes it, and its rank, having observed every completion of lower key,
 waits on exactly that post. Safety needs no fairness: every interleaving is proved safe.
+Which event comes next (an op's start, or the wait for a post) depends only on the program, never
+on when the transport completes a post: a wait blocks until its post completes, and the post
+waited on is the lowest in flight, not the first done. So the first complete run records its
+events and later runs replay them (_replay): no heap and no dependency counting per run.
 Host cost per post (docs/gpu_runner.md, "Host cost per post"): ops are bound once per tensor to
-an op code and their views, posts call the process group's send/recv as torch.distributed.isend
-/irecv do after their checks (done once), dependency counts are decremented along precomputed
-dependents, the works in flight live in one list indexed by op (no object is made per message
-but the Work the process group returns), and there is no thread hand-off.
+one tuple each (op code, index, views), a replayed run's events once per tensor to a list of
+those tuples and one per wait; posts call the process group's send/recv as
+torch.distributed.isend/irecv do after their checks (done once), the works in flight live in one
+list indexed by op (no object is made per message but the Work the process group returns), and
+there is no thread hand-off.
 
 `close()` waits for a run in progress (it kept its RankExecutor meaning; there is no thread to end).
 """
@@ -54,13 +59,15 @@ EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit wai
 TRACE_ENV = "OPTCC_STREAM_TRACE"   # a folder: each rank appends its runs' post/complete times there
 
 
-# Op codes of a bound program (one small int per op, so the posting loop branches on an int).
-_RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE = range(6)
+# Op codes of a bound program (one small int per op, so the posting loop branches on an int),
+# and of a replayed run's wait for a post.
+_RECV, _SEND, _COPY, _ADD, _AXPY, _SCALE, _WAIT = range(7)
 
 
 class _BoundProgram:
-    """The program bound to one tensor: per op, its code and the views it reads and writes (a post
-    holds the one-tensor list the process group's send/recv take), and the list that holds each
+    """The program bound to one tensor: per op one tuple (code, op, x, y), x and y the views it
+    writes and reads (a post: the one-tensor list the process group's send/recv take and the
+    peer's schedule rank; an axpy's y: its source and coefficient), and the list that holds each
     post's Work while it is in flight. One view (and list) per piece and per scratch slot and
     length, shared by the ops that touch it, not one per op."""
 
@@ -68,14 +75,15 @@ class _BoundProgram:
         flows, local_ops = schedule.flows, schedule.local_ops
         self.flat = flat
         self.works: list = [None] * len(rp.ops)
+        self._events: tuple | None = None    # (order, the events) of the last events() call
         pieces: dict = {}                    # piece -> (its view, [its view], its length)
         slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
         args = self.args = []
         add = args.append
         ops = rp.ops
         views = flat.split([hi - lo for lo, hi in ranges])     # every piece's view in one call (ranges tile flat)
-        for kind, piece, slot, peer, flow, local in zip(*(map(attrgetter(f), ops) for f in
-                                                          ("kind", "piece", "slot", "peer", "flow", "local"))):
+        for k, kind, piece, slot, peer, flow, local in zip(
+                range(len(ops)), *(map(attrgetter(f), ops) for f in ("kind", "piece", "slot", "peer", "flow", "local"))):
             x = pieces.get(piece)
             if x is None:
                 lo, hi = ranges[piece]
@@ -88,21 +96,33 @@ class _BoundProgram:
                     v = scratch[offsets[slot]:offsets[slot] + x[2]]
                     s = slots[(slot, x[2])] = (v, [v])
             if kind == "recv":
-                add((_RECV, s[1], peer))
+                add((_RECV, k, s[1], peer))
             elif kind == "send":
-                add((_SEND, x[1] if s is None else s[1], peer))
+                add((_SEND, k, x[1] if s is None else s[1], peer))
             elif kind == "snap":
-                add((_COPY, s[0], x[0]))
+                add((_COPY, k, s[0], x[0]))
             elif kind == "land":
                 f = flows[flow]
                 if f.op == "copy":
-                    add((_COPY, x[0], s[0]))
+                    add((_COPY, k, x[0], s[0]))
                 elif f.coef == 1:
-                    add((_ADD, x[0], s[0]))
+                    add((_ADD, k, x[0], s[0]))
                 else:
-                    add((_AXPY, x[0], s[0], f.coef))
+                    add((_AXPY, k, x[0], (s[0], f.coef)))
             else:
-                add((_SCALE, x[0], local_ops[local].coef))
+                add((_SCALE, k, x[0], local_ops[local].coef))
+
+    def events(self, order: list) -> list:
+        """The recorded run `order` (StreamingExecutor._order: op k's start as k, a wait as its
+        tuple) as the replay's events on this tensor: an op's start is its tuple of `args`, a wait
+        for post k is (_WAIT, k, None, None). Built once per order, kept for the next run."""
+        cached = self._events
+        if cached is not None and cached[0] is order:
+            return cached[1]
+        args = self.args
+        out = [e if e.__class__ is tuple else args[e] for e in order]
+        self._events = (order, out)
+        return out
 
 
 class StreamingExecutor:
@@ -137,6 +157,7 @@ class StreamingExecutor:
         self._connected = False
         self._waiting = -1                  # the post a run waits on (for the watchdog's message)
         self._abandoned: list = []          # works a failed run left in flight
+        self._order: list | None = None     # the events of the first complete run (_BoundProgram.events)
 
     def _peer(self, r: int) -> int:
         return r if self.group_ranks is None else self.group_ranks[r]
@@ -213,7 +234,15 @@ class StreamingExecutor:
             self.watchdog.waiting(self._describe)
         t0 = time.perf_counter()
         try:
-            self._execute(bound, pg, nccl, to, trace, t0)
+            if self._order is not None and trace is None:
+                self._replay(bound, pg, nccl, to)
+            elif self._order is not None:
+                self._execute(bound, pg, nccl, to, trace, t0)
+            else:
+                record: list = []                   # no GC pause here: DDP runs this beside autograd
+                self._execute(bound, pg, nccl, to, trace, t0, record)
+                self._order = [e if e[0] == _WAIT else e[1] for e in record]
+                bound._events = (self._order, record)
         except BaseException:
             self._failed = True           # its works in flight are never waited for, nor destroyed
             self._abandoned.append(bound.works)    # (a gloo work dropped in flight may block)
@@ -225,9 +254,12 @@ class StreamingExecutor:
             _write_trace(self, trace, time.perf_counter() - t0)
         return tensor
 
-    def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float) -> None:
+    def _execute(self, bound: _BoundProgram, pg, nccl: bool, to: list, trace, t0: float,
+                 record: list | None = None) -> None:
         """Run every enabled op, lowest index first; with none enabled, wait for the in-flight post
-        of the lowest index and apply its completion (module docstring: why this is live)."""
+        of the lowest index and apply its completion (module docstring: why this is live). With
+        `record`, append each event as it happens (_BoundProgram.events): op k's start as its
+        tuple of `bound.args`, the wait for post k as (_WAIT, k, None, None)."""
         args, works, after_s, after_c = bound.args, bound.works, self._after_s, self._after_c
         remaining = self._ndeps[:]
         ready = self._start[:]
@@ -235,29 +267,32 @@ class StreamingExecutor:
         pop, push = heapq.heappop, heapq.heappush
         recv, send = pg.recv, pg.send
         watchdog = self.watchdog
+        note = record.append if record is not None else None
         k = None
         while True:
             try:
                 while ready:
                     k = pop(ready)
                     a = args[k]
-                    code = a[0]
+                    code, _, x, y = a
                     if trace is not None:
                         trace[k] = [time.perf_counter() - t0, None]
+                    if note is not None:
+                        note(a)
                     if code == _RECV:
-                        works[k] = recv(a[1], to[a[2]], 0)       # torch.distributed.irecv's call
+                        works[k] = recv(x, to[y], 0)       # torch.distributed.irecv's call
                         push(inflight, k)
                     elif code == _SEND:
-                        works[k] = send(a[1], to[a[2]], 0)       # torch.distributed.isend's call
+                        works[k] = send(x, to[y], 0)       # torch.distributed.isend's call
                         push(inflight, k)
                     elif code == _ADD:
-                        a[1].add_(a[2])
+                        x.add_(y)
                     elif code == _COPY:
-                        a[1].copy_(a[2])
+                        x.copy_(y)
                     elif code == _AXPY:
-                        a[1].add_(a[2], alpha=a[3])
+                        x.add_(y[0], alpha=y[1])
                     else:
-                        a[1].mul_(a[2])
+                        x.mul_(y)
                     for m in after_s[k]:
                         remaining[m] -= 1
                         if remaining[m] == 0:
@@ -267,6 +302,8 @@ class StreamingExecutor:
             if not inflight:
                 break
             k = pop(inflight)
+            if note is not None:
+                note((_WAIT, k, None, None))
             work = works[k]
             works[k] = None
             self._waiting = k
@@ -276,8 +313,7 @@ class StreamingExecutor:
                         time.sleep(POLL_S)
                 work.wait()
             except Exception as e:  # noqa: BLE001 - a dead peer: one clear error
-                first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-                raise RunnerError(f"peer failure while waiting for {self._what(k)}: {first}") from e
+                raise _peer_failure(self, k, e) from e
             del work
             if trace is not None:
                 trace[k][1] = time.perf_counter() - t0
@@ -291,6 +327,43 @@ class StreamingExecutor:
             left = sum(1 for r in remaining if r)
             raise RunnerError(f"internal: the streaming program stalled: {left} ops never ran")
 
+    def _replay(self, bound: _BoundProgram, pg, nccl: bool, to: list) -> None:
+        """_execute's events in the order a complete run recorded (module docstring: the order is
+        the program's, not the transport's): no heap, no dependency counting, the per-op branch and
+        the op's views bound once per tensor (_BoundProgram.events)."""
+        works, events = bound.works, bound.events(self._order)
+        recv, send = pg.recv, pg.send
+        beat = None if self.watchdog is None else self.watchdog.beat
+        code = k = None
+        try:
+            for code, k, x, y in events:
+                if code == _WAIT:
+                    self._waiting = k
+                    work = works[k]
+                    works[k] = None
+                    if nccl:
+                        while not work.is_completed():
+                            time.sleep(POLL_S)
+                    work.wait()
+                    if beat is not None:
+                        beat()
+                elif code == _SEND:
+                    works[k] = send(x, to[y], 0)             # torch.distributed.isend's call
+                elif code == _RECV:
+                    works[k] = recv(x, to[y], 0)             # torch.distributed.irecv's call
+                elif code == _ADD:
+                    x.add_(y)
+                elif code == _COPY:
+                    x.copy_(y)
+                elif code == _SCALE:
+                    x.mul_(y)
+                else:
+                    x.add_(y[0], alpha=y[1])
+        except Exception as e:  # noqa: BLE001 - ends the run with one clear error, as _execute's
+            if code == _WAIT:                 # the loop's names hold the event that failed
+                raise _peer_failure(self, k, e) from e
+            raise RunnerError(f"posting or applying op {k} failed (streaming): {e}") from e
+
     def _what(self, k: int) -> str:
         op = self.rp.ops[k]
         if op.kind == "recv":
@@ -300,6 +373,12 @@ class StreamingExecutor:
     def _describe(self) -> str:
         k = self._waiting
         return self._what(k) if k >= 0 else "the streaming run to finish"
+
+
+def _peer_failure(ex: StreamingExecutor, k: int, e: BaseException) -> RunnerError:
+    """A wait for post k raised (a dead peer): one clear error naming what was awaited."""
+    first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+    return RunnerError(f"peer failure while waiting for {ex._what(k)}: {first}")
 
 
 def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:

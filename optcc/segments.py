@@ -28,11 +28,13 @@ from optcc.model_time import ModelTime, knee_fraction, model_time
 
 K_MAX = 1024
 # measured: the host's CPU time per post of the streaming runner with the transport removed, the
-# largest over a healthy rank and the straggler at p = 256, 1024 and 4096 (k = 25, ℓ = 2), rounded
-# up: `python benchmarks/first_message.py` on this project's 2-core CPU machine (3.1-3.8 µs at load
-# average 10-13; docs/gpu_runner.md, "Host cost per post"). The runner posts and observes on one
-# thread, so on a host with a free core its wall time per post is this CPU time; the straggler
-# pays the same per post (no thread per peer) and posts half as many messages as a healthy rank.
+# largest over a healthy rank and the straggler at p = 256, 1024 and 4096 (k = 25, ℓ = 2) and over
+# an executor's runs, rounded up: `python benchmarks/first_message.py --iters 5` on this project's
+# 2-core CPU machine (docs/gpu_runner.md, "Host cost per post"): the first run, which records the
+# order later runs replay, 3.6-3.8 µs; later runs 2.2-2.4 µs (load average 1-2). The runner posts
+# and observes on one thread, so on a host with a free core its wall time per post is this CPU
+# time; the straggler pays the same per post (no thread per peer) and posts half as many messages
+# as a healthy rank.
 # It was 15 µs (wall, healthy rank, p = 16) with a waiter thread per peer. A GPU host has its own figure.
 HOST_POST_S = Fraction(4, 10**6)
 

@@ -79,3 +79,76 @@ def test_a_program_that_depends_on_a_later_op_is_refused():
     with pytest.raises(OptccError, match="depends on a later op") as e:
         StreamingExecutor(schedule, 1, program=rp, unsafe=True)
     assert e.value.field == "program"
+
+
+def _stub_transport(ex, events, fail_wait=None):
+    """Replace the process group's send/recv with stubs that log (kind, tensor, peer) to `events`
+    and return Works that log the op awaited (and raise at op `fail_wait`); returns the undo."""
+    from torch._C._distributed_c10d import ProcessGroup
+    saved = {name: ProcessGroup.__dict__[name] for name in ("send", "recv")}
+
+    class Work:
+        def wait(self):
+            events.append(("wait", ex._waiting))
+            if ex._waiting == fail_wait:
+                raise RuntimeError("Connection closed by peer")
+            return True
+
+    def stub(kind):
+        def post(self, tensors, peer, tag):
+            events.append((kind, tensors[0].data_ptr(), tensors[0].numel(), peer))
+            return Work()
+        return post
+    ProcessGroup.send, ProcessGroup.recv = stub("send"), stub("recv")
+
+    def undo():
+        ProcessGroup.send, ProcessGroup.recv = saved["send"], saved["recv"]
+    return undo
+
+
+def test_later_runs_replay_the_first_runs_events_without_the_heap(fake_group, monkeypatch):
+    """A run after a complete one posts the same tensors to the same peers and waits for the same
+    posts in the same order, with no heap operation (its order was recorded, not recomputed); on
+    another tensor too (same sizes and peers, other buffers)."""
+    import gpu_runner.streaming as streaming
+    _, ex = _straggler_executor()
+    tensor = torch.zeros(64 * 4 * 7)
+    first: list = []
+    second: list = []
+    undo = _stub_transport(ex, first)
+    try:
+        ex.run(tensor)
+    finally:
+        undo()
+    for name in ("heappop", "heappush"):
+        monkeypatch.setattr(streaming.heapq, name, lambda *a: pytest.fail("the heap was used"))
+    undo = _stub_transport(ex, second)
+    try:
+        ex.run(tensor)
+    finally:
+        undo()
+    other: list = []                     # a run on another tensor replays the same events on its views
+    undo = _stub_transport(ex, other)
+    try:
+        ex.run(torch.ones(64 * 4 * 7))
+    finally:
+        undo()
+    posts = sum(1 for op in ex.rp.ops if op.kind in ("send", "recv"))
+    assert len(first) == 2 * posts and second == first
+    assert [e[:1] + e[2:] for e in other] == [e[:1] + e[2:] for e in first] and other != first
+
+
+def test_a_failed_wait_in_a_replayed_run_names_what_was_awaited(fake_group):
+    from gpu_runner.executor import RunnerError
+    _, ex = _straggler_executor()
+    tensor = torch.zeros(64 * 4 * 7)
+    ex.run(tensor)
+    k = next(k for k, op in enumerate(ex.rp.ops) if op.kind == "recv")
+    undo = _stub_transport(ex, [], fail_wait=k)
+    try:
+        with pytest.raises(RunnerError, match=f"peer failure while waiting for the data of flow "
+                                              f"{ex.rp.ops[k].flow} from rank {ex.rp.ops[k].peer}"):
+            ex.run(tensor)
+    finally:
+        undo()
+    assert ex.failed
