@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import pathlib
 import subprocess
@@ -109,15 +110,19 @@ def alone_fixture(tmp_path_factory):
     return run_lock(tmp_path_factory, True)
 
 
+def cache_in(module, attr: str):
+    """CACHES' attribute `attr` (dotted: an object's field) of `module`."""
+    return functools.reduce(getattr, attr.split("."), module)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_module_caches():
     yield
     for module_name, attr in CACHES:
-        cache = sys.modules.get(module_name)
-        for name in attr.split("."):
-            cache = getattr(cache, name, None)
-        if cache is None:
+        module = sys.modules.get(module_name)
+        if module is None:                 # not imported by any test yet: nothing cached
             continue
+        cache = cache_in(module, attr)
         if hasattr(cache, "cache_clear"):
             cache.cache_clear()
         else:

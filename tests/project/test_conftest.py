@@ -4,13 +4,13 @@ from __future__ import annotations
 import importlib
 import json
 
-from conftest import CACHES
+from conftest import CACHES, cache_in
 
 
 def test_every_listed_cache_exists():
     """A renamed cache would silently stop being reset: each listed one must still be there."""
     for module_name, attr in CACHES:
-        cache = getattr(importlib.import_module(module_name), attr)
+        cache = cache_in(importlib.import_module(module_name), attr)
         assert hasattr(cache, "cache_clear") or hasattr(cache, "clear"), (module_name, attr)
 
 
