@@ -1,6 +1,6 @@
 """optcc_rails' closed-form counts (optcc.algorithms.rails.counts) against the event model: the largest
-ratios on the grid of tests/optcc/test_model_time_rails.py (p ∈ {8, 16, 32}, g ∈ {2, 4, 8}, two
-degraded servers with uniform and with mixed ℓ, k ∈ {1, 2, 4, 8, 16}).
+ratios on its grid (`clusters`, `KS`: p ∈ {8, 16, 32}, g ∈ {2, 4, 8}, two degraded servers with
+uniform and with mixed ℓ, k ∈ {1, 2, 4, 8, 16}), which tests/optcc/test_model_time_rails.py tests.
 
 Prints max (event − slot)/(B·λ) over λ ∈ {1/8, 1/2, 1} × the knee, max (event − slot)/(A·o)
 over o ∈ {10⁻³, 10⁻², 1/30} n/B, and max event/model_time under the presets alpha, simai, nccl

@@ -1,7 +1,9 @@
 """optcc_rails' closed-form counts (optcc.algorithms.rails.counts, derived) against the event model on
 generated schedules: p ∈ {8, 16, 32}, g ∈ {2, 4, 8}, two degraded servers (uniform ℓ per server,
 and mixed ℓ inside one), k ∈ {1, 2, 4, 8, 16}; tested, not proved."""
+import importlib.util
 from fractions import Fraction as F
+from pathlib import Path
 
 import pytest
 
@@ -15,21 +17,13 @@ from optcc.timing import IntegerTimes, event_time, slot_time
 MIB = 2**20
 
 
-def _clusters():
-    out = []
-    for p in (8, 16, 32):
-        for g in (2, 4, 8):
-            if p // g < 2:
-                continue
-            uniform = {**{i: F(2) for i in range(g)}, **{g + i: F(3, 2) for i in range(g)}}
-            mixed = {i: (F(2) if i < g // 2 else F(4, 3)) for i in range(g)}
-            mixed[g + 1] = F(3, 2)                 # server 1 lost one NIC without PXN
-            out += [(f"uniform-p{p}-g{g}", uniform, p, g), (f"mixed-p{p}-g{g}", mixed, p, g)]
-    return out
-
-
-CLUSTERS = _clusters()
-KS = (1, 2, 4, 8, 16)
+# the grid benchmarks/rails_latency_counts.py measures (its one definition)
+_spec = importlib.util.spec_from_file_location(
+    "rails_latency_counts", Path(__file__).resolve().parents[2] / "benchmarks" / "rails_latency_counts.py")
+RLC = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(RLC)
+CLUSTERS = list(RLC.clusters())
+KS = RLC.KS
 
 
 def _schedule(slow, p, g, k, **lat):

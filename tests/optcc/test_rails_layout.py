@@ -210,6 +210,6 @@ def test_layout_is_the_loop_on_random_small_integers():
         for proportional in (False, True):
             D, end, rails = rails_layout.layout(list(zip(fts, lws)), mults, dfs, dhs, nic, proportional, steps,
                                                 starts=True)
-            got = (D, end, _tasks(rails_layout.records(D, rails, range(reps))))
+            got = (D, end, _tasks(rails_layout.records(D, rails, [(r, r) for r in range(reps)])))
             assert got == plan_loop(fts, lws, mults, dfs, dhs, nic, proportional, steps), (case, proportional)
             assert (rails[0].ft.dtype == object) == big

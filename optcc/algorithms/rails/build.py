@@ -230,13 +230,12 @@ class _Plan:
             # columns server, rail, piece, start on M, half rate (1) or full (0), "add" (1) or
             # "copy" (0), each the g − 1 flows of one task, for the representative rails only
             # (every rail of its class has the same records; optcc.algorithms.rails.arrays)
-            self.records = rails_layout.records(D, laid, [laid_as[l] for l in reps])
-            self.records[1][:] = np.asarray(reps, dtype=np.int64)[self.records[1]]
+            self.records = rails_layout.records(D, laid, [(l, laid_as[l]) for l in reps])
             return
         # every rail, each laid out as its class's representative: g − 1 flows per task,
         # reduce-scatter "add" into GPU l, all-gather "copy" from it
         at: dict[int, Fraction] = {}
-        for s, l, pi, st, both, add in zip(*(c.tolist() for c in rails_layout.records(D, laid, [laid_as[m] for m in rep]))):
+        for s, l, pi, st, both, add in zip(*(c.tolist() for c in rails_layout.records(D, laid, [(l, laid_as[m]) for l, m in enumerate(rep)]))):
             t = at.get(st)
             if t is None:
                 t = at[st] = Fraction(st, M)

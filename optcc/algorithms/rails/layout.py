@@ -258,13 +258,13 @@ def _smallest_lead(hi: int, rails: Sequence[_Rail], lw_min: Ints, steps: int) ->
     return hi
 
 
-def records(D: int, rails: Sequence[_Rail], which: Sequence[int]) -> tuple[Any, ...]:
-    """The NVLink tasks of the rails `which` (rail l laid out as representative rails[which[l]])
-    as columns server, rail, piece, start, half rate (1) or full (0), "add" (1) or "copy" (0),
-    each the g − 1 flows of one task: per server its reduce-scatters by (first touch, rail,
+def records(D: int, rails: Sequence[_Rail], laid_as: Sequence[tuple[int, int]]) -> tuple[Any, ...]:
+    """The NVLink tasks of the rails `laid_as` ((rail l, its representative's index in `rails`)
+    pairs) as columns server, rail, piece, start, half rate (1) or full (0), "add" (1) or "copy"
+    (0), each the g − 1 flows of one task: per server its reduce-scatters by (first touch, rail,
     piece), then its all-gathers by (release, rail, piece)."""
     cols: list[list[Any]] = [[] for _ in range(7)]              # + the sort key
-    for l, i in enumerate(which):
+    for l, i in laid_as:
         r = rails[i]
         q, P = r.ft.shape
         server = np.repeat(np.arange(q, dtype=np.int64), P)
