@@ -187,20 +187,17 @@ def main(argv=None) -> int:
         print(f"optcc k={a.segments} ell={a.ell}, generated schedule, transport removed (torch fake process group)")
         print(f"{'p':>5} {'role':<9} {'posts':>7} {'to 1st msg CPU s':>16} {'w/o torch':>9} {'wall s':>7} "
               f"{'peak RSS MiB':>12} {'cpu_us/post':>11} {'wall_us/post':>12} {'1st run cpu_us/post':>19}")
-    with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
-        for p in a.p:
-            path, att = launcher(p, a.segments, a.ell, tmp)
-            for rank in (1, 0):
-                row = _point(path, att, p, rank, a.iters, a.phases)
-                rows.append(row)
-                if not a.json:
-                    print(f"{p:>5} {row['role']:<9} {row['posts']:>7} {row['first_message_cpu_s']:>16.2f} "
-                          f"{row['first_message_cpu_s'] - row['torch_import_cpu_s']:>9.2f} {row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
-                          f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f} "
-                          f"{row['first_run_post_cpu_us']:>19.2f}", flush=True)
-                    if a.phases:
-                        print("      phases (CPU s): " + ", ".join(f"{k} {v:.2f}" for k, v in row["phases_cpu_s"].items()),
-                              flush=True)
+    for p, rank, path, att in _workers(a):
+        row = _point(path, att, p, rank, a.iters, a.phases)
+        rows.append(row)
+        if not a.json:
+            print(f"{p:>5} {row['role']:<9} {row['posts']:>7} {row['first_message_cpu_s']:>16.2f} "
+                  f"{row['first_message_cpu_s'] - row['torch_import_cpu_s']:>9.2f} {row['first_message_wall_s']:>7.2f} {row['first_message_peak_rss_mib']:>12} "
+                  f"{row['post_cpu_us']:>11.2f} {row['post_wall_us']:>12.2f} "
+                  f"{row['first_run_post_cpu_us']:>19.2f}", flush=True)
+            if a.phases:
+                print("      phases (CPU s): " + ", ".join(f"{k} {v:.2f}" for k, v in row["phases_cpu_s"].items()),
+                      flush=True)
     if a.json:
         print(json.dumps({"segments": a.segments, "ell": a.ell, "rows": rows}, indent=1))
     return 0
@@ -216,23 +213,30 @@ def _compare(a) -> int:
           f"rounds, {a.iters} runs each after the first; base = {base}")
     print(f"{'p':>5} {'role':<9} {'posts':>7} {'cpu_us/post base':>16} {'this':>6} {'this/base':>9} "
           f"{'1st run base':>12} {'this':>6} {'to 1st msg CPU s base':>21} {'this':>6} {'end RSS MiB base':>16} {'this':>6}")
+    for p, rank, path, att in _workers(a):
+        got: dict = {"base": [], "this": []}
+        for i in range(a.repeat):
+            order = (("base", base), ("this", ROOT)) if i % 2 == 0 else (("this", ROOT), ("base", base))
+            for name, root in order:
+                got[name].append(_point(path, att, p, rank, a.iters, False, root))
+        med = {name: {f: statistics.median(r[f] for r in rows) for f in fields} for name, rows in got.items()}
+        b, t = med["base"], med["this"]
+        print(f"{p:>5} {got['this'][0]['role']:<9} {got['this'][0]['posts']:>7} {b['post_cpu_us']:>16.2f} "
+              f"{t['post_cpu_us']:>6.2f} {t['post_cpu_us'] / b['post_cpu_us']:>9.2f} "
+              f"{b['first_run_post_cpu_us']:>12.2f} {t['first_run_post_cpu_us']:>6.2f} "
+              f"{b['first_message_cpu_s']:>21.2f} {t['first_message_cpu_s']:>6.2f} "
+              f"{b['end_peak_rss_mib']:>16.0f} {t['end_peak_rss_mib']:>6.0f}", flush=True)
+    return 0
+
+
+def _workers(a):
+    """(p, rank, schedule file, attestation) per point: each p's launcher output once, the healthy
+    rank then the straggler; the files live until the caller is done with them."""
     with tempfile.TemporaryDirectory(prefix="optcc-first-message-") as tmp:
         for p in a.p:
             path, att = launcher(p, a.segments, a.ell, tmp)
             for rank in (1, 0):
-                got: dict = {"base": [], "this": []}
-                for i in range(a.repeat):
-                    order = (("base", base), ("this", ROOT)) if i % 2 == 0 else (("this", ROOT), ("base", base))
-                    for name, root in order:
-                        got[name].append(_point(path, att, p, rank, a.iters, False, root))
-                med = {name: {f: statistics.median(r[f] for r in rows) for f in fields} for name, rows in got.items()}
-                b, t = med["base"], med["this"]
-                print(f"{p:>5} {got['this'][0]['role']:<9} {got['this'][0]['posts']:>7} {b['post_cpu_us']:>16.2f} "
-                      f"{t['post_cpu_us']:>6.2f} {t['post_cpu_us'] / b['post_cpu_us']:>9.2f} "
-                      f"{b['first_run_post_cpu_us']:>12.2f} {t['first_run_post_cpu_us']:>6.2f} "
-                      f"{b['first_message_cpu_s']:>21.2f} {t['first_message_cpu_s']:>6.2f} "
-                      f"{b['end_peak_rss_mib']:>16.0f} {t['end_peak_rss_mib']:>6.0f}", flush=True)
-    return 0
+                yield p, rank, path, att
 
 
 if __name__ == "__main__":
