@@ -215,7 +215,7 @@ class _Plan:
 
         from optcc.algorithms.rails import layout as rails_layout
         def ints(xs: list[int]) -> Ints:
-            return np.asarray(xs, dtype=np.int64 if max(xs) < rails_layout.INT64_SAFE else object)
+            return np.asarray(xs, dtype=rails_layout.int_dtype(xs))
         mats = [_touch_matrices(touches[l], len(size_cls[l])) for l in reps]
         cls = [np.asarray(size_cls[l], dtype=np.int64) for l in reps]
         df = [ints(durf[l])[c] for l, c in zip(reps, cls)]

@@ -25,7 +25,7 @@ its full-rate one (half ≤ full, optcc_rails._rates) and start times only grow:
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -120,13 +120,17 @@ def touch_matrices(src: npt.ArrayLike, dst: npt.ArrayLike, piece: npt.ArrayLike,
     return ft.reshape(q, P), lw.reshape(q, P)
 
 
+def int_dtype(values: Iterable[int]) -> Any:
+    """int64 where every value is below INT64_SAFE, else object (Python ints): the layout's inputs."""
+    return np.int64 if all(v < INT64_SAFE for v in values) else object
+
+
 def dict_matrices(ft: Sequence[dict[int, int]], lw: Sequence[dict[int, int]], P: int) -> tuple[Ints, Ints]:
-    """optcc_rails._touches' per-node dicts as touch_matrices' matrices (Python ints, dtype object,
-    where a time does not fit int64)."""
-    big = any(v >= INT64_SAFE for rows in (ft, lw) for row in rows for v in row.values())
+    """optcc_rails._touches' per-node dicts as touch_matrices' matrices (`int_dtype`)."""
+    dtype = int_dtype(v for rows in (ft, lw) for row in rows for v in row.values())
     out = []
     for rows in (ft, lw):
-        m = np.full((len(rows), P), MISSING, dtype=object if big else np.int64)
+        m = np.full((len(rows), P), MISSING, dtype=dtype)
         for s, row in enumerate(rows):
             if row:
                 m[s, list(row)] = list(row.values())
