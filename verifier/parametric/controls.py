@@ -17,15 +17,15 @@ with a counterexample, shows it is not. One rule per shape of obligation, the fi
   lemmas) the goal is claimed under the parameters' range only: every assumption on anything
   else (a flow's index domain, a chain position's segment, a node, a lemma's hypotheses) is
   dropped. Refuted: the goal is about those indices, not true of any term.
+- *antecedent*: otherwise, a goal made of implications (a ⇒ b, under ∧) is claimed with every
+  antecedent dropped. Refuted: each case's condition is what its conclusion needs (a lemma such
+  as "a = 0 ⇒ a·b = 0", a size positive only where its regime holds).
 
 Where the first rule's control holds (a bound with slack: a pair of flows never back to back),
 the *premise* control is the fallback: the goal without its premise, refuted, shows the relation
 is what the goal needs, so a goal replaced by True is caught, though a bound relaxed within its
-slack is not (the pins catch that). Where that holds too, or there is none, the *antecedent*
-control is the last fallback: a goal made of implications (a ⇒ b, under ∧) claimed with every
-antecedent dropped; refuted, each case's condition is what its conclusion needs (a lemma such
-as "a = 0 ⇒ a·b = 0", a size positive only where its regime holds). The *range* control is no
-fallback: for a bound, dropping a flow's index domain is refuted by indices outside it, whatever
+slack is not (the pins catch that). Where that holds too, the *antecedent* control is the last
+fallback. The *range* control is no fallback: for a bound, dropping a flow's index domain is refuted by indices outside it, whatever
 the bound says.
 
 An obligation with no refuted control fails `check_controls`; a statement for which no rule
@@ -124,7 +124,7 @@ def antecedent_rule(ob: Obligation) -> Obligation | None:
 
 
 RULES: tuple[tuple[str, Callable[[Obligation], Obligation | None]], ...] = (
-    ("strict", strict_rule), ("premise", premise_rule), ("range", range_rule))
+    ("strict", strict_rule), ("premise", premise_rule), ("range", range_rule), ("antecedent", antecedent_rule))
 
 
 def premise_never_holds(ob: Obligation, timeout_ms: int = TIMEOUT_MS) -> bool:
@@ -152,7 +152,7 @@ def control(ob: Obligation, vacuous: bool = False) -> tuple[str, Obligation] | N
 def check_controls(obs: Sequence[Obligation], timeout_ms: int = TIMEOUT_MS,
                    small: Callable[[Any], list[z3.ExprRef]] | None = None) -> dict[str, Any]:
     """Discharge every obligation's control; each must be refuted by a counterexample (not by
-    vacuity), or else its premise control (the fallback). `small(params)`: extra bounds (small p, k) that keep the search short; a
+    vacuity), or else its premise control, or else its antecedent control (the fallbacks). `small(params)`: extra bounds (small p, k) that keep the search short; a
     counterexample within them is one of the control itself. JSON-ready counts by rule and the
     controls not refuted."""
     t0 = time.perf_counter()
@@ -165,17 +165,12 @@ def check_controls(obs: Sequence[Obligation], timeout_ms: int = TIMEOUT_MS,
 
     for ob in obs:
         rc = control(ob, premise_never_holds(ob, timeout_ms))
-        fallbacks = [(FALLBACK, premise_rule(ob) if rc is not None and rc[0] != "premise" else None),
-                     (ANTECEDENT_FALLBACK, antecedent_rule(ob))]
-        rule: str | None
-        c: Obligation | None
-        if rc is None:                      # no rule: the antecedent control, where it applies, is the control
-            rule, c = "antecedent", fallbacks.pop()[1]
-        else:
-            rule, c = rc
-        if c is None:
+        if rc is None:
             failed.append({"obligation": ob.name, "property": ob.prop, "rule": None, "status": "no control"})
             continue
+        rule, c = rc
+        fallbacks = [(FALLBACK, premise_rule(ob) if rule != "premise" else None),
+                     (ANTECEDENT_FALLBACK, antecedent_rule(ob) if rule != "antecedent" else None)]
         by_rule[rule] = by_rule.get(rule, 0) + 1
         r = refuted(c)
         if _refuted(r):
