@@ -51,7 +51,8 @@ def run(args) -> dict:
         degraded = Cluster.build(p, stragglers={0: Fraction(str(args.ell))}, bandwidth=degraded.bandwidth,
                                  overhead=degraded.overhead)
         plan = [("default", dict(hook="default", steps=args.steps, events=events), [args.rate] * p),
-                ("adaptive", dict(hook="adaptive", steps=args.steps, events=events, sample_bytes=args.sample_bytes),
+                ("adaptive", dict(hook="adaptive", steps=args.steps, events=events, sample_bytes=args.sample_bytes,
+                                      check_every=args.check_every),
                  [args.rate] * p)]
         plan += [(f"static k={k}", dict(hook="static", steps=args.static_steps, events={}, segments=k,
                                         cluster=degraded.to_json()), slow) for k in args.static_k]
@@ -148,6 +149,7 @@ def main(argv=None) -> int:
     ap.add_argument("--static-steps", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=2, help="runs of each hook, alternating order")
     ap.add_argument("--sample-bytes", type=int, help="the adaptive state's sample_bytes (default: its own)")
+    ap.add_argument("--check-every", type=int, help="the adaptive state's check_every (default: its own)")
     ap.add_argument("--tag", default="o41bm")
     ap.add_argument("--json", metavar="FILE", help="write the whole result here")
     ap.add_argument("--plot", metavar="PNG")

@@ -64,10 +64,12 @@ WINDOW = 2                 # timed steps a verdict reads: the two repetitions th
 COST_WINDOW = 8            # timed steps the per-message cost is taken over (upper quartile, message_cost) (a cost, unlike a rate, does not
                            # change when a link degrades; one step's dozen flows give it to ±1 ms on a busy host)
 DEFAULT_MIN_ELL = 1.25     # policy: a switch costs a plan and a proof, so a small slowdown does not
-DEFAULT_CHECK_EVERY = 2    # policy: while OptCC runs, one step in 2 times the links, and a reading that no longer
-                           # names the host but does not read it recovered is taken again at the next step: a
-                           # repair is seen within 3 steps even when one reading is noisy (with 3, a repair just
-                           # after a timed step had no step to spare)
+DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the links (a timed step's even sample
+                           # costs the slow host a full share at its rate: +80 ms on a 0.28 s step at ℓ = 2 on
+                           # the testbed; with one step in 2 the degraded median was a timed step), and a reading
+                           # that no longer names the host but does not read it recovered is taken again at the
+                           # next step: a repair just after a timed step is read 2 steps later, and OptCC stops
+                           # from the step after that, 3 after the repair
 DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first bucket sent by the pairwise exchange
                                     # (48 KiB per flow and direction at p = 4, 3x a shaped link's burst; on the
                                     # busy 2-core testbed 256 KiB let noise delay a switch, 512 KiB cost 1.27x)

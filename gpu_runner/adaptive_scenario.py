@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--cluster", help="cluster JSON: the adaptive state's per-message cost, the static schedule's cluster")
     ap.add_argument("--segments", type=int, default=1)
     ap.add_argument("--sample-bytes", type=int, help="the adaptive state's sample_bytes (default: its own)")
+    ap.add_argument("--check-every", type=int, help="the adaptive state's check_every (default: its own)")
     ap.add_argument("--width", type=int, default=256, help="hidden width of the MLP")
     ap.add_argument("--bucket-mb", type=float, default=0.5)
     ap.add_argument("--params-out", help="rank 0 writes the final parameters here (torch.save)")
@@ -64,7 +65,7 @@ def _hook_state(args):
         with open(args.cluster) as fh:
             cluster = Cluster.from_json(json.load(fh))
     if args.hook == "adaptive":
-        kw = {"sample_bytes": args.sample_bytes} if args.sample_bytes else {}
+        kw = {key: v for key, v in (("sample_bytes", args.sample_bytes), ("check_every", args.check_every)) if v}
         return OptccHookState.adaptive(cluster, timeout=args.timeout, **kw)
     from optcc.algorithms import build_schedule
     return OptccHookState(build_schedule("optcc", cluster, args.segments), timeout=args.timeout)
@@ -140,7 +141,7 @@ def _main(args, rank: int) -> int:
 
 def run_scenario(tb, hook: str, steps: int, events: dict, *, cluster: dict | None = None, segments: int = 1,
                  width: int = 256, timeout_s: float = 120.0, params_out: str | None = None,
-                 sample_bytes: int | None = None) -> dict:
+                 sample_bytes: int | None = None, check_every: int | None = None) -> dict:
     """Run the scenario on Testbed `tb` (module docstring); rank 0's result."""
     from gpu_runner.testbed import measure
     with tempfile.TemporaryDirectory(prefix="optcc-adaptive-") as control:
@@ -157,6 +158,8 @@ def run_scenario(tb, hook: str, steps: int, events: dict, *, cluster: dict | Non
             args += ["--params-out", params_out]
         if sample_bytes:
             args += ["--sample-bytes", str(sample_bytes)]
+        if check_every:
+            args += ["--check-every", str(check_every)]
         stop = threading.Event()
         shaper = threading.Thread(target=_shape_on_cue, args=(tb, control, events, stop), daemon=True)
         shaper.start()

@@ -147,22 +147,18 @@ def test_switches_back_only_once_the_named_host_measures_recovered():
     assert state.switches[-1]["to"] == "default" and state.switches[-1]["hosts"] == ["node0"]
 
 
-def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at_the_next_step():
-    """OptCC for node0 planned at ℓ = 1.8, timing one step in 2: the repair lands just after a timed
-    step; the next timed step reads node0 at 1.4 (no longer named, not below √1.8), so the step after
-    it is timed too and, reading 1.0, switches back: 3 steps after the repair, not 5."""
-    from gpu_runner.adaptive import DEFAULT_CHECK_EVERY, AdaptiveHookState
-    assert DEFAULT_CHECK_EVERY == 2
+def _optcc_state_reading(readings: dict, steps: int = 8):
+    """An adaptive state running OptCC for node0 (planned at ℓ = 1.8, from step 0) at the default
+    check_every, fed `readings` {step: (node0's ℓ, jitter)} at its timed steps; (which steps were
+    timed, the state)."""
+    from gpu_runner.adaptive import AdaptiveHookState, halves
     hosts = [f"node{r}" for r in range(4)]
     state = AdaptiveHookState()
     state._group_info = (1, 4, None, hosts)
     state.mode, state._named, state._planned_ell, state._switched_at = "optcc", (0,), {0: 1.8}, 0
-    from gpu_runner.adaptive import halves
     state._history = list(halves(_gathered(_step(4, 0, 2.0), _step(4, 0, 2.0)))) * 2
-    slower = {(s, 1): 1.6 for s in (0, 2, 3)}
-    readings = {1: (2.0, {}), 3: (1.4, slower), 4: (1.0, {})}        # repaired from step 2
     timed = []
-    for step in range(6):
+    for step in range(steps):
         state._step_timed = state._timed_step()
         timed.append(state._step_timed)
         if state._step_timed:
@@ -171,8 +167,27 @@ def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at
         state._end_step()
         if state.mode == "default":
             break
-    assert timed == [False, True, False, True, True], timed
-    assert state.step == 5 and state.mode == "default" and state.switches[-1]["to"] == "default"
+    return timed, state
+
+
+def test_while_optcc_runs_one_step_in_3_is_timed_and_a_repair_just_after_one_is_seen_within_3():
+    """OptCC timing one step in 3 (steps 2, 5, …): repaired from step 3, just after the timed step
+    2, the next timed step (5) reads node0 at 1.0 and the default all-reduce runs from step 6:
+    3 steps after the repair."""
+    from gpu_runner.adaptive import DEFAULT_CHECK_EVERY
+    assert DEFAULT_CHECK_EVERY == 3
+    timed, state = _optcc_state_reading({2: (2.0, {}), 5: (1.0, {})})
+    assert timed == [False, False, True, False, False, True], timed
+    assert state.step == 6 and state.mode == "default" and state.switches[-1]["to"] == "default"
+
+
+def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at_the_next_step():
+    """Repaired from step 2: the timed step 2 reads node0 at 1.4 (no longer named, not below √1.8),
+    so step 3 is timed too and, reading 1.0, switches back from step 4 (not 6)."""
+    slower = {(s, 1): 1.6 for s in (0, 2, 3)}
+    timed, state = _optcc_state_reading({2: (1.4, slower), 3: (1.0, {})})
+    assert timed == [False, False, True, True], timed
+    assert state.step == 4 and state.mode == "default" and state.switches[-1]["to"] == "default"
 
 
 def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switches_within_3():
