@@ -16,8 +16,8 @@ Theorem 1; the volume term of Theorem 1 assumes element-wise messages (docs/boun
 
 Mapping from a per-NIC cluster (derived). A link matrix β *fits* a cluster (g = 1) when every
 node's out-links sum to at most 1/ℓ_i and its in-links to at most 1/ℓ_i: then every schedule on
-the links is a schedule on the per-NIC cluster, so Theorem 1 (bounds.closed_form.lower_bound)
-bounds the link network too, and both bounds hold for it. `per_nic_links` is one such β (each
+the links is a schedule on the per-NIC cluster, so Theorem 1 (bounds.closed_form.lower_bound;
+its volume term for element-wise messages) bounds the link network too: both bounds hold for it. `per_nic_links` is one such β (each
 NIC split evenly over its p−1 peers); tests/bounds/test_bounds_literature.py compares them.
 """
 from __future__ import annotations
