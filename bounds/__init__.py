@@ -6,6 +6,11 @@
 - `bounds.proofs`: sympy reduction to polynomials + Z3 proofs of the O(1/p) headline.
 - `bounds.sweep`: lambdify/numpy evaluation over sweeps.
 - `bounds.report`: the case of a cluster and its derivation steps (`optcc bound --derive`).
+- `bounds.cut_set`: the per-NIC cut-set bound (derived), which Theorem 1/3's cut term equals on
+  NVLink-rich clusters.
+- `bounds.pairwise`, `bounds.forestcoll`: the cut bounds of two other network models (pairwise
+  links, as Zhou & Sun's; ForestColl's switch graphs) and their mappings from a per-NIC cluster,
+  set beside Theorem 1 in docs/bounds.md.
 """
 from bounds.closed_form import (
     fault_free_optimum,
