@@ -32,10 +32,14 @@ step, to OptCC for the measured cluster (the probe's cluster JSON of the hook's 
 `cluster`, if given, adds its issue delay and latency; `plan_cluster`), planned by
 AutoHookState, which proves each schedule and all-gathers its digest (the gate of every run);
 the plan's own digest is agreed first, and the schedules of the bucket sizes seen are admitted
-at the boundary. While OptCC runs, every `check_every`-th step sends its first bucket's sample
-by the timed exchange (in the hook, before the rest is handed to the communication thread) so
-the repair is seen, and so does the step after a timed one that no longer names the slow host
-but does not read it recovered either (its reading is taken again); once no host is named and each named one measures ℓ below the square root
+at the boundary. While OptCC runs, every `check_every`-th step times its first bucket's sample
+(in the hook, before the bucket is handed to the communication thread) so the repair is seen:
+not by the pairwise all-reduce, whose even shares the slow host would carry at its own rate,
+but by the shift exchange (`shift_exchange`: each half moved one ring neighbour on, each receive
+timed; OptCC then sums the whole bucket, the moved sample included), flows of the same size as
+the pairwise exchange's, so the slow host's link carries 1/p of those bytes for the reading.
+So is the step after a timed one that no longer names the slow host but does not read it
+recovered either (its reading is taken again); once no host is named and each named one measures ℓ below the square root
 of the ℓ OptCC was planned for (policy: halfway between healthy and that slowdown on a log scale;
 a host merely no longer named, its slowdown within the spread, keeps OptCC: no flapping on
 noise) the state switches back.
@@ -163,6 +167,38 @@ def pairwise_allreduce(flat: torch.Tensor, rank: int, p: int, group=None, peer=l
     return [outs[r][2 * width:].clone().view(torch.float64).tolist() for r in range(p)]
 
 
+def shift_exchange(flat: torch.Tensor, rank: int, p: int, group=None, peer=lambda r: r,
+                   times: tuple[FlowTimes, FlowTimes] | None = None, split: int = 1,
+                   gather_times: bool = False) -> list | None:
+    """Move `flat` (1-D, contiguous, a multiple of 2·split elements) between ring neighbours in
+    place: its first half to r + 1 while r − 1's first half takes its place, then (after a
+    barrier: no rank starts a round late for waiting on a slow one) its second half to r − 1 while
+    r + 1's takes its place; each receive timed into `times` (forward, backward) as in
+    `pairwise_allreduce`, each half sent in `split` messages. Every rank then holds another
+    rank's values, so the ranks' values together are the same terms: an AllReduce run after it
+    sums what it would have summed (in another order). Every NIC carries one outgoing and one
+    incoming stream per round, a flow of half the bytes, so a host's link is timed for 1/p of
+    what the pairwise all-reduce of the same flow size moves through it. `gather_times`: every
+    rank's two rows, all-gathered; returns the p rows (forward row + backward row per rank)."""
+    if flat.numel() % (2 * split):
+        raise OptccError("flat", f"the shift exchange needs a multiple of 2·split = {2 * split} elements, "
+                                 f"got {flat.numel()}")
+    times = times if times is not None else (FlowTimes(p), FlowTimes(p))
+    for i, (half, way, rec) in enumerate(zip(torch.tensor_split(flat, 2), (1, -1), times)):
+        if i:
+            dist.barrier(group=group)
+        dst, src = (rank + way) % p, (rank - way) % p
+        inbox = torch.empty_like(half)
+        _exchange(half, inbox, dst, src, group, peer, rec, split)
+        half.copy_(inbox)
+    if not gather_times:
+        return None
+    row = torch.tensor(times[0].row() + times[1].row(), dtype=torch.float64)
+    rows = [torch.empty_like(row) for _ in range(p)]
+    dist.all_gather(rows, row, group=group)
+    return [r.tolist() for r in rows]
+
+
 def halves(rows: list) -> tuple[list, list]:
     """One gathered step's rows (forward row + backward row per rank) as two steps' rows."""
     n = len(rows[0]) // 2
@@ -211,7 +247,7 @@ def flow_rates(history: list[list[list[float]]], overhead_s: float) -> tuple[lis
     for k, rep in enumerate(history):
         for d, row in enumerate(rep):
             for s in range(p):
-                if s != d:
+                if s != d and row[2 * p + s] > 0:       # a flow not timed in this step reads 0: no reading
                     rates[k][s][d] = row[p + s] / (row[s] - row[2 * p + s] * c)
     return rates, c
 
@@ -241,10 +277,14 @@ def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float =
 
 
 def complete(history: list[list[list[float]]]) -> bool:
-    """Every flow of every step was timed (a bucket of fewer elements than ranks leaves some empty)."""
+    """Every rank was timed sending and receiving in every half of every step (all its flows in
+    the pairwise all-reduce, its two neighbours' in the shift exchange; a bucket of fewer
+    elements than ranks leaves some flows empty)."""
     p = len(history[0]) if history else 0
-    return bool(history) and all(row[2 * p + s] > 0 for rep in history for d, row in enumerate(rep)
-                                 for s in range(p) if s != d)
+    return bool(history) and all(
+        any(row[2 * p + s] > 0 for s in range(p) if s != d) and
+        any(rep[e][2 * p + d] > 0 for e in range(p) if e != d)
+        for rep in history for d, row in enumerate(rep))
 
 
 def plan_cluster(est: dict, base=None):
@@ -370,10 +410,14 @@ class AdaptiveHookState:
         return self.mode == "default" or (self.step - self._switched_at) % self.check_every == self.check_every - 1
 
     def _sample_numel(self, numel: int, element_size: int, p: int) -> int:
-        """Elements of a timed step's first bucket that the pairwise exchange sends (the rest: the
-        mode's own collective): `sample_bytes`, at most the bucket, a multiple of 2·p·SPLIT."""
-        unit = 2 * p * SPLIT
-        return min(numel, max(unit, self.sample_bytes // element_size)) // unit * unit
+        """Elements of a timed step's first bucket that are timed: while the links are even,
+        `sample_bytes` summed by the pairwise exchange (a multiple of 2·p·SPLIT; the rest: the
+        default all-reduce); while OptCC runs, `sample_bytes`/p moved by the shift exchange (a
+        multiple of 2·SPLIT; OptCC then sums the whole bucket), the same bytes per flow, so the
+        two modes' readings compare; at most the bucket."""
+        unit, want = (2 * p * SPLIT, self.sample_bytes) if self.mode == "default" else \
+            (2 * SPLIT, self.sample_bytes // p)
+        return min(numel, max(unit, want // element_size)) // unit * unit
 
     def _begin(self, flat: torch.Tensor) -> int:
         """Each bucket's bookkeeping (a step's first bucket opens it); the elements to sample."""
@@ -386,16 +430,18 @@ class AdaptiveHookState:
         es = flat.element_size()
         n = self._sample_numel(flat.numel(), es, p) if first else 0
         self._sizes[flat.numel() * es] = flat.dtype
-        if first and n < flat.numel():      # what OptCC runs of a timed step's first bucket
+        if first and n < flat.numel() and self.mode == "default":   # what OptCC would run of it
             self._sizes[(flat.numel() - n) * es] = flat.dtype
         if first:
             self._sampled = n * es if self._step_timed else 0
         return n if self._step_timed else 0
 
     def _sample(self, flat: torch.Tensor) -> None:
-        """Sum `flat` by the timed pairwise exchange, every rank's receive times gathered with it
-        (after the warm-up step); every rank decides from the same rows, the same way; a switch
-        takes effect at the next step."""
+        """Time `flat`'s flows, every rank's receive times gathered with it (after the warm-up
+        step): while the links are even by the pairwise exchange, which sums it; while OptCC runs
+        by the shift exchange, which only moves it (OptCC sums the whole bucket after it), so the
+        slow host carries 1/p of the pairwise exchange's bytes at its own rate. Every rank decides
+        from the same rows, the same way; a switch takes effect at the next step."""
         rank, p, peer, hosts = self._group()
         wd = self._watchdog
         if wd is not None:
@@ -404,9 +450,10 @@ class AdaptiveHookState:
             # the ranks reach their first bucket up to milliseconds apart (their own backward); a
             # receive timed from its post would count a late sender's start as a slow link
             dist.barrier(group=self.process_group)
-            rows = pairwise_allreduce(flat, rank, p, self.process_group, peer, self._times,
-                                      split=SPLIT if self._timed_steps % 4 == 3 else 1,
-                                      gather_times=self.step > 0)  # step 0 warms up: gloo connects each pair
+            exchange = pairwise_allreduce if self.mode == "default" else shift_exchange
+            rows = exchange(flat, rank, p, self.process_group, peer, self._times,
+                            split=SPLIT if self._timed_steps % 4 == 3 else 1,
+                            gather_times=self.step > 0)  # step 0 warms up: gloo connects each pair
             if rows is not None:
                 self._decide(rows, hosts)
         finally:
@@ -528,7 +575,7 @@ class AdaptiveHookState:
         n = self._begin(flat)
         if n:
             self._sample(flat[:n])
-        rest = flat[n:]
+        rest = flat[n:] if self.mode == "default" else flat      # OptCC sums a shifted sample too
         if self.mode == "optcc":
             plan = self._plan
             fut = _submit(self, tensor, lambda t: self._optcc_rest(plan, rest), None)

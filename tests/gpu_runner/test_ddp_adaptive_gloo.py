@@ -121,6 +121,51 @@ def test_the_pairwise_exchange_sums_like_the_default_and_gathers_every_ranks_tim
             assert part[p:2 * p] == [0.0 if s == d else 4 * 8 for s in range(p)]        # bytes
 
 
+def test_the_shift_exchange_moves_each_half_one_neighbour_and_times_those_flows_only(train_results):
+    """While OptCC runs a timed step's sample is only moved (OptCC sums the whole bucket after):
+    on the 4 gloo ranks each rank ends holding r − 1's first half and r + 1's second half, bit
+    for bit (so the ranks' values together are the same terms), and its rows time exactly the
+    flow from r − 1 (forward) and from r + 1 (backward), each in its 2 messages."""
+    res = [r["exchange"] for r in train_results[0]]
+    p = WORLD
+    assert all(r["shift_exact"] for r in res), res
+    rows = res[0]["shift_rows"]
+    assert all(r["shift_rows"] == rows for r in res) and len(rows) == p
+    for d, row in enumerate(rows):
+        for part, src in ((row[:3 * p], (d - 1) % p), (row[3 * p:], (d + 1) % p)):   # forward, backward
+            assert part[2 * p:] == [2.0 if s == src else 0.0 for s in range(p)]           # messages
+            assert part[p:2 * p] == [4 * 4 * 8 if s == src else 0.0 for s in range(p)]   # bytes: half of 2·p·8
+
+
+def test_verdict_reads_the_shift_exchanges_neighbour_flows():
+    """A step timed by the shift exchange (each rank's flows from its two ring neighbours only)
+    names the slow host with its ℓ and nobody on even links; the rows are complete."""
+    from gpu_runner.adaptive import complete, verdict
+    p, hosts = 4, [f"node{r}" for r in range(4)]
+
+    def shifted(slow_rank=None, ell=1.0):
+        full = _step(p, slow_rank, ell)
+        out = []
+        for way in (1, -1):
+            rows = []
+            for d, row in enumerate(full):
+                keep = (d - way) % p
+                rows.append([x if (i % p) == keep else 0.0 for i, x in enumerate(row)])
+            out.append(rows)
+        return out
+    slow = shifted(0, 2.0) + shifted(0, 2.0)
+    assert complete(slow)
+    est = verdict(slow, hosts)
+    assert [r["straggler"] for r in est["ranks"]] == [True, False, False, False]
+    assert est["ranks"][0]["ell"] == pytest.approx(2.0, rel=1e-9)
+    even = verdict(shifted() + shifted(), hosts)
+    assert not any(r["straggler"] for r in even["ranks"])
+    # a half with a rank never timed as a receiver is not complete
+    torn = shifted(0, 2.0)
+    torn[0][2] = [0.0] * (3 * p)
+    assert not complete(torn + shifted(0, 2.0))
+
+
 def _gathered(*halves_):
     """One timed step's gathered rows as the hook holds them: forward row + backward row per rank."""
     fwd, bwd = halves_
@@ -402,15 +447,21 @@ def _exchange_check(rank):
     """`pairwise_allreduce` of known values (chunks of 8 float32), before any training."""
     import torch.distributed as dist
 
-    from gpu_runner.adaptive import FlowTimes, pairwise_allreduce
+    from gpu_runner.adaptive import FlowTimes, pairwise_allreduce, shift_exchange
     p = dist.get_world_size()
     values = [torch.linspace(-1, 1, 2 * p * 8) * (r + 1) / 7 for r in range(p)]
     flat = values[rank].clone()
     rows = pairwise_allreduce(flat, rank, p, times=(FlowTimes(p), FlowTimes(p)), gather_times=True)
     bits: list = [None] * p
     dist.all_gather_object(bits, flat.numpy().tobytes().hex())
+    shifted = values[rank].clone()
+    shift_rows = shift_exchange(shifted, rank, p, times=(FlowTimes(p), FlowTimes(p)), split=2, gather_times=True)
+    half = p * 8
+    expect = torch.cat([values[(rank - 1) % p][:half], values[(rank + 1) % p][half:]])
     return {"same_bits": len(set(bits)) == 1, "max_err": float((flat - sum(values)).abs().max()),
-            "rows": [[x if i % (3 * p) >= p else 0.0 for i, x in enumerate(r)] for r in rows]}  # times vary
+            "rows": [[x if i % (3 * p) >= p else 0.0 for i, x in enumerate(r)] for r in rows],  # times vary
+            "shift_exact": bool(torch.equal(shifted, expect)),
+            "shift_rows": [[x if i % (3 * p) >= p else 0.0 for i, x in enumerate(r)] for r in shift_rows]}
 
 
 if __name__ == "__main__":
