@@ -38,8 +38,8 @@ not by the pairwise all-reduce, whose even shares the slow host would carry at i
 but by the shift exchange (`shift_exchange`: each half moved one ring neighbour on, each receive
 timed; OptCC then sums the whole bucket, the moved sample included), flows of the same size as
 the pairwise exchange's, so the slow host's link carries 1/p of those bytes for the reading.
-So is the step after a timed one that no longer names the slow host but does not read it
-recovered either (its reading is taken again); once no host is named and each named one measures ℓ below the square root
+So is the step after a timed one that no longer names the slow host but reads it between
+recovered and still slow (below the planned ℓ^RETAKE_BELOW: its reading is taken again); once no host is named and each named one measures ℓ below the square root
 of the ℓ OptCC was planned for (policy: halfway between healthy and that slowdown on a log scale;
 a host merely no longer named, its slowdown within the spread, keeps OptCC: no flapping on
 noise) the state switches back.
@@ -74,6 +74,9 @@ DEFAULT_CHECK_EVERY = 3    # policy: while OptCC runs, one step in 3 times the l
                            # that no longer names the host but does not read it recovered is taken again at the
                            # next step: a repair just after a timed step is read 2 steps later, and OptCC stops
                            # from the step after that, 3 after the repair
+RETAKE_BELOW = 0.75         # policy: while OptCC runs, a slow host no longer named (its spread) that reads ℓ below
+                           # planned ℓ^0.75 (1.68 for 2), not below its square root either, is read again at the
+                           # next step (a repair's first reading can land there); above it, it is still slow
 DEFAULT_SAMPLE_BYTES = 384 * 1024   # policy: bytes of a timed step's first bucket sent by the pairwise exchange
                                     # (48 KiB per flow and direction at p = 4, 3x a shaped link's burst; on the
                                     # busy 2-core testbed 256 KiB let noise delay a switch, 512 KiB cost 1.27x)
@@ -485,7 +488,8 @@ class AdaptiveHookState:
             self._record("default", est, named, hosts)
             self._next = ("default", None)
         else:       # the same hosts slow, or the slow ones no longer named but not recovered either
-            if self.mode == "optcc" and not named and self._named:
+            if self.mode == "optcc" and not named and self._named and \
+                    any(est["ranks"][r]["ell"] < self._planned_ell[r] ** RETAKE_BELOW for r in self._named):
                 self._asks = True
             return
         self._named = named

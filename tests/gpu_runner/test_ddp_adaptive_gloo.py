@@ -235,6 +235,15 @@ def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at
     assert state.step == 4 and state.mode == "default" and state.switches[-1]["to"] == "default"
 
 
+def test_while_optcc_runs_a_slow_reading_outside_the_spread_rule_is_not_taken_again():
+    """node0 planned at ℓ = 1.8 reads 2.0 with a spread too wide to name it: still slow by its ℓ
+    (above 1.8^0.75), so no extra timed step: the next is the third (5), as while named."""
+    slower = {(s, 1): 1.6 for s in (0, 2, 3)}
+    timed, state = _optcc_state_reading({2: (2.0, slower), 5: (2.0, {})}, steps=6)
+    assert state.last_verdict is not None and timed == [False, False, True, False, False, True], timed
+    assert state.mode == "optcc" and state._named == (0,)
+
+
 def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switches_within_3():
     """While the links read even, a timed step whose own reading puts every host below min_ell
     lets the next step go untimed; the step after an untimed one is timed, and so is the step
