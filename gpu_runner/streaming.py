@@ -49,7 +49,7 @@ import torch
 import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
-from gpu_runner.proof import check_proved_program, gate, gc_paused, rank_program_of
+from gpu_runner.proof import built_dependencies, check_proved_program, gate, gc_paused, rank_program_of
 from optcc.errors import OptccError
 from optcc.lowering.step import ALIGN, piece_ranges
 from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram
@@ -148,7 +148,8 @@ class StreamingExecutor:
         self.window, self.recv_order = window, recv_order
         self.rp = rp
         with gc_paused():
-            self._after_s, self._after_c, self._ndeps, self._start = _dependents(rp.ops, rank)
+            checked = built_dependencies(schedule, rp, window, recv_order)   # what L1-L5 read, if it ran here
+            self._after_s, self._after_c, self._ndeps, self._start = _dependents(rp.ops, rank, checked)
         self._route = None                  # (process group, nccl, group rank per schedule rank)
         self._running = threading.Lock()    # held by run(); close() waits for it
         self._failed = False                # a run raised: works may still be in flight
@@ -381,20 +382,26 @@ def _peer_failure(ex: StreamingExecutor, k: int, e: BaseException) -> RunnerErro
     return RunnerError(f"peer failure while waiting for {ex._what(k)}: {first}")
 
 
-def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
+def _dependents(ops, rank: int, checked=None) -> tuple[tuple, tuple, list, list]:
     """(dependents of each op's start S, of its completion C, each op's number of dependencies,
     the ops with none in index order), the dependents as tuples of op indices in index order
-    (the shared empty tuple where none). OptccError
+    (the shared empty tuple where none), from the ops' deps or from `checked`, the columns of
+    these deps that L1-L5 read (gpu_runner.proof.built_dependencies). OptccError
     "program" where a dependency names a later op: the wait-lowest-post rule's liveness needs
     every one earlier (module docstring)."""
     import numpy as np
     n = len(ops)
-    deps = list(map(attrgetter("deps"), ops))
-    ndeps = list(map(len, deps))
-    flat = list(chain.from_iterable(deps))
-    on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
-    by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    completion = np.fromiter(map({"C": True}.get, map(itemgetter(1), flat), repeat(False)), bool, len(flat))
+    if checked is not None:
+        on, completion, count = checked
+        by = np.repeat(np.arange(n, dtype=np.int64), count)
+        ndeps = count.tolist()
+    else:
+        deps = list(map(attrgetter("deps"), ops))
+        ndeps = list(map(len, deps))
+        flat = list(chain.from_iterable(deps))
+        on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
+        by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
+        completion = np.fromiter(map({"C": True}.get, map(itemgetter(1), flat), repeat(False)), bool, len(flat))
     later = np.flatnonzero(on >= by)
     if later.size:
         i = int(later[0])

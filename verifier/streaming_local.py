@@ -140,31 +140,22 @@ def _times(grid: IntegerTimes) -> tuple[Ints, ...]:
         return tuple(np.array([rank[v] for v in x], dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
 
 
-class _Program:
-    """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
+class OpColumns:
+    """The fields of a rank's ops as numpy columns (0 where None or odd, with masks), and their
+    dependencies flattened op by op: what L1-L5 read, and what the executor runs where its rank
+    checked the program (gpu_runner.proof keeps them beside the program it checked)."""
 
-    # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
-    fi: Ints
-    is_scale: Bools
-    krank: Ints
-    K: Ints
-    prev_post: Ints
-    _direct: tuple[str, Ints | None] | None
-    _graph: tuple[list[int], list[int], list[int]] | None
-
-    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes) -> None:
-        ops = rp.ops
-        self.ops: list[Op] = ops
-        self.n = len(ops)
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.n = n = len(ops)
         fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one list per field
         kind, piece, flow, peer, slot, local, deps = (list(map(attrgetter(f), ops)) for f in fields)
-        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
+        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, n)
         self.piece, self.piece_none, self.piece_odd = _ints(piece)
         self.flow, self.flow_none, self.flow_odd = _ints(flow, exact_int=True)
         self.peer, self.peer_none, self.peer_odd = _ints(peer)
         self.slot, self.slot_none, self.slot_odd = _ints(slot)
         self.local, self.local_none, self.local_odd = _ints(local)
-        self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
+        self.dep_count = np.fromiter(map(len, deps), np.int64, n)
         flat = list(chain.from_iterable(deps))                    # (m, ev) pairs, op by op
         nd = len(flat)
         dep_m = list(map(itemgetter(0), flat))
@@ -181,7 +172,34 @@ class _Program:
         del dep_m
         ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
         self.dep_S, self.dep_C = ev == 0, ev == 1
-        self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
+        self.dep_owner = np.repeat(np.arange(n), self.dep_count)
+
+
+class _Program:
+    """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
+
+    # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
+    fi: Ints
+    is_scale: Bools
+    krank: Ints
+    K: Ints
+    prev_post: Ints
+    _direct: tuple[str, Ints | None] | None
+    _graph: tuple[list[int], list[int], list[int]] | None
+
+    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes, cols: OpColumns | None = None) -> None:
+        ops = rp.ops
+        self.ops: list[Op] = ops
+        c = OpColumns(ops) if cols is None else cols
+        self.n = c.n
+        self.kc = c.kc
+        self.piece, self.piece_none, self.piece_odd = c.piece, c.piece_none, c.piece_odd
+        self.flow, self.flow_none, self.flow_odd = c.flow, c.flow_none, c.flow_odd
+        self.peer, self.peer_none, self.peer_odd = c.peer, c.peer_none, c.peer_odd
+        self.slot, self.slot_none, self.slot_odd = c.slot, c.slot_none, c.slot_odd
+        self.local, self.local_none, self.local_odd = c.local, c.local_none, c.local_odd
+        self.dep_count, self.dep_m, self.dep_m_odd = c.dep_count, c.dep_m, c.dep_m_odd
+        self.dep_S, self.dep_C, self.dep_owner = c.dep_S, c.dep_C, c.dep_owner
         self.flows: list[Flow] = schedule.flows
         flows = self.flows
         self.nf = len(flows)
@@ -195,11 +213,12 @@ class _Program:
 
 
 def check_rank_program(schedule: Schedule, rp: RankProgram, window: int, grid: IntegerTimes | None = None,
-                       ) -> dict[str, Any] | None:
+                       cols: OpColumns | None = None) -> dict[str, Any] | None:
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
-    else a counterexample dict (the condition, the rank, a message)."""
+    else a counterexample dict (the condition, the rank, a message). `cols`: OpColumns(rp.ops),
+    where the caller keeps them (made here otherwise)."""
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
-    P = _Program(schedule, rp, grid)
+    P = _Program(schedule, rp, grid, cols)
     return _structure(P, rp.rank) or _order(P, rp.rank) or _pairs_and_hazards(P, rp, window)
 
 
