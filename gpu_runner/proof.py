@@ -420,14 +420,12 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
         for record in body.get("programs", ()):
             window, recv_order = record["window"], bool(record["recv_order"])
             rp = rank_program(part, rank, window, recv_order, grid=grid)
-            cols = OpColumns(rp.ops)
+            cols = OpColumns.of(rp)                  # the lowering's columns: no Op objects are made
             cx = check_rank_program(part, rp, window, grid, cols)
             if cx is not None:
                 raise OptccError("runner", f"rank {rank}'s streaming program fails the per-rank check "
                                            f"({cx['kind']}: {cx['message']}); refusing to run it")
-            deps = (cols.dep_m, cols.dep_C, cols.dep_count)      # the executor runs the dependencies checked
-            del cols
-            _STORE.built[(id(part), window, recv_order)] = (part, rp, deps)
+            _STORE.built[(id(part), window, recv_order)] = (part, rp, cols)    # the executor runs these columns
     else:
         sha = part.sha256()
         for record in body.get("programs", ()):
@@ -472,16 +470,14 @@ def built_program(part: Schedule, window: int, recv_order: bool):
     return got[1] if got is not None and got[0] is part else None
 
 
-def built_dependencies(part: Schedule, rp, window: int, recv_order: bool):
-    """The dependency columns L1-L5 read when generated_rank_schedule checked `rp` for this part
-    (verifier.streaming_local.OpColumns: each dependency's op and whether it is a completion, op
-    by op, and each op's count), handed over once, or None: the executor runs them instead of
-    reading the ops' deps again."""
+def built_columns(part: Schedule, rp, window: int, recv_order: bool):
+    """The columns L1-L5 read when generated_rank_schedule checked `rp` for this part
+    (verifier.streaming_local.OpColumns), handed over once, or None: the executor runs them."""
     key = (id(part), window, bool(recv_order))
     got = _STORE.built.get(key)
     if got is None or got[0] is not part or got[1] is not rp or got[2] is None:
         return None
-    _STORE.built[key] = (part, rp, None)            # not kept beside the executor's own form (memory)
+    _STORE.built[key] = (part, rp, None)            # not kept beside the executor's own (memory)
     return got[2]
 
 

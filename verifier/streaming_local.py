@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 SEND, SNAP, RECV, LAND, SCALE = range(5)          # op kind codes
 _KIND = {"send": SEND, "snap": SNAP, "recv": RECV, "land": LAND, "scale": SCALE}
 _CLASS = np.array([3, 2, 3, 0, 1])                 # κ's class per kind code (module docstring)
+_FROM_KINDS = np.array([RECV, SEND, SNAP, LAND, SCALE])   # optcc.lowering.streaming.KINDS index -> kind code
 _NONE = type(None)
 _EVENT = {"S": 0, "C": 1}                          # a dependency's event: start, completion
 _ROW = 16                                          # derived: at most this many deps per op, a table of rows; else a sort
@@ -145,6 +146,30 @@ class OpColumns:
     dependencies flattened op by op: what L1-L5 read, and what the executor runs where its rank
     checked the program (gpu_runner.proof keeps them beside the program it checked)."""
 
+    @classmethod
+    def of(cls, rp: RankProgram) -> OpColumns:
+        """rp's columns: the lowering's own (optcc.lowering.streaming.ProgramColumns) while no one
+        has read its ops, else read from its ops."""
+        pc = rp.columns
+        if pc is None:
+            return cls(rp.ops)
+        self = cls.__new__(cls)
+        self.n = n = int(pc.kind.size)
+        self.kc = _FROM_KINDS[pc.kind]
+        for name in ("piece", "flow", "peer", "slot", "local"):
+            col = getattr(pc, name)
+            none = col < 0                              # -1: None
+            setattr(self, name, np.where(none, 0, col))
+            setattr(self, name + "_none", none)
+            setattr(self, name + "_odd", np.zeros(n, bool))
+        self.dep_count = np.diff(pc.bounds)
+        self.dep_m = pc.events >> 1
+        self.dep_m_odd = np.zeros(pc.events.size, bool)
+        self.dep_C = (pc.events & 1).astype(bool)
+        self.dep_S = ~self.dep_C
+        self.dep_owner = np.repeat(np.arange(n), self.dep_count)
+        return self
+
     def __init__(self, ops: Sequence[Op]) -> None:
         self.n = n = len(ops)
         fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one list per field
@@ -178,6 +203,10 @@ class OpColumns:
 class _Program:
     """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
 
+    @property
+    def ops(self) -> list[Op]:
+        return self.rp.ops
+
     # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
     fi: Ints
     is_scale: Bools
@@ -187,10 +216,8 @@ class _Program:
     _direct: tuple[str, Ints | None] | None
     _graph: tuple[list[int], list[int], list[int]] | None
 
-    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes, cols: OpColumns | None = None) -> None:
-        ops = rp.ops
-        self.ops: list[Op] = ops
-        c = OpColumns(ops) if cols is None else cols
+    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes, c: OpColumns) -> None:
+        self.rp = rp                             # its ops are read only to word a failure (made then)
         self.n = c.n
         self.kc = c.kc
         self.piece, self.piece_none, self.piece_odd = c.piece, c.piece_none, c.piece_odd
@@ -218,14 +245,14 @@ def check_rank_program(schedule: Schedule, rp: RankProgram, window: int, grid: I
     else a counterexample dict (the condition, the rank, a message). `cols`: OpColumns(rp.ops),
     where the caller keeps them (made here otherwise)."""
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
-    P = _Program(schedule, rp, grid, cols)
+    P = _Program(schedule, rp, grid, OpColumns.of(rp) if cols is None else cols)
     return _structure(P, rp.rank) or _order(P, rp.rank) or _pairs_and_hazards(P, rp, window)
 
 
 def _structure(P: _Program, r: int) -> dict[str, Any] | None:
     """L1 and L5: every op is one of r's flows' (or local ops') at the right end, once; every flow
     of r has its ops, a snapshot send its snapshot, a receive and its landing one slot."""
-    kc, ops, nf, nl = P.kc, P.ops, P.nf, P.nl
+    kc, nf, nl = P.kc, P.nf, P.nl
     is_scale = kc == SCALE
     odd = P.piece_odd | P.peer_odd | P.slot_odd | P.local_odd | (P.flow_odd & ~is_scale)
     # scale ops
@@ -246,7 +273,7 @@ def _structure(P: _Program, r: int) -> dict[str, Any] | None:
                             | ((kc == RECV) & (peer_bad | (P.peer != fsrc))))
     n = _first(bad_scale | bad_flow | odd)
     if n >= 0:
-        op = ops[n]
+        op = P.ops[n]
         if odd[n] and not (bad_scale[n] or bad_flow[n]):
             return _fail("structure", r, f"op {n} ({op.kind}): a field is neither an integer nor None")
         if is_scale[n]:
@@ -277,7 +304,7 @@ def _structure(P: _Program, r: int) -> dict[str, Any] | None:
         if no_send[i]:
             return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no send on rank {r}")
         if no_snap[i]:
-            return _fail("structure", r, f"flows[{i}]: sent from slot {ops[send_at[i]].slot} that no snapshot fills")
+            return _fail("structure", r, f"flows[{i}]: sent from slot {P.ops[send_at[i]].slot} that no snapshot fills")
         if no_recv[i] or no_land[i]:
             kind = "recv" if no_recv[i] else "land"
             return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")

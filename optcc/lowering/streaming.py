@@ -15,7 +15,6 @@ in flight. verifier.streaming proves every interleaving of these programs safe (
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from itertools import repeat
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,11 +50,76 @@ class Op:
 
 
 @dataclass
+class ProgramColumns:
+    """A rank's ops as the lowering writes them, one int64 column per field, -1 for None:
+    `kind` (the index in KINDS), piece, flow, peer, slot, local; each op's deps as events
+    (2·op, + 1 for its completion "C"), op n's at events[bounds[n]:bounds[n + 1]] in order.
+    The per-rank check (verifier.streaming_local) and the executor read these; Op objects are
+    made from them only where a caller reads RankProgram.ops."""
+
+    kind: npt.NDArray[np.int64]
+    piece: npt.NDArray[np.int64]
+    flow: npt.NDArray[np.int64]
+    peer: npt.NDArray[np.int64]
+    slot: npt.NDArray[np.int64]
+    local: npt.NDArray[np.int64]
+    events: npt.NDArray[np.int64]
+    bounds: npt.NDArray[np.int64]
+
+    def ops(self) -> list[Op]:
+        """The Op objects, field for field."""
+        def opt(col: npt.NDArray[np.int64]) -> list[int | None]:
+            return [None if v < 0 else v for v in col.tolist()]
+        ev = self.events
+        pairs = list(zip((ev >> 1).tolist(), map(("S", "C").__getitem__, (ev & 1).tolist())))
+        b = self.bounds.tolist()
+        deps = list(map(pairs.__getitem__, map(slice, b[:-1], b[1:])))      # a list's slice: a new list
+        return list(map(Op, map(KINDS.__getitem__, self.kind.tolist()), self.piece.tolist(), opt(self.flow),
+                        opt(self.peer), opt(self.slot), opt(self.local), deps))
+
+
 class RankProgram:
-    rank: int
-    ops: list[Op]                  # in priority order (schedule order); the runner prefers low indices
-    peer_seq: dict[int, list[int]]  # peer -> op indices of its posts, in posting order
-    n_slots: int
+    """One rank's program: `ops` in priority order (schedule order; the runner prefers low
+    indices), `peer_seq` (peer -> op indices of its posts, in posting order), `n_slots`. The
+    lowering gives it as ProgramColumns; its Op objects (10⁵-10⁶ per rank at scale) are made on
+    the first read of `ops`, and from then on the ops are the program (a caller may edit them)
+    and `columns` is None."""
+
+    def __init__(self, rank: int, ops: list[Op] | None, peer_seq: dict[int, list[int]], n_slots: int,
+                 columns: ProgramColumns | None = None) -> None:
+        if (ops is None) == (columns is None):
+            raise ValueError("a RankProgram is given its ops or its columns")
+        self.rank, self.peer_seq, self.n_slots = rank, peer_seq, n_slots
+        self._ops, self._columns = ops, columns
+
+    @property
+    def ops(self) -> list[Op]:
+        if self._ops is None:
+            assert self._columns is not None
+            self._ops, self._columns = self._columns.ops(), None
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops: list[Op]) -> None:
+        self._ops, self._columns = ops, None
+
+    @property
+    def columns(self) -> ProgramColumns | None:
+        """The lowering's columns while no one has read `ops` (then they are the program), else None."""
+        return self._columns
+
+    @property
+    def n_ops(self) -> int:
+        """len(ops), without making the Op objects."""
+        return len(self._ops) if self._ops is not None else int(self._columns.kind.size)   # type: ignore[union-attr]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RankProgram):
+            return NotImplemented
+        return (self.rank, self.ops, self.peer_seq, self.n_slots) == (other.rank, other.ops, other.peer_seq, other.n_slots)
+
+    def __repr__(self) -> str:
+        return f"RankProgram(rank={self.rank}, ops={self.n_ops} ops, peers={len(self.peer_seq)}, n_slots={self.n_slots})"
 
 
 @dataclass
@@ -108,19 +172,20 @@ class _Lowering:
         peer: Any = np.zeros(index.size, np.int64)     # an array, then its list (None where no post)
         peer[recvs] = src[index[recvs]]
         peer[sends] = dst[index[sends]]
-        flow: list[int | None] = index.tolist()
-        peer = peer.tolist()
-        local: list[int | None] = [None] * index.size
-        for n in np.flatnonzero(~is_flow).tolist():     # a local op: its index as `local`, no flow
-            local[n], flow[n] = flow[n], None
-        for n in np.flatnonzero(~(recvs | sends)).tolist():
-            peer[n] = None                              # only posts have a peer
-        names = ("recv", "send", "snap", "land", "scale")
-        ops = list(map(Op, [names[k] for k in kinds.tolist()], piece.tolist(), flow, peer, repeat(None), local))
+        flow = np.where(is_flow, index, -1)
+        local = np.where(is_flow, -1, index)
+        peer[~(recvs | sends)] = -1                     # only posts have a peer
         users = np.concatenate([recv, snap])
         slot_of, n_slots = _color(self.starts[users], self.ends[users], users)
+        slot = np.full(index.size, -1, np.int64)        # a receive, its landing, a snapshot and its send: the flow's slot
+        if users.size:
+            of_flow = np.full(int(users.max()) + 1, -1, np.int64)
+            of_flow[np.fromiter(slot_of, np.int64, len(slot_of))] = np.fromiter(slot_of.values(), np.int64, len(slot_of))
+            held = is_flow & (index <= int(users.max()))
+            slot[held] = of_flow[index[held]]
         times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
-        return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
+        return _link(r, ProgramColumns(kinds, piece, flow, peer, slot, local, np.zeros(0, np.int64),
+                                       np.zeros(0, np.int64)), n_slots, window, times, recv_order, port_order)
 
     def _snapshotted(self, r: int, send: npt.NDArray[np.int64], recv: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of r's sends are snapshotted: the step runner's rule too (optcc.lowering.step),
@@ -203,25 +268,27 @@ def _color(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], users: np
     return slot_of, n
 
 
-def _link(rank: int, ops: list[Op], slot_of: dict[int, int], n_slots: int, window: int,
+def _link(rank: int, cols: ProgramColumns, n_slots: int, window: int,
           times: tuple[Sequence[int], Sequence[int], Sequence[str]] | None = None, recv_order: bool = False,
           port_order: bool = True) -> RankProgram:
-    """Fill in slots and deps, walking the ops in schedule order. With `times` (the grid's flow
-    starts, ends and links), a send to another peer than the rank's previous send on the same link
-    also waits for that send's completion when the schedule ends it by this one's start. On a
-    port whose flows run one at a time (unit rates) this orders every send after the completion of
-    every earlier one to another peer (by induction, with the per-peer FIFO), so the port carries
-    the schedule's flows in turn instead of sharing its bandwidth between peers; flows the
-    schedule runs concurrently stay unordered. With `recv_order` receives follow the same rule
-    (a receive from another peer is posted only once the previous one on the link completed), so
-    no sender starts before the schedule's previous sender into this port has finished: one
-    rendezvous round trip per change of sender, against bandwidth shared between two senders
-    (worth it once a message's wire time is several round trips; docs/gpu_runner.md)."""
+    """Fill in the deps (cols.events, cols.bounds), walking the ops in schedule order. With
+    `times` (the grid's flow starts, ends and links), a send to another peer than the rank's
+    previous send on the same link also waits for that send's completion when the schedule ends
+    it by this one's start. On a port whose flows run one at a time (unit rates) this orders
+    every send after the completion of every earlier one to another peer (by induction, with the
+    per-peer FIFO), so the port carries the schedule's flows in turn instead of sharing its
+    bandwidth between peers; flows the schedule runs concurrently stay unordered. With
+    `recv_order` receives follow the same rule (a receive from another peer is posted only once
+    the previous one on the link completed), so no sender starts before the schedule's previous
+    sender into this port has finished: one rendezvous round trip per change of sender, against
+    bandwidth shared between two senders (worth it once a message's wire time is several round
+    trips; docs/gpu_runner.md). Events are ints (2·op, + 1 for a completion), as in ProgramColumns."""
+    import numpy as np
     last_write: dict[int, int] = {}
     last_send: dict[str, int] = {}                  # link -> the rank's latest send on it so far
     last_recv: dict[str, int] = {}                  # link -> its latest receive (recv_order)
-    reads: dict[int, list[Event]] = defaultdict(list)
-    slot_done: dict[int, Event] = {}                # slot -> (op, event) that frees it
+    reads: dict[int, list[int]] = {}                # piece -> the events of its reads since its last write
+    slot_done: dict[int, int] = {}                  # slot -> the event that frees it
     peer_seq: dict[int, list[int]] = defaultdict(list)
     recv_at: dict[int, int] = {}
     snap_at: dict[int, int] = {}
@@ -231,70 +298,78 @@ def _link(rank: int, ops: list[Op], slot_of: dict[int, int], n_slots: int, windo
     starts, ends, links = times if times is not None else (None, None, None)
     port_order = port_order and times is not None
     recv_order = recv_order and times is not None
-    slot: int | None
-
-    for n, op in enumerate(ops):
-        deps, kind, i = op.deps, op.kind, op.flow
-        if kind == "recv":
-            assert i is not None and op.peer is not None    # a post has its flow and peer
-            op.slot = slot = slot_of[i]
-            if slot in slot_done:
-                deps.append(slot_done[slot])
+    kinds, flows, peers, pieces, slots = (c.tolist() for c in (cols.kind, cols.flow, cols.peer, cols.piece, cols.slot))
+    events: list[int] = []
+    ev = events.append
+    bounds = [0]
+    bound = bounds.append
+    for n, kind, i, peer, piece, slot in zip(range(len(kinds)), kinds, flows, peers, pieces, slots):
+        if kind == 0:                                   # recv
+            done = slot_done.get(slot)
+            if done is not None:
+                ev(done)
             if recv_order:
                 prev = last_recv.get(links[i])
-                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
-                    deps.append((prev, "C"))
+                if prev is not None and peers[prev] != peer and ends[flows[prev]] <= starts[i]:
+                    ev(2 * prev + 1)
                 last_recv[links[i]] = n
-            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
+            seq = peer_seq[peer]                        # the per-peer FIFO and window
             if seq:
-                deps.append((seq[-1], "S"))
+                ev(2 * seq[-1])
                 if len(seq) >= window:
-                    deps.append((seq[-window], "C"))
+                    ev(2 * seq[-window] + 1)
             seq.append(n)
             recv_at[i] = n
-        elif kind == "send":
-            assert i is not None and op.peer is not None
-            slot = op.slot = slot_of.get(i)
-            if slot is None:
-                if op.piece in last_write:
-                    deps.append((last_write[op.piece], "S"))
+        elif kind == 1:                                 # send
+            if slot < 0:
+                w = last_write.get(piece)
+                if w is not None:
+                    ev(2 * w)
             else:
-                deps.append((snap_at[i], "S"))
+                ev(2 * snap_at[i])
             if port_order:
                 prev = last_send.get(links[i])
-                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
-                    deps.append((prev, "C"))           # one peer needs none: its messages are FIFO
+                if prev is not None and peers[prev] != peer and ends[flows[prev]] <= starts[i]:
+                    ev(2 * prev + 1)                    # one peer needs none: its messages are FIFO
                 last_send[links[i]] = n
-            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
+            seq = peer_seq[peer]                        # the per-peer FIFO and window
             if seq:
-                deps.append((seq[-1], "S"))
+                ev(2 * seq[-1])
                 if len(seq) >= window:
-                    deps.append((seq[-window], "C"))
+                    ev(2 * seq[-window] + 1)
             seq.append(n)
-            if slot is None:
-                reads[op.piece].append((n, "C"))
+            if slot < 0:
+                got = reads.get(piece)
+                if got is None:
+                    reads[piece] = [2 * n + 1]
+                else:
+                    got.append(2 * n + 1)
             else:
-                slot_done[slot] = (n, "C")
-        elif kind == "snap":
-            assert i is not None
-            op.slot = slot = slot_of[i]
-            if slot in slot_done:
-                deps.append(slot_done[slot])
-            if op.piece in last_write:
-                deps.append((last_write[op.piece], "S"))
-            reads[op.piece].append((n, "S"))
+                slot_done[slot] = 2 * n + 1
+        elif kind == 2:                                 # snap
+            done = slot_done.get(slot)
+            if done is not None:
+                ev(done)
+            w = last_write.get(piece)
+            if w is not None:
+                ev(2 * w)
+            got = reads.get(piece)
+            if got is None:
+                reads[piece] = [2 * n]
+            else:
+                got.append(2 * n)
             snap_at[i] = n
         else:                                           # land, scale: write the piece
-            if kind == "land":
-                assert i is not None
-                op.slot = slot_of[i]
-                deps.append((recv_at[i], "C"))
-            if op.piece in last_write:
-                deps.append((last_write[op.piece], "S"))
-            deps.extend(reads.pop(op.piece, []))
-            last_write[op.piece] = n
-            if kind == "land":
-                assert op.slot is not None
-                slot_done[op.slot] = (n, "S")
-    return RankProgram(rank, ops, dict(peer_seq), n_slots)
-
+            if kind == 3:
+                ev(2 * recv_at[i] + 1)
+                slot_done[slot] = 2 * n
+            w = last_write.get(piece)
+            if w is not None:
+                ev(2 * w)
+            got = reads.pop(piece, None)
+            if got is not None:
+                events += got
+            last_write[piece] = n
+        bound(len(events))
+    cols.events, cols.bounds = np.array(events, np.int64), np.array(bounds, np.int64)
+    return RankProgram(rank, None, dict(peer_seq), n_slots, cols)
