@@ -14,7 +14,7 @@ in flight. verifier.streaming proves every interleaving of these programs safe (
 """
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import deque
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,7 +23,6 @@ from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
 
     import numpy as np
     import numpy.typing as npt
@@ -152,7 +151,7 @@ class _Lowering:
         """Rank r's ops sorted by (time, class, posting position): a receive and a send at the
         flow's start (3), a snapshot then (2), a landing at its end (0), a local op at its time (1)."""
         import numpy as np
-        grid, src, dst = self.grid, self.src, self.dst
+        src, dst = self.src, self.dst
         recv = np.flatnonzero(dst == r)
         send = np.flatnonzero((src == r) & (dst != r))
         snap = send[self._snapshotted(r, send, recv)]
@@ -183,9 +182,15 @@ class _Lowering:
             of_flow[np.fromiter(slot_of, np.int64, len(slot_of))] = np.fromiter(slot_of.values(), np.int64, len(slot_of))
             held = is_flow & (index <= int(users.max()))
             slot[held] = of_flow[index[held]]
-        times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
-        return _link(r, ProgramColumns(kinds, piece, flow, peer, slot, local, np.zeros(0, np.int64),
-                                       np.zeros(0, np.int64)), n_slots, window, times, recv_order, port_order)
+        cols = ProgramColumns(kinds, piece, flow, peer, slot, local, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        links = None
+        if port_order or recv_order:
+            names = [self.links[i] for i in index[is_flow].tolist()]     # each op's link, as a small int code
+            links = np.full(index.size, -1, np.int64)
+            if names:
+                _, links[is_flow] = np.unique(np.array(names), return_inverse=True)
+        peer_seq = _link(cols, window, self.starts, self.ends, links, port_order, recv_order)
+        return RankProgram(r, None, peer_seq, n_slots, cols)
 
     def _snapshotted(self, r: int, send: npt.NDArray[np.int64], recv: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of r's sends are snapshotted: the step runner's rule too (optcc.lowering.step),
@@ -268,108 +273,115 @@ def _color(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], users: np
     return slot_of, n
 
 
-def _link(rank: int, cols: ProgramColumns, n_slots: int, window: int,
-          times: tuple[Sequence[int], Sequence[int], Sequence[str]] | None = None, recv_order: bool = False,
-          port_order: bool = True) -> RankProgram:
-    """Fill in the deps (cols.events, cols.bounds), walking the ops in schedule order. With
-    `times` (the grid's flow starts, ends and links), a send to another peer than the rank's
-    previous send on the same link also waits for that send's completion when the schedule ends
-    it by this one's start. On a port whose flows run one at a time (unit rates) this orders
-    every send after the completion of every earlier one to another peer (by induction, with the
-    per-peer FIFO), so the port carries the schedule's flows in turn instead of sharing its
-    bandwidth between peers; flows the schedule runs concurrently stay unordered. With
-    `recv_order` receives follow the same rule (a receive from another peer is posted only once
-    the previous one on the link completed), so no sender starts before the schedule's previous
-    sender into this port has finished: one rendezvous round trip per change of sender, against
-    bandwidth shared between two senders (worth it once a message's wire time is several round
-    trips; docs/gpu_runner.md). Events are ints (2·op, + 1 for a completion), as in ProgramColumns."""
+def _link(cols: ProgramColumns, window: int, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+          links: npt.NDArray[np.int64] | None, port_order: bool, recv_order: bool) -> dict[int, list[int]]:
+    """Fill in cols.events and cols.bounds (the deps) and return the per-peer posting lists. The
+    rules, for op n in schedule order (the ops before it are "earlier"):
+      recv: the event that last freed its slot (an earlier landing's start, or an earlier send
+            from the slot's completion); with recv_order the previous receive on its link; the FIFO
+      send: from the piece, the piece's last earlier write (start); from a slot, its flow's
+            snapshot (start); with port_order the previous send on its link; the FIFO
+      snap: the event that last freed its slot; the piece's last earlier write
+      land: its receive's completion; the piece's last earlier write; then every read of the
+            piece since that write, in order (a snapshot's start, a send's completion)
+      scale: the piece's last earlier write; every read since it, in order
+    The FIFO: the start of the previous post with the same peer and the completion of the
+    window-th previous. "The previous on its link" (port order, recv order): a dependency on its
+    completion where the peers differ and the schedule ends it by this op's flow's start. On a
+    port whose flows run one at a time (unit rates) this orders every send after the completion
+    of every earlier one to another peer (by induction, with the per-peer FIFO), so the port
+    carries the schedule's flows in turn instead of sharing its bandwidth between peers; flows
+    the schedule runs concurrently stay unordered. With `recv_order` receives follow the same
+    rule, so no sender starts before the schedule's previous sender into this port has finished:
+    one rendezvous round trip per change of sender, against bandwidth shared between two senders
+    (worth it once a message's wire time is several round trips; docs/gpu_runner.md). Each rule
+    is one array pass over the ops (grouped by peer, link, piece or slot), not a loop per op."""
     import numpy as np
-    last_write: dict[int, int] = {}
-    last_send: dict[str, int] = {}                  # link -> the rank's latest send on it so far
-    last_recv: dict[str, int] = {}                  # link -> its latest receive (recv_order)
-    reads: dict[int, list[int]] = {}                # piece -> the events of its reads since its last write
-    slot_done: dict[int, int] = {}                  # slot -> the event that frees it
-    peer_seq: dict[int, list[int]] = defaultdict(list)
-    recv_at: dict[int, int] = {}
-    snap_at: dict[int, int] = {}
-    starts: Any                                     # read only with port_order / recv_order (times given)
-    ends: Any
-    links: Any
-    starts, ends, links = times if times is not None else (None, None, None)
-    port_order = port_order and times is not None
-    recv_order = recv_order and times is not None
-    kinds, flows, peers, pieces, slots = (c.tolist() for c in (cols.kind, cols.flow, cols.peer, cols.piece, cols.slot))
-    events: list[int] = []
-    ev = events.append
-    bounds = [0]
-    bound = bounds.append
-    for n, kind, i, peer, piece, slot in zip(range(len(kinds)), kinds, flows, peers, pieces, slots):
-        if kind == 0:                                   # recv
-            done = slot_done.get(slot)
-            if done is not None:
-                ev(done)
-            if recv_order:
-                prev = last_recv.get(links[i])
-                if prev is not None and peers[prev] != peer and ends[flows[prev]] <= starts[i]:
-                    ev(2 * prev + 1)
-                last_recv[links[i]] = n
-            seq = peer_seq[peer]                        # the per-peer FIFO and window
-            if seq:
-                ev(2 * seq[-1])
-                if len(seq) >= window:
-                    ev(2 * seq[-window] + 1)
-            seq.append(n)
-            recv_at[i] = n
-        elif kind == 1:                                 # send
-            if slot < 0:
-                w = last_write.get(piece)
-                if w is not None:
-                    ev(2 * w)
-            else:
-                ev(2 * snap_at[i])
-            if port_order:
-                prev = last_send.get(links[i])
-                if prev is not None and peers[prev] != peer and ends[flows[prev]] <= starts[i]:
-                    ev(2 * prev + 1)                    # one peer needs none: its messages are FIFO
-                last_send[links[i]] = n
-            seq = peer_seq[peer]                        # the per-peer FIFO and window
-            if seq:
-                ev(2 * seq[-1])
-                if len(seq) >= window:
-                    ev(2 * seq[-window] + 1)
-            seq.append(n)
-            if slot < 0:
-                got = reads.get(piece)
-                if got is None:
-                    reads[piece] = [2 * n + 1]
-                else:
-                    got.append(2 * n + 1)
-            else:
-                slot_done[slot] = 2 * n + 1
-        elif kind == 2:                                 # snap
-            done = slot_done.get(slot)
-            if done is not None:
-                ev(done)
-            w = last_write.get(piece)
-            if w is not None:
-                ev(2 * w)
-            got = reads.get(piece)
-            if got is None:
-                reads[piece] = [2 * n]
-            else:
-                got.append(2 * n)
-            snap_at[i] = n
-        else:                                           # land, scale: write the piece
-            if kind == 3:
-                ev(2 * recv_at[i] + 1)
-                slot_done[slot] = 2 * n
-            w = last_write.get(piece)
-            if w is not None:
-                ev(2 * w)
-            got = reads.pop(piece, None)
-            if got is not None:
-                events += got
-            last_write[piece] = n
-        bound(len(events))
-    cols.events, cols.bounds = np.array(events, np.int64), np.array(bounds, np.int64)
-    return RankProgram(rank, None, dict(peer_seq), n_slots, cols)
+    kind, piece, flow, peer, slot = cols.kind, cols.piece, cols.flow, cols.peer, cols.slot
+    n = kind.size
+    ops = np.arange(n, dtype=np.int64)
+    recv, send, snap, land, scale = (kind == k for k in range(5))
+    owner: list[npt.NDArray[np.int64]] = []             # per dependency: its op, its place (cat, sub), the event
+    cat: list[int | npt.NDArray[np.int64]] = []
+    sub: list[npt.NDArray[np.int64]] = []
+    event: list[npt.NDArray[np.int64]] = []
+
+    def dep(at: npt.NDArray[np.int64], ev: npt.NDArray[np.int64], c: int, s: npt.NDArray[np.int64] | None = None) -> None:
+        owner.append(at)
+        event.append(ev)
+        cat.append(np.full(at.size, c, np.int64))
+        sub.append(np.zeros(at.size, np.int64) if s is None else s)
+
+    def last_before(members: npt.NDArray[np.bool_], key: npt.NDArray[np.int64],
+                    value: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Per op, the largest value (≥ 0, increasing with the op) of an earlier member op with the same key; -1."""
+        order = np.lexsort((ops, key))
+        k = key[order]
+        group = np.cumsum(np.concatenate([[True], k[1:] != k[:-1]])) if n else k
+        code = np.where(members[order], group * (2 * n + 2) + value[order], -1)
+        best = np.maximum.accumulate(code) if n else code
+        prev = np.concatenate([[-1], best[:-1]])
+        out = np.empty(n, np.int64)
+        out[order] = np.where((prev >= 0) & (prev // (2 * n + 2) == group), prev % (2 * n + 2), -1)
+        return out
+
+    # the per-peer FIFO and window
+    posts = np.flatnonzero(recv | send)
+    by_peer = posts[np.argsort(peer[posts], kind="stable")]
+    q = peer[by_peer]
+    first = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]])) if q.size else q
+    place = np.arange(q.size) - np.repeat(first, np.diff(np.concatenate([first, [q.size]])))
+    later = np.flatnonzero(place >= 1)
+    dep(by_peer[later], 2 * by_peer[later - 1], 2)
+    later = np.flatnonzero(place >= window)
+    dep(by_peer[later], 2 * by_peer[later - window] + 1, 3)
+    ends_at = np.concatenate([first[1:], [q.size]])
+    peer_seq = {int(q[a]): by_peer[a:b].tolist() for a, b in sorted(zip(first.tolist(), ends_at.tolist()),
+                                                                      key=lambda ab: by_peer[ab[0]])}
+    # port order and receive order: the previous post of the kind on the link
+    for on, members in ((port_order, send), (recv_order, recv)):
+        if not on or links is None:
+            continue
+        mine = np.flatnonzero(members)
+        on_link = mine[np.argsort(links[mine], kind="stable")]
+        same = links[on_link[1:]] == links[on_link[:-1]]
+        a, b = on_link[:-1][same], on_link[1:][same]
+        keep = (peer[a] != peer[b]) & (ends[flow[a]] <= starts[flow[b]])
+        dep(b[keep], 2 * a[keep] + 1, 1)
+    # slots: what last freed the slot (a landing's start, a send's completion from it)
+    frees = land | (send & (slot >= 0))
+    freed = last_before(frees, slot, 2 * ops + send)
+    at = np.flatnonzero((recv | snap) & (freed >= 0))
+    dep(at, freed[at], 0)
+    # a send from a slot: its snapshot; a landing: its receive
+    of_flow = np.full(int(flow.max(initial=-1)) + 2, -1, np.int64)
+    at = np.flatnonzero(send & (slot >= 0))
+    of_flow[flow[snap]] = ops[snap]
+    dep(at, 2 * of_flow[flow[at]], 0)
+    of_flow[flow[recv]] = ops[recv]
+    at = np.flatnonzero(land)
+    dep(at, 2 * of_flow[flow[at]] + 1, 0)
+    # pieces: the last earlier write (land, scale), and a write's reads since it
+    writes = land | scale
+    direct = send & (slot < 0)
+    wrote = last_before(writes, piece, ops)
+    for members, c in ((direct, 0), (snap | land | scale, 1)):
+        at = np.flatnonzero(members & (wrote >= 0))
+        dep(at, 2 * wrote[at], c)
+    reads = direct | snap
+    order = np.lexsort((-ops, piece))                   # each piece's ops, last first: the next write after a read
+    k = piece[order]
+    group = np.cumsum(np.concatenate([[True], k[1:] != k[:-1]])) if n else k
+    code = np.where(writes[order], group * (n + 1) + (n - ops[order]), -1)
+    best = np.maximum.accumulate(code) if n else code
+    prev = np.concatenate([[-1], best[:-1]])
+    nxt = np.empty(n, np.int64)
+    nxt[order] = np.where((prev >= 0) & (prev // (n + 1) == group), n - prev % (n + 1), -1)
+    at = np.flatnonzero(reads & (nxt >= 0))
+    dep(nxt[at], 2 * at + direct[at], 2, at)
+    # one list, op by op, each op's deps in the order above
+    own, cats, subs, evs = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (owner, cat, sub, event))
+    order = np.lexsort((subs, cats, own))
+    cols.events = evs[order]
+    cols.bounds = np.concatenate([[0], np.cumsum(np.bincount(own, minlength=n))]).astype(np.int64)
+    return peer_seq
