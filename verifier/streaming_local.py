@@ -32,8 +32,9 @@ property streaming_order of prove-all, verifier/parametric/streaming_order.py):
      edges all increase one key has no cycle.
 
 The check runs on numpy columns of the rank's ops (kind, piece, flow, peer, slot, local op,
-dependencies) and of the schedule's flows: one Python pass reads the ops' fields, the conditions
-are array operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
+dependencies; OpColumns: the lowering's own columns where no one read the program's ops, else
+one Python pass over the ops' fields) and of the schedule's flows; the conditions are array
+operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
 (an op's own dependency, a post's start, the previous post's completion), all at once; only the
 queries no direct edge answers are searched on the rank's edges. Failures are reported in the
 order the conditions and ops are listed above: the first failing op, flow, peer or buffer item.
@@ -242,7 +243,7 @@ class _Program:
 def check_rank_program(schedule: Schedule, rp: RankProgram, window: int, grid: IntegerTimes | None = None,
                        cols: OpColumns | None = None) -> dict[str, Any] | None:
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
-    else a counterexample dict (the condition, the rank, a message). `cols`: OpColumns(rp.ops),
+    else a counterexample dict (the condition, the rank, a message). `cols`: OpColumns.of(rp),
     where the caller keeps them (made here otherwise)."""
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
     P = _Program(schedule, rp, grid, OpColumns.of(rp) if cols is None else cols)

@@ -1,5 +1,8 @@
-"""The streaming runner's per-rank programs (pure Python; numel-independent, pieces and slots
-are abstract buffers).
+"""The streaming runner's per-rank programs (numpy; numel-independent, pieces and slots are
+abstract buffers). A rank's program is written as columns (ProgramColumns, one array per op
+field, the deps as event codes), the form the per-rank check and the executor read; its Op
+objects are made only where something reads RankProgram.ops (the whole-program proofs, digests,
+tests).
 
 Each rank runs the ops `streaming_program` builds: `recv` (post irecv into a scratch slot),
 `send` (post isend of the piece, or of its snapshot slot), `snap` (copy the piece into a slot),
