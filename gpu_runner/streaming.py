@@ -42,7 +42,8 @@ import json
 import os
 import threading
 import time
-from itertools import accumulate
+from itertools import accumulate, chain, repeat
+from operator import itemgetter
 
 import numpy as np
 import torch
@@ -70,48 +71,53 @@ class _BoundProgram:
     writes and reads (a post: the one-tensor list the process group's send/recv take and the
     peer's schedule rank; an axpy's y: its source and coefficient), and the list that holds each
     post's Work while it is in flight. One view (and list) per piece and per scratch slot and
-    length, shared by the ops that touch it, not one per op. `fields`: the ops' columns as lists
-    (kind code of verifier.streaming_local, piece, slot or -1, peer, flow, local op)."""
+    length, shared by the ops that touch it, not one per op. `fields`: the ops' columns (kind
+    code of verifier.streaming_local, piece, slot or -1, peer, flow, local op); the tuples are
+    made kind by kind from them (no Python branch per op), then put in op order."""
 
     def __init__(self, schedule, fields, flat, scratch, offsets, ranges):
         flows, local_ops = schedule.flows, schedule.local_ops
-        kinds = fields[0]
+        kc, piece, slot, peer, flow, local = fields
+        n = kc.size
         self.flat = flat
-        self.works: list = [None] * len(kinds)
+        self.works: list = [None] * n
         self._events: tuple | None = None    # (order, the events) of the last events() call
-        pieces: dict = {}                    # piece -> (its view, [its view], its length)
-        slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
-        args = self.args = []
-        add = args.append
-        views = flat.split([hi - lo for lo, hi in ranges])     # every piece's view in one call (ranges tile flat)
-        for k, kind, piece, slot, peer, flow, local in zip(range(len(kinds)), *fields):
-            x = pieces.get(piece)
-            if x is None:
-                lo, hi = ranges[piece]
-                v = views[piece]
-                x = pieces[piece] = (v, [v], hi - lo)
-            s = None
-            if slot >= 0:
-                s = slots.get((slot, x[2]))
-                if s is None:
-                    v = scratch[offsets[slot]:offsets[slot] + x[2]]
-                    s = slots[(slot, x[2])] = (v, [v])
-            if kind == _K_RECV:
-                add((_RECV, k, s[1], peer))
-            elif kind == _K_SEND:
-                add((_SEND, k, x[1] if s is None else s[1], peer))
-            elif kind == _K_SNAP:
-                add((_COPY, k, s[0], x[0]))
-            elif kind == _K_LAND:
-                f = flows[flow]
-                if f.op == "copy":
-                    add((_COPY, k, x[0], s[0]))
-                elif f.coef == 1:
-                    add((_ADD, k, x[0], s[0]))
-                else:
-                    add((_AXPY, k, x[0], (s[0], f.coef)))
-            else:
-                add((_SCALE, k, x[0], local_ops[local].coef))
+        lens = [hi - lo for lo, hi in ranges]
+        pv = [(v, [v]) for v in flat.split(lens)]      # every piece's view in one call (ranges tile flat)
+        op_len = np.array(lens, np.int64)[piece] if n else np.zeros(0, np.int64)
+        held = slot >= 0
+        wide = int(op_len.max(initial=0)) + 1
+        keys, sid = np.unique(slot[held].astype(np.int64) * wide + op_len[held], return_inverse=True)
+        sv = [(v, [v]) for v in (scratch[offsets[k // wide]:offsets[k // wide] + k % wide] for k in keys.tolist())]
+        slot_id = np.full(n, -1, np.int64)            # each op's (slot, length) view, as its place in sv
+        slot_id[held] = sid
+        kinds = {k: np.flatnonzero(kc == k) for k in (_K_RECV, _K_SEND, _K_SNAP, _K_LAND)}
+        if (slot_id[np.concatenate([kinds[_K_RECV], kinds[_K_SNAP], kinds[_K_LAND]])] < 0).any():
+            raise OptccError("program", "a receive, snapshot or landing without a slot")
+        first, second = itemgetter(0), itemgetter(1)
+
+        def pieces(at, part):                       # the piece views (part 0) or lists (part 1) of ops `at`
+            return map(part, map(pv.__getitem__, piece[at].tolist()))
+
+        def slots(at, part):                        # the same of their slots
+            return map(part, map(sv.__getitem__, slot_id[at].tolist()))
+        at = kinds[_K_RECV]
+        made = [zip(repeat(_RECV), at.tolist(), slots(at, second), peer[at].tolist())]
+        at = kinds[_K_SEND]
+        direct, snapped = at[slot_id[at] < 0], at[slot_id[at] >= 0]     # from the piece, from its snapshot
+        made.append(zip(repeat(_SEND), direct.tolist(), pieces(direct, second), peer[direct].tolist()))
+        made.append(zip(repeat(_SEND), snapped.tolist(), slots(snapped, second), peer[snapped].tolist()))
+        at = kinds[_K_SNAP]
+        made.append(zip(repeat(_COPY), at.tolist(), slots(at, first), pieces(at, first)))
+        at = kinds[_K_LAND]
+        made.append([(_COPY, k, x, y) if f.op == "copy" else (_ADD, k, x, y) if f.coef == 1
+                     else (_AXPY, k, x, (y, f.coef))
+                     for k, x, y, f in zip(at.tolist(), pieces(at, first), slots(at, first),
+                                           map(flows.__getitem__, flow[at].tolist()))])
+        at = np.flatnonzero(~np.isin(kc, list(kinds)))   # scale (any other kind)
+        made.append(zip(repeat(_SCALE), at.tolist(), pieces(at, first),
+                        [local_ops[j].coef for j in local[at].tolist()]))
+        self.args = sorted(chain.from_iterable(made), key=second)     # op order: k is each tuple's second
 
     def events(self, order: list) -> list:
         """The recorded run `order` (StreamingExecutor._order: op k's start as k, a wait as its
@@ -184,12 +190,13 @@ class StreamingExecutor:
 
     def _bind(self, flat: torch.Tensor, key) -> _BoundProgram:
         ranges = piece_ranges(self.schedule.pieces, flat.numel())
-        fields = [c.tolist() for c in self._fields]
-        sizes = [0] * self.rp.n_slots
-        for slot, piece in zip(fields[2], fields[1]):
-            if slot >= 0:
-                lo, hi = ranges[piece]
-                sizes[slot] = max(sizes[slot], -(-(hi - lo) // ALIGN) * ALIGN)
+        fields = self._fields
+        piece, slot = fields[1], fields[2]
+        held = slot >= 0
+        aligned = -(-np.array([hi - lo for lo, hi in ranges], np.int64)[piece[held]] // ALIGN) * ALIGN
+        sizes = np.zeros(self.rp.n_slots, np.int64)
+        np.maximum.at(sizes, slot[held], aligned)      # each slot: its longest piece, aligned
+        sizes = sizes.tolist()
         offsets = [0, *accumulate(sizes)][:-1]
         skey = (flat.numel(), flat.dtype, flat.device)
         scratch = self._scratch.get(skey)
