@@ -20,13 +20,12 @@ from __future__ import annotations
 from collections import deque
 from operator import itemgetter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 
 if TYPE_CHECKING:
-
     import numpy as np
     import numpy.typing as npt
 
@@ -113,15 +112,20 @@ class RankProgram:
     @property
     def n_ops(self) -> int:
         """len(ops), without making the Op objects."""
-        return len(self._ops) if self._ops is not None else int(self._columns.kind.size)   # type: ignore[union-attr]
+        if self._ops is not None:
+            return len(self._ops)
+        assert self._columns is not None
+        return int(self._columns.kind.size)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RankProgram):
             return NotImplemented
-        return (self.rank, self.ops, self.peer_seq, self.n_slots) == (other.rank, other.ops, other.peer_seq, other.n_slots)
+        return ((self.rank, self.ops, self.peer_seq, self.n_slots)
+                == (other.rank, other.ops, other.peer_seq, other.n_slots))
 
     def __repr__(self) -> str:
-        return f"RankProgram(rank={self.rank}, ops={self.n_ops} ops, peers={len(self.peer_seq)}, n_slots={self.n_slots})"
+        return (f"RankProgram(rank={self.rank}, ops={self.n_ops} ops, peers={len(self.peer_seq)}, "
+                f"n_slots={self.n_slots})")
 
 
 @dataclass
@@ -171,7 +175,7 @@ class _Lowering:
         piece = np.empty(index.size, np.int64)
         piece[is_flow] = self.piece[index[is_flow]]
         piece[~is_flow] = self.lo_piece[index[~is_flow]]
-        peer: Any = np.zeros(index.size, np.int64)     # an array, then its list (None where no post)
+        peer = np.zeros(index.size, np.int64)
         peer[recvs] = src[index[recvs]]
         peer[sends] = dst[index[sends]]
         flow = np.where(is_flow, index, -1)
@@ -179,7 +183,7 @@ class _Lowering:
         peer[~(recvs | sends)] = -1                     # only posts have a peer
         users = np.concatenate([recv, snap])
         slot_of, n_slots = _color(self.starts[users], self.ends[users], users)
-        slot = np.full(index.size, -1, np.int64)        # a receive, its landing, a snapshot and its send: the flow's slot
+        slot = np.full(index.size, -1, np.int64)        # recv, land, snap, a snapshot's send: the flow's slot
         if users.size:
             of_flow = np.full(int(users.max()) + 1, -1, np.int64)
             of_flow[np.fromiter(slot_of, np.int64, len(slot_of))] = np.fromiter(slot_of.values(), np.int64, len(slot_of))
@@ -309,23 +313,28 @@ def _link(cols: ProgramColumns, window: int, starts: npt.NDArray[np.int64], ends
     sub: list[npt.NDArray[np.int64]] = []
     event: list[npt.NDArray[np.int64]] = []
 
-    def dep(at: npt.NDArray[np.int64], ev: npt.NDArray[np.int64], c: int, s: npt.NDArray[np.int64] | None = None) -> None:
+    def dep(at: npt.NDArray[np.int64], ev: npt.NDArray[np.int64], c: int,
+            s: npt.NDArray[np.int64] | None = None) -> None:
         owner.append(at)
         event.append(ev)
         cat.append(np.full(at.size, c, np.int64))
         sub.append(np.zeros(at.size, np.int64) if s is None else s)
 
-    def last_before(members: npt.NDArray[np.bool_], key: npt.NDArray[np.int64],
-                    value: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Per op, the largest value (≥ 0, increasing with the op) of an earlier member op with the same key; -1."""
-        order = np.lexsort((ops, key))
-        k = key[order]
+    def nearest(members: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], value: npt.NDArray[np.int64],
+                after: bool = False) -> npt.NDArray[np.int64]:
+        """Per op, the value of the nearest earlier (`after`: later) member op with the same key,
+        -1 where none; values are ≥ 0 and increase with the op."""
+        span = int(value.max(initial=0)) + 1
+        order = np.lexsort((-ops if after else ops, key))   # each key's ops in scan order
+        k, v = key[order], value[order]
+        if after:
+            v = span - 1 - v                            # increasing along the scan
         group = np.cumsum(np.concatenate([[True], k[1:] != k[:-1]])) if n else k
-        code = np.where(members[order], group * (2 * n + 2) + value[order], -1)
-        best = np.maximum.accumulate(code) if n else code
-        prev = np.concatenate([[-1], best[:-1]])
+        best = np.maximum.accumulate(np.where(members[order], group * span + v, -1)) if n else k
+        prev = np.concatenate([[-1], best[:-1]])[:n]    # the scan so far, this op left out
+        got = np.where((prev >= 0) & (prev // span == group), prev % span, -1)
         out = np.empty(n, np.int64)
-        out[order] = np.where((prev >= 0) & (prev // (2 * n + 2) == group), prev % (2 * n + 2), -1)
+        out[order] = np.where(got >= 0, span - 1 - got, -1) if after else got
         return out
 
     # the per-peer FIFO and window
@@ -353,7 +362,7 @@ def _link(cols: ProgramColumns, window: int, starts: npt.NDArray[np.int64], ends
         dep(b[keep], 2 * a[keep] + 1, 1)
     # slots: what last freed the slot (a landing's start, a send's completion from it)
     frees = land | (send & (slot >= 0))
-    freed = last_before(frees, slot, 2 * ops + send)
+    freed = nearest(frees, slot, 2 * ops + send)
     at = np.flatnonzero((recv | snap) & (freed >= 0))
     dep(at, freed[at], 0)
     # a send from a slot: its snapshot; a landing: its receive
@@ -367,19 +376,12 @@ def _link(cols: ProgramColumns, window: int, starts: npt.NDArray[np.int64], ends
     # pieces: the last earlier write (land, scale), and a write's reads since it
     writes = land | scale
     direct = send & (slot < 0)
-    wrote = last_before(writes, piece, ops)
+    wrote = nearest(writes, piece, ops)
     for members, c in ((direct, 0), (snap | land | scale, 1)):
         at = np.flatnonzero(members & (wrote >= 0))
         dep(at, 2 * wrote[at], c)
     reads = direct | snap
-    order = np.lexsort((-ops, piece))                   # each piece's ops, last first: the next write after a read
-    k = piece[order]
-    group = np.cumsum(np.concatenate([[True], k[1:] != k[:-1]])) if n else k
-    code = np.where(writes[order], group * (n + 1) + (n - ops[order]), -1)
-    best = np.maximum.accumulate(code) if n else code
-    prev = np.concatenate([[-1], best[:-1]])
-    nxt = np.empty(n, np.int64)
-    nxt[order] = np.where((prev >= 0) & (prev // (n + 1) == group), n - prev % (n + 1), -1)
+    nxt = nearest(writes, piece, ops, after=True)        # a read belongs to the piece's next write
     at = np.flatnonzero(reads & (nxt >= 0))
     dep(nxt[at], 2 * at + direct[at], 2, at)
     # one list, op by op, each op's deps in the order above
