@@ -42,7 +42,7 @@ import json
 import os
 import threading
 import time
-from itertools import accumulate, chain, repeat
+from itertools import accumulate
 from operator import itemgetter
 
 import numpy as np
@@ -101,23 +101,30 @@ class _BoundProgram:
 
         def slots(at, part):                        # the same of their slots
             return map(part, map(sv.__getitem__, slot_id[at].tolist()))
+        code = np.full(n, _SCALE, np.int64)         # any other kind: scale
+        x, y = np.empty(n, object), np.empty(n, object)
+
+        def put(at, c, xs, ys):                     # ops `at`: their code, x and y
+            code[at] = c
+            x[at] = np.fromiter(xs, object, at.size)
+            y[at] = np.fromiter(ys, object, at.size)
         at = kinds[_K_RECV]
-        made = [zip(repeat(_RECV), at.tolist(), slots(at, second), peer[at].tolist())]
+        put(at, _RECV, slots(at, second), peer[at].tolist())
         at = kinds[_K_SEND]
         direct, snapped = at[slot_id[at] < 0], at[slot_id[at] >= 0]     # from the piece, from its snapshot
-        made.append(zip(repeat(_SEND), direct.tolist(), pieces(direct, second), peer[direct].tolist()))
-        made.append(zip(repeat(_SEND), snapped.tolist(), slots(snapped, second), peer[snapped].tolist()))
+        put(direct, _SEND, pieces(direct, second), peer[direct].tolist())
+        put(snapped, _SEND, slots(snapped, second), peer[snapped].tolist())
         at = kinds[_K_SNAP]
-        made.append(zip(repeat(_COPY), at.tolist(), slots(at, first), pieces(at, first)))
+        put(at, _COPY, slots(at, first), pieces(at, first))
         at = kinds[_K_LAND]
-        made.append([(_COPY, k, x, y) if f.op == "copy" else (_ADD, k, x, y) if f.coef == 1
-                     else (_AXPY, k, x, (y, f.coef))
-                     for k, x, y, f in zip(at.tolist(), pieces(at, first), slots(at, first),
-                                           map(flows.__getitem__, flow[at].tolist()))])
+        land = [(f.op, f.coef) for f in map(flows.__getitem__, flow[at].tolist())]
+        c = np.array([_COPY if o == "copy" else _ADD if k == 1 else _AXPY for o, k in land], np.int64)
+        put(at, _ADD, pieces(at, first), (s if cc != _AXPY else (s, k)
+                                          for s, cc, (_, k) in zip(slots(at, first), c.tolist(), land)))
+        code[at] = c
         at = np.flatnonzero(~np.isin(kc, list(kinds)))   # scale (any other kind)
-        made.append(zip(repeat(_SCALE), at.tolist(), pieces(at, first),
-                        [local_ops[j].coef for j in local[at].tolist()]))
-        self.args = sorted(chain.from_iterable(made), key=second)     # op order: k is each tuple's second
+        put(at, _SCALE, pieces(at, first), [local_ops[j].coef for j in local[at].tolist()])
+        self.args = list(zip(code.tolist(), range(n), x.tolist(), y.tolist()))   # made in op order
 
     def events(self, order: list) -> list:
         """The recorded run `order` (StreamingExecutor._order: op k's start as k, a wait as its
