@@ -415,16 +415,17 @@ def _rank_part_checked(gen, body: dict, rank: int) -> Schedule:
     numerics = {(num["dtype"], bool(num["allow_worse"])): num["message"]} if num else {}
     if body.get("streaming") == PER_RANK:           # no instance proof: this rank's program, checked here
         from optcc.timing import IntegerTimes
-        from verifier.streaming_local import check_rank_program
+        from verifier.streaming_local import OpColumns, check_rank_program
         grid = IntegerTimes(part, starts=(flows.start.tolist(), flows.scale))   # the part's starts, as built
         for record in body.get("programs", ()):
             window, recv_order = record["window"], bool(record["recv_order"])
             rp = rank_program(part, rank, window, recv_order, grid=grid)
-            cx = check_rank_program(part, rp, window, grid)
+            cols = OpColumns.of(rp)                  # the lowering's columns: no Op objects are made
+            cx = check_rank_program(part, rp, window, grid, cols)
             if cx is not None:
                 raise OptccError("runner", f"rank {rank}'s streaming program fails the per-rank check "
                                            f"({cx['kind']}: {cx['message']}); refusing to run it")
-            _STORE.built[(id(part), window, recv_order)] = (part, rp)
+            _STORE.built[(id(part), window, recv_order)] = (part, rp, cols)    # the executor runs these columns
     else:
         sha = part.sha256()
         for record in body.get("programs", ()):
@@ -467,6 +468,17 @@ def built_program(part: Schedule, window: int, recv_order: bool):
     executor takes it instead of lowering the part a second time."""
     got = _STORE.built.get((id(part), window, bool(recv_order)))
     return got[1] if got is not None and got[0] is part else None
+
+
+def built_columns(part: Schedule, rp, window: int, recv_order: bool):
+    """The columns L1-L5 read when generated_rank_schedule checked `rp` for this part
+    (verifier.streaming_local.OpColumns), handed over once, or None: the executor runs them."""
+    key = (id(part), window, bool(recv_order))
+    got = _STORE.built.get(key)
+    if got is None or got[0] is not part or got[1] is not rp or got[2] is None:
+        return None
+    _STORE.built[key] = (part, rp, None)            # not kept beside the executor's own (memory)
+    return got[2]
 
 
 def accept_generator(gen) -> str:

@@ -42,17 +42,19 @@ import json
 import os
 import threading
 import time
-from itertools import accumulate, chain, repeat
-from operator import attrgetter, itemgetter
+from itertools import accumulate
+from operator import itemgetter
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 from gpu_runner.executor import RunnerError, _flat
-from gpu_runner.proof import check_proved_program, gate, gc_paused, rank_program_of
+from gpu_runner.proof import built_columns, check_proved_program, gate, gc_paused, rank_program_of
 from optcc.errors import OptccError
 from optcc.lowering.step import ALIGN, piece_ranges
 from optcc.lowering.streaming import DEFAULT_WINDOW, StreamingProgram
+from verifier.streaming_local import LAND as _K_LAND, RECV as _K_RECV, SEND as _K_SEND, SNAP as _K_SNAP, OpColumns
 
 POLL_S = 20e-6     # NCCL: is_completed() poll period of the post waited on (its wait() does not block the CPU)
 EXIT_JOIN_S = 30.0  # policy (not from the paper): how long interpreter exit waits for a run to end (the DDP hook)
@@ -69,48 +71,60 @@ class _BoundProgram:
     writes and reads (a post: the one-tensor list the process group's send/recv take and the
     peer's schedule rank; an axpy's y: its source and coefficient), and the list that holds each
     post's Work while it is in flight. One view (and list) per piece and per scratch slot and
-    length, shared by the ops that touch it, not one per op."""
+    length, shared by the ops that touch it, not one per op. `fields`: the ops' columns (kind
+    code of verifier.streaming_local, piece, slot or -1, peer, flow, local op); the tuples are
+    made kind by kind from them (no Python branch per op), then put in op order."""
 
-    def __init__(self, schedule, rp, flat, scratch, offsets, ranges):
+    def __init__(self, schedule, fields, flat, scratch, offsets, ranges):
         flows, local_ops = schedule.flows, schedule.local_ops
+        kc, piece, slot, peer, flow, local = fields
+        n = kc.size
         self.flat = flat
-        self.works: list = [None] * len(rp.ops)
+        self.works: list = [None] * n
         self._events: tuple | None = None    # (order, the events) of the last events() call
-        pieces: dict = {}                    # piece -> (its view, [its view], its length)
-        slots: dict = {}                     # (slot, length) -> (the slot's view, [it])
-        args = self.args = []
-        add = args.append
-        ops = rp.ops
-        views = flat.split([hi - lo for lo, hi in ranges])     # every piece's view in one call (ranges tile flat)
-        for k, kind, piece, slot, peer, flow, local in zip(
-                range(len(ops)), *(map(attrgetter(f), ops) for f in ("kind", "piece", "slot", "peer", "flow", "local"))):
-            x = pieces.get(piece)
-            if x is None:
-                lo, hi = ranges[piece]
-                v = views[piece]
-                x = pieces[piece] = (v, [v], hi - lo)
-            s = None
-            if slot is not None:
-                s = slots.get((slot, x[2]))
-                if s is None:
-                    v = scratch[offsets[slot]:offsets[slot] + x[2]]
-                    s = slots[(slot, x[2])] = (v, [v])
-            if kind == "recv":
-                add((_RECV, k, s[1], peer))
-            elif kind == "send":
-                add((_SEND, k, x[1] if s is None else s[1], peer))
-            elif kind == "snap":
-                add((_COPY, k, s[0], x[0]))
-            elif kind == "land":
-                f = flows[flow]
-                if f.op == "copy":
-                    add((_COPY, k, x[0], s[0]))
-                elif f.coef == 1:
-                    add((_ADD, k, x[0], s[0]))
-                else:
-                    add((_AXPY, k, x[0], (s[0], f.coef)))
-            else:
-                add((_SCALE, k, x[0], local_ops[local].coef))
+        lens = [hi - lo for lo, hi in ranges]
+        pv = [(v, [v]) for v in flat.split(lens)]      # every piece's view in one call (ranges tile flat)
+        op_len = np.array(lens, np.int64)[piece] if n else np.zeros(0, np.int64)
+        held = slot >= 0
+        wide = int(op_len.max(initial=0)) + 1
+        keys, sid = np.unique(slot[held].astype(np.int64) * wide + op_len[held], return_inverse=True)
+        sv = [(v, [v]) for v in (scratch[offsets[k // wide]:offsets[k // wide] + k % wide] for k in keys.tolist())]
+        slot_id = np.full(n, -1, np.int64)            # each op's (slot, length) view, as its place in sv
+        slot_id[held] = sid
+        kinds = {k: np.flatnonzero(kc == k) for k in (_K_RECV, _K_SEND, _K_SNAP, _K_LAND)}
+        if (slot_id[np.concatenate([kinds[_K_RECV], kinds[_K_SNAP], kinds[_K_LAND]])] < 0).any():
+            raise OptccError("program", "a receive, snapshot or landing without a slot")
+        first, second = itemgetter(0), itemgetter(1)
+
+        def pieces(at, part):                       # the piece views (part 0) or lists (part 1) of ops `at`
+            return map(part, map(pv.__getitem__, piece[at].tolist()))
+
+        def slots(at, part):                        # the same of their slots
+            return map(part, map(sv.__getitem__, slot_id[at].tolist()))
+        code = np.full(n, _SCALE, np.int64)         # any other kind: scale
+        x, y = np.empty(n, object), np.empty(n, object)
+
+        def put(at, c, xs, ys):                     # ops `at`: their code, x and y
+            code[at] = c
+            x[at] = np.fromiter(xs, object, at.size)
+            y[at] = np.fromiter(ys, object, at.size)
+        at = kinds[_K_RECV]
+        put(at, _RECV, slots(at, second), peer[at].tolist())
+        at = kinds[_K_SEND]
+        direct, snapped = at[slot_id[at] < 0], at[slot_id[at] >= 0]     # from the piece, from its snapshot
+        put(direct, _SEND, pieces(direct, second), peer[direct].tolist())
+        put(snapped, _SEND, slots(snapped, second), peer[snapped].tolist())
+        at = kinds[_K_SNAP]
+        put(at, _COPY, slots(at, first), pieces(at, first))
+        at = kinds[_K_LAND]
+        land = [(f.op, f.coef) for f in map(flows.__getitem__, flow[at].tolist())]
+        c = np.array([_COPY if o == "copy" else _ADD if k == 1 else _AXPY for o, k in land], np.int64)
+        put(at, _ADD, pieces(at, first), (s if cc != _AXPY else (s, k)
+                                          for s, cc, (_, k) in zip(slots(at, first), c.tolist(), land)))
+        code[at] = c
+        at = np.flatnonzero(~np.isin(kc, list(kinds)))   # scale (any other kind)
+        put(at, _SCALE, pieces(at, first), [local_ops[j].coef for j in local[at].tolist()])
+        self.args = list(zip(code.tolist(), range(n), x.tolist(), y.tolist()))   # made in op order
 
     def events(self, order: list) -> list:
         """The recorded run `order` (StreamingExecutor._order: op k's start as k, a wait as its
@@ -148,7 +162,17 @@ class StreamingExecutor:
         self.window, self.recv_order = window, recv_order
         self.rp = rp
         with gc_paused():
-            self._after_s, self._after_c, self._ndeps, self._start = _dependents(rp.ops, rank)
+            cols = built_columns(schedule, rp, window, recv_order)    # what L1-L5 read, where it ran here
+            if cols is None:
+                cols = OpColumns.of(rp)
+                if any(c.any() for c in (cols.piece_odd, cols.flow_odd, cols.peer_odd, cols.slot_odd,
+                                         cols.local_odd, cols.dep_m_odd)):
+                    raise OptccError("program", f"rank {rank}'s program has a field that is neither an integer nor None")
+            self._after_s, self._after_c, self._ndeps, self._start = _dependents(cols, rank)
+            # what binding reads, op by op (kind code, piece, slot or -1, peer, flow, local op); compact
+            self._fields = tuple(map(_compact, (cols.kc, cols.piece, np.where(cols.slot_none, -1, cols.slot),
+                                                cols.peer, cols.flow, cols.local)))
+            del cols
         self._route = None                  # (process group, nccl, group rank per schedule rank)
         self._running = threading.Lock()    # held by run(); close() waits for it
         self._failed = False                # a run raised: works may still be in flight
@@ -173,11 +197,13 @@ class StreamingExecutor:
 
     def _bind(self, flat: torch.Tensor, key) -> _BoundProgram:
         ranges = piece_ranges(self.schedule.pieces, flat.numel())
-        sizes = [0] * self.rp.n_slots
-        for slot, piece in zip(map(attrgetter("slot"), self.rp.ops), map(attrgetter("piece"), self.rp.ops)):
-            if slot is not None:
-                lo, hi = ranges[piece]
-                sizes[slot] = max(sizes[slot], -(-(hi - lo) // ALIGN) * ALIGN)
+        fields = self._fields
+        piece, slot = fields[1], fields[2]
+        held = slot >= 0
+        aligned = -(-np.array([hi - lo for lo, hi in ranges], np.int64)[piece[held]] // ALIGN) * ALIGN
+        sizes = np.zeros(self.rp.n_slots, np.int64)
+        np.maximum.at(sizes, slot[held], aligned)      # each slot: its longest piece, aligned
+        sizes = sizes.tolist()
         offsets = [0, *accumulate(sizes)][:-1]
         skey = (flat.numel(), flat.dtype, flat.device)
         scratch = self._scratch.get(skey)
@@ -185,7 +211,7 @@ class StreamingExecutor:
             scratch = self._scratch[skey] = torch.empty(max(sum(sizes), 1), dtype=flat.dtype, device=flat.device)
         if len(self._bound) > 8:
             self._bound.clear()
-        bound = self._bound[key] = _BoundProgram(self.schedule, self.rp, flat, scratch, offsets, ranges)
+        bound = self._bound[key] = _BoundProgram(self.schedule, fields, flat, scratch, offsets, ranges)
         return bound
 
     def _routes(self):
@@ -381,20 +407,21 @@ def _peer_failure(ex: StreamingExecutor, k: int, e: BaseException) -> RunnerErro
     return RunnerError(f"peer failure while waiting for {ex._what(k)}: {first}")
 
 
-def _dependents(ops, rank: int) -> tuple[tuple, tuple, list, list]:
+def _compact(col):
+    """An int64 column as int32 where every value fits (half the memory the executor keeps)."""
+    i32 = np.iinfo(np.int32)
+    return col.astype(np.int32) if not col.size or (i32.min <= col.min() and col.max() <= i32.max) else col
+
+
+def _dependents(cols, rank: int) -> tuple[tuple, tuple, list, list]:
     """(dependents of each op's start S, of its completion C, each op's number of dependencies,
     the ops with none in index order), the dependents as tuples of op indices in index order
-    (the shared empty tuple where none). OptccError
-    "program" where a dependency names a later op: the wait-lowest-post rule's liveness needs
-    every one earlier (module docstring)."""
-    import numpy as np
-    n = len(ops)
-    deps = list(map(attrgetter("deps"), ops))
-    ndeps = list(map(len, deps))
-    flat = list(chain.from_iterable(deps))
-    on = np.fromiter(map(itemgetter(0), flat), np.int64, len(flat))
-    by = np.repeat(np.arange(n, dtype=np.int64), ndeps)
-    completion = np.fromiter(map({"C": True}.get, map(itemgetter(1), flat), repeat(False)), bool, len(flat))
+    (the shared empty tuple where none), from the ops' columns (verifier.streaming_local.OpColumns).
+    OptccError "program" where a dependency names a later op: the wait-lowest-post rule's
+    liveness needs every one earlier (module docstring)."""
+    n = cols.n
+    on, by, completion = cols.dep_m, cols.dep_owner, cols.dep_C
+    ndeps = cols.dep_count.tolist()
     later = np.flatnonzero(on >= by)
     if later.size:
         i = int(later[0])

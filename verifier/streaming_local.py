@@ -32,8 +32,9 @@ property streaming_order of prove-all, verifier/parametric/streaming_order.py):
      edges all increase one key has no cycle.
 
 The check runs on numpy columns of the rank's ops (kind, piece, flow, peer, slot, local op,
-dependencies) and of the schedule's flows: one Python pass reads the ops' fields, the conditions
-are array operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
+dependencies; OpColumns: the lowering's own columns where no one read the program's ops, else
+one Python pass over the ops' fields) and of the schedule's flows; the conditions are array
+operations on them (not a loop per op and per query). Its happens-before queries (L3, L4) are first answered by the direct edges
 (an op's own dependency, a post's start, the previous post's completion), all at once; only the
 queries no direct edge answers are searched on the rank's edges. Failures are reported in the
 order the conditions and ops are listed above: the first failing op, flow, peer or buffer item.
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 SEND, SNAP, RECV, LAND, SCALE = range(5)          # op kind codes
 _KIND = {"send": SEND, "snap": SNAP, "recv": RECV, "land": LAND, "scale": SCALE}
 _CLASS = np.array([3, 2, 3, 0, 1])                 # κ's class per kind code (module docstring)
+_FROM_KINDS = np.array([RECV, SEND, SNAP, LAND, SCALE])   # optcc.lowering.streaming.KINDS index -> kind code
 _NONE = type(None)
 _EVENT = {"S": 0, "C": 1}                          # a dependency's event: start, completion
 _ROW = 16                                          # derived: at most this many deps per op, a table of rows; else a sort
@@ -140,31 +142,46 @@ def _times(grid: IntegerTimes) -> tuple[Ints, ...]:
         return tuple(np.array([rank[v] for v in x], dtype=np.int64) for x in (grid.starts, grid.ends, grid.op_times))
 
 
-class _Program:
-    """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
+class OpColumns:
+    """The fields of a rank's ops as numpy columns (0 where None or odd, with masks), and their
+    dependencies flattened op by op: what L1-L5 read, and what the executor runs where its rank
+    checked the program (gpu_runner.proof keeps them beside the program it checked)."""
 
-    # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
-    fi: Ints
-    is_scale: Bools
-    krank: Ints
-    K: Ints
-    prev_post: Ints
-    _direct: tuple[str, Ints | None] | None
-    _graph: tuple[list[int], list[int], list[int]] | None
+    @classmethod
+    def of(cls, rp: RankProgram) -> OpColumns:
+        """rp's columns: the lowering's own (optcc.lowering.streaming.ProgramColumns) while no one
+        has read its ops, else read from its ops."""
+        pc = rp.columns
+        if pc is None:
+            return cls(rp.ops)
+        self = cls.__new__(cls)
+        self.n = n = int(pc.kind.size)
+        self.kc = _FROM_KINDS[pc.kind]
+        for name in ("piece", "flow", "peer", "slot", "local"):
+            col = getattr(pc, name)
+            none = col < 0                              # -1: None
+            setattr(self, name, np.where(none, 0, col))
+            setattr(self, name + "_none", none)
+            setattr(self, name + "_odd", np.zeros(n, bool))
+        self.dep_count = np.diff(pc.bounds)
+        self.dep_m = pc.events >> 1
+        self.dep_m_odd = np.zeros(pc.events.size, bool)
+        self.dep_C = (pc.events & 1).astype(bool)
+        self.dep_S = ~self.dep_C
+        self.dep_owner = np.repeat(np.arange(n), self.dep_count)
+        return self
 
-    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes) -> None:
-        ops = rp.ops
-        self.ops: list[Op] = ops
-        self.n = len(ops)
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.n = n = len(ops)
         fields = ("kind", "piece", "flow", "peer", "slot", "local", "deps")     # one list per field
         kind, piece, flow, peer, slot, local, deps = (list(map(attrgetter(f), ops)) for f in fields)
-        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, self.n)
+        self.kc = np.fromiter(map(_KIND.get, kind, repeat(-1)), np.int64, n)
         self.piece, self.piece_none, self.piece_odd = _ints(piece)
         self.flow, self.flow_none, self.flow_odd = _ints(flow, exact_int=True)
         self.peer, self.peer_none, self.peer_odd = _ints(peer)
         self.slot, self.slot_none, self.slot_odd = _ints(slot)
         self.local, self.local_none, self.local_odd = _ints(local)
-        self.dep_count = np.fromiter(map(len, deps), np.int64, self.n)
+        self.dep_count = np.fromiter(map(len, deps), np.int64, n)
         flat = list(chain.from_iterable(deps))                    # (m, ev) pairs, op by op
         nd = len(flat)
         dep_m = list(map(itemgetter(0), flat))
@@ -181,7 +198,36 @@ class _Program:
         del dep_m
         ev = np.fromiter(map(_EVENT.get, map(itemgetter(1), flat), repeat(2)), np.int64, nd)
         self.dep_S, self.dep_C = ev == 0, ev == 1
-        self.dep_owner = np.repeat(np.arange(self.n), self.dep_count)
+        self.dep_owner = np.repeat(np.arange(n), self.dep_count)
+
+
+class _Program:
+    """The columns of one rank's program and of the schedule's flows that L1-L5 read."""
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.rp.ops
+
+    # set by the conditions as they run (_structure, _order, _pairs_and_hazards, _before_chunk)
+    fi: Ints
+    is_scale: Bools
+    krank: Ints
+    K: Ints
+    prev_post: Ints
+    _direct: tuple[str, Ints | None] | None
+    _graph: tuple[list[int], list[int], list[int]] | None
+
+    def __init__(self, schedule: Schedule, rp: RankProgram, grid: IntegerTimes, c: OpColumns) -> None:
+        self.rp = rp                             # its ops are read only to word a failure (made then)
+        self.n = c.n
+        self.kc = c.kc
+        self.piece, self.piece_none, self.piece_odd = c.piece, c.piece_none, c.piece_odd
+        self.flow, self.flow_none, self.flow_odd = c.flow, c.flow_none, c.flow_odd
+        self.peer, self.peer_none, self.peer_odd = c.peer, c.peer_none, c.peer_odd
+        self.slot, self.slot_none, self.slot_odd = c.slot, c.slot_none, c.slot_odd
+        self.local, self.local_none, self.local_odd = c.local, c.local_none, c.local_odd
+        self.dep_count, self.dep_m, self.dep_m_odd = c.dep_count, c.dep_m, c.dep_m_odd
+        self.dep_S, self.dep_C, self.dep_owner = c.dep_S, c.dep_C, c.dep_owner
         self.flows: list[Flow] = schedule.flows
         flows = self.flows
         self.nf = len(flows)
@@ -195,18 +241,19 @@ class _Program:
 
 
 def check_rank_program(schedule: Schedule, rp: RankProgram, window: int, grid: IntegerTimes | None = None,
-                       ) -> dict[str, Any] | None:
+                       cols: OpColumns | None = None) -> dict[str, Any] | None:
     """None if rank rp.rank's program passes L1-L5 on `schedule` (the rank's flows, or more),
-    else a counterexample dict (the condition, the rank, a message)."""
+    else a counterexample dict (the condition, the rank, a message). `cols`: OpColumns.of(rp),
+    where the caller keeps them (made here otherwise)."""
     grid = grid or IntegerTimes(schedule)             # times as integers on one grid: the same order
-    P = _Program(schedule, rp, grid)
+    P = _Program(schedule, rp, grid, OpColumns.of(rp) if cols is None else cols)
     return _structure(P, rp.rank) or _order(P, rp.rank) or _pairs_and_hazards(P, rp, window)
 
 
 def _structure(P: _Program, r: int) -> dict[str, Any] | None:
     """L1 and L5: every op is one of r's flows' (or local ops') at the right end, once; every flow
     of r has its ops, a snapshot send its snapshot, a receive and its landing one slot."""
-    kc, ops, nf, nl = P.kc, P.ops, P.nf, P.nl
+    kc, nf, nl = P.kc, P.nf, P.nl
     is_scale = kc == SCALE
     odd = P.piece_odd | P.peer_odd | P.slot_odd | P.local_odd | (P.flow_odd & ~is_scale)
     # scale ops
@@ -227,7 +274,7 @@ def _structure(P: _Program, r: int) -> dict[str, Any] | None:
                             | ((kc == RECV) & (peer_bad | (P.peer != fsrc))))
     n = _first(bad_scale | bad_flow | odd)
     if n >= 0:
-        op = ops[n]
+        op = P.ops[n]
         if odd[n] and not (bad_scale[n] or bad_flow[n]):
             return _fail("structure", r, f"op {n} ({op.kind}): a field is neither an integer nor None")
         if is_scale[n]:
@@ -258,7 +305,7 @@ def _structure(P: _Program, r: int) -> dict[str, Any] | None:
         if no_send[i]:
             return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no send on rank {r}")
         if no_snap[i]:
-            return _fail("structure", r, f"flows[{i}]: sent from slot {ops[send_at[i]].slot} that no snapshot fills")
+            return _fail("structure", r, f"flows[{i}]: sent from slot {P.ops[send_at[i]].slot} that no snapshot fills")
         if no_recv[i] or no_land[i]:
             kind = "recv" if no_recv[i] else "land"
             return _fail("structure", r, f"flows[{i}] {f.src}->{f.dst} has no {kind} on rank {r}")

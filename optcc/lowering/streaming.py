@@ -1,5 +1,8 @@
-"""The streaming runner's per-rank programs (pure Python; numel-independent, pieces and slots
-are abstract buffers).
+"""The streaming runner's per-rank programs (numpy; numel-independent, pieces and slots are
+abstract buffers). A rank's program is written as columns (ProgramColumns, one array per op
+field, the deps as event codes), the form the per-rank check and the executor read; its Op
+objects are made only where something reads RankProgram.ops (the whole-program proofs, digests,
+tests).
 
 Each rank runs the ops `streaming_program` builds: `recv` (post irecv into a scratch slot),
 `send` (post isend of the piece, or of its snapshot slot), `snap` (copy the piece into a slot),
@@ -14,18 +17,15 @@ in flight. verifier.streaming proves every interleaving of these programs safe (
 """
 from __future__ import annotations
 
-from collections import defaultdict, deque
-from itertools import repeat
+from collections import deque
 from operator import itemgetter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optcc.errors import OptccError
 from optcc.timing import IntegerTimes
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import numpy as np
     import numpy.typing as npt
 
@@ -51,11 +51,81 @@ class Op:
 
 
 @dataclass
+class ProgramColumns:
+    """A rank's ops as the lowering writes them, one int64 column per field, -1 for None:
+    `kind` (the index in KINDS), piece, flow, peer, slot, local; each op's deps as events
+    (2·op, + 1 for its completion "C"), op n's at events[bounds[n]:bounds[n + 1]] in order.
+    The per-rank check (verifier.streaming_local) and the executor read these; Op objects are
+    made from them only where a caller reads RankProgram.ops."""
+
+    kind: npt.NDArray[np.int64]
+    piece: npt.NDArray[np.int64]
+    flow: npt.NDArray[np.int64]
+    peer: npt.NDArray[np.int64]
+    slot: npt.NDArray[np.int64]
+    local: npt.NDArray[np.int64]
+    events: npt.NDArray[np.int64]
+    bounds: npt.NDArray[np.int64]
+
+    def ops(self) -> list[Op]:
+        """The Op objects, field for field."""
+        def opt(col: npt.NDArray[np.int64]) -> list[int | None]:
+            return [None if v < 0 else v for v in col.tolist()]
+        ev = self.events
+        pairs = list(zip((ev >> 1).tolist(), map(("S", "C").__getitem__, (ev & 1).tolist())))
+        b = self.bounds.tolist()
+        deps = list(map(pairs.__getitem__, map(slice, b[:-1], b[1:])))      # a list's slice: a new list
+        return list(map(Op, map(KINDS.__getitem__, self.kind.tolist()), self.piece.tolist(), opt(self.flow),
+                        opt(self.peer), opt(self.slot), opt(self.local), deps))
+
+
 class RankProgram:
-    rank: int
-    ops: list[Op]                  # in priority order (schedule order); the runner prefers low indices
-    peer_seq: dict[int, list[int]]  # peer -> op indices of its posts, in posting order
-    n_slots: int
+    """One rank's program: `ops` in priority order (schedule order; the runner prefers low
+    indices), `peer_seq` (peer -> op indices of its posts, in posting order), `n_slots`. The
+    lowering gives it as ProgramColumns; its Op objects (10⁵-10⁶ per rank at scale) are made on
+    the first read of `ops`, and from then on the ops are the program (a caller may edit them)
+    and `columns` is None."""
+
+    def __init__(self, rank: int, ops: list[Op] | None, peer_seq: dict[int, list[int]], n_slots: int,
+                 columns: ProgramColumns | None = None) -> None:
+        if (ops is None) == (columns is None):
+            raise ValueError("a RankProgram is given its ops or its columns")
+        self.rank, self.peer_seq, self.n_slots = rank, peer_seq, n_slots
+        self._ops, self._columns = ops, columns
+
+    @property
+    def ops(self) -> list[Op]:
+        if self._ops is None:
+            assert self._columns is not None
+            self._ops, self._columns = self._columns.ops(), None
+        return self._ops
+
+    @ops.setter
+    def ops(self, ops: list[Op]) -> None:
+        self._ops, self._columns = ops, None
+
+    @property
+    def columns(self) -> ProgramColumns | None:
+        """The lowering's columns while no one has read `ops` (then they are the program), else None."""
+        return self._columns
+
+    @property
+    def n_ops(self) -> int:
+        """len(ops), without making the Op objects."""
+        if self._ops is not None:
+            return len(self._ops)
+        assert self._columns is not None
+        return int(self._columns.kind.size)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RankProgram):
+            return NotImplemented
+        return ((self.rank, self.ops, self.peer_seq, self.n_slots)
+                == (other.rank, other.ops, other.peer_seq, other.n_slots))
+
+    def __repr__(self) -> str:
+        return (f"RankProgram(rank={self.rank}, ops={self.n_ops} ops, peers={len(self.peer_seq)}, "
+                f"n_slots={self.n_slots})")
 
 
 @dataclass
@@ -88,7 +158,7 @@ class _Lowering:
         """Rank r's ops sorted by (time, class, posting position): a receive and a send at the
         flow's start (3), a snapshot then (2), a landing at its end (0), a local op at its time (1)."""
         import numpy as np
-        grid, src, dst = self.grid, self.src, self.dst
+        src, dst = self.src, self.dst
         recv = np.flatnonzero(dst == r)
         send = np.flatnonzero((src == r) & (dst != r))
         snap = send[self._snapshotted(r, send, recv)]
@@ -105,22 +175,29 @@ class _Lowering:
         piece = np.empty(index.size, np.int64)
         piece[is_flow] = self.piece[index[is_flow]]
         piece[~is_flow] = self.lo_piece[index[~is_flow]]
-        peer: Any = np.zeros(index.size, np.int64)     # an array, then its list (None where no post)
+        peer = np.zeros(index.size, np.int64)
         peer[recvs] = src[index[recvs]]
         peer[sends] = dst[index[sends]]
-        flow: list[int | None] = index.tolist()
-        peer = peer.tolist()
-        local: list[int | None] = [None] * index.size
-        for n in np.flatnonzero(~is_flow).tolist():     # a local op: its index as `local`, no flow
-            local[n], flow[n] = flow[n], None
-        for n in np.flatnonzero(~(recvs | sends)).tolist():
-            peer[n] = None                              # only posts have a peer
-        names = ("recv", "send", "snap", "land", "scale")
-        ops = list(map(Op, [names[k] for k in kinds.tolist()], piece.tolist(), flow, peer, repeat(None), local))
+        flow = np.where(is_flow, index, -1)
+        local = np.where(is_flow, -1, index)
+        peer[~(recvs | sends)] = -1                     # only posts have a peer
         users = np.concatenate([recv, snap])
         slot_of, n_slots = _color(self.starts[users], self.ends[users], users)
-        times = (grid.starts, grid.ends, self.links) if port_order or recv_order else None
-        return _link(r, ops, slot_of, n_slots, window, times, recv_order, port_order)
+        slot = np.full(index.size, -1, np.int64)        # recv, land, snap, a snapshot's send: the flow's slot
+        if users.size:
+            of_flow = np.full(int(users.max()) + 1, -1, np.int64)
+            of_flow[np.fromiter(slot_of, np.int64, len(slot_of))] = np.fromiter(slot_of.values(), np.int64, len(slot_of))
+            held = is_flow & (index <= int(users.max()))
+            slot[held] = of_flow[index[held]]
+        cols = ProgramColumns(kinds, piece, flow, peer, slot, local, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        links = None
+        if port_order or recv_order:
+            names = [self.links[i] for i in index[is_flow].tolist()]     # each op's link, as a small int code
+            links = np.full(index.size, -1, np.int64)
+            if names:
+                _, links[is_flow] = np.unique(np.array(names), return_inverse=True)
+        peer_seq = _link(cols, window, self.starts, self.ends, links, port_order, recv_order)
+        return RankProgram(r, None, peer_seq, n_slots, cols)
 
     def _snapshotted(self, r: int, send: npt.NDArray[np.int64], recv: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
         """Which of r's sends are snapshotted: the step runner's rule too (optcc.lowering.step),
@@ -203,98 +280,113 @@ def _color(starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], users: np
     return slot_of, n
 
 
-def _link(rank: int, ops: list[Op], slot_of: dict[int, int], n_slots: int, window: int,
-          times: tuple[Sequence[int], Sequence[int], Sequence[str]] | None = None, recv_order: bool = False,
-          port_order: bool = True) -> RankProgram:
-    """Fill in slots and deps, walking the ops in schedule order. With `times` (the grid's flow
-    starts, ends and links), a send to another peer than the rank's previous send on the same link
-    also waits for that send's completion when the schedule ends it by this one's start. On a
-    port whose flows run one at a time (unit rates) this orders every send after the completion of
-    every earlier one to another peer (by induction, with the per-peer FIFO), so the port carries
-    the schedule's flows in turn instead of sharing its bandwidth between peers; flows the
-    schedule runs concurrently stay unordered. With `recv_order` receives follow the same rule
-    (a receive from another peer is posted only once the previous one on the link completed), so
-    no sender starts before the schedule's previous sender into this port has finished: one
-    rendezvous round trip per change of sender, against bandwidth shared between two senders
-    (worth it once a message's wire time is several round trips; docs/gpu_runner.md)."""
-    last_write: dict[int, int] = {}
-    last_send: dict[str, int] = {}                  # link -> the rank's latest send on it so far
-    last_recv: dict[str, int] = {}                  # link -> its latest receive (recv_order)
-    reads: dict[int, list[Event]] = defaultdict(list)
-    slot_done: dict[int, Event] = {}                # slot -> (op, event) that frees it
-    peer_seq: dict[int, list[int]] = defaultdict(list)
-    recv_at: dict[int, int] = {}
-    snap_at: dict[int, int] = {}
-    starts: Any                                     # read only with port_order / recv_order (times given)
-    ends: Any
-    links: Any
-    starts, ends, links = times if times is not None else (None, None, None)
-    port_order = port_order and times is not None
-    recv_order = recv_order and times is not None
-    slot: int | None
+def _link(cols: ProgramColumns, window: int, starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64],
+          links: npt.NDArray[np.int64] | None, port_order: bool, recv_order: bool) -> dict[int, list[int]]:
+    """Fill in cols.events and cols.bounds (the deps) and return the per-peer posting lists. The
+    rules, for op n in schedule order (the ops before it are "earlier"):
+      recv: the event that last freed its slot (an earlier landing's start, or an earlier send
+            from the slot's completion); with recv_order the previous receive on its link; the FIFO
+      send: from the piece, the piece's last earlier write (start); from a slot, its flow's
+            snapshot (start); with port_order the previous send on its link; the FIFO
+      snap: the event that last freed its slot; the piece's last earlier write
+      land: its receive's completion; the piece's last earlier write; then every read of the
+            piece since that write, in order (a snapshot's start, a send's completion)
+      scale: the piece's last earlier write; every read since it, in order
+    The FIFO: the start of the previous post with the same peer and the completion of the
+    window-th previous. "The previous on its link" (port order, recv order): a dependency on its
+    completion where the peers differ and the schedule ends it by this op's flow's start. On a
+    port whose flows run one at a time (unit rates) this orders every send after the completion
+    of every earlier one to another peer (by induction, with the per-peer FIFO), so the port
+    carries the schedule's flows in turn instead of sharing its bandwidth between peers; flows
+    the schedule runs concurrently stay unordered. With `recv_order` receives follow the same
+    rule, so no sender starts before the schedule's previous sender into this port has finished:
+    one rendezvous round trip per change of sender, against bandwidth shared between two senders
+    (worth it once a message's wire time is several round trips; docs/gpu_runner.md). Each rule
+    is one array pass over the ops (grouped by peer, link, piece or slot), not a loop per op."""
+    import numpy as np
+    kind, piece, flow, peer, slot = cols.kind, cols.piece, cols.flow, cols.peer, cols.slot
+    n = kind.size
+    ops = np.arange(n, dtype=np.int64)
+    recv, send, snap, land, scale = (kind == k for k in range(5))
+    owner: list[npt.NDArray[np.int64]] = []             # per dependency: its op, its place (cat, sub), the event
+    cat: list[int | npt.NDArray[np.int64]] = []
+    sub: list[npt.NDArray[np.int64]] = []
+    event: list[npt.NDArray[np.int64]] = []
 
-    for n, op in enumerate(ops):
-        deps, kind, i = op.deps, op.kind, op.flow
-        if kind == "recv":
-            assert i is not None and op.peer is not None    # a post has its flow and peer
-            op.slot = slot = slot_of[i]
-            if slot in slot_done:
-                deps.append(slot_done[slot])
-            if recv_order:
-                prev = last_recv.get(links[i])
-                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
-                    deps.append((prev, "C"))
-                last_recv[links[i]] = n
-            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
-            if seq:
-                deps.append((seq[-1], "S"))
-                if len(seq) >= window:
-                    deps.append((seq[-window], "C"))
-            seq.append(n)
-            recv_at[i] = n
-        elif kind == "send":
-            assert i is not None and op.peer is not None
-            slot = op.slot = slot_of.get(i)
-            if slot is None:
-                if op.piece in last_write:
-                    deps.append((last_write[op.piece], "S"))
-            else:
-                deps.append((snap_at[i], "S"))
-            if port_order:
-                prev = last_send.get(links[i])
-                if prev is not None and ops[prev].peer != op.peer and ends[ops[prev].flow] <= starts[i]:
-                    deps.append((prev, "C"))           # one peer needs none: its messages are FIFO
-                last_send[links[i]] = n
-            seq = peer_seq[op.peer]                     # the per-peer FIFO and window
-            if seq:
-                deps.append((seq[-1], "S"))
-                if len(seq) >= window:
-                    deps.append((seq[-window], "C"))
-            seq.append(n)
-            if slot is None:
-                reads[op.piece].append((n, "C"))
-            else:
-                slot_done[slot] = (n, "C")
-        elif kind == "snap":
-            assert i is not None
-            op.slot = slot = slot_of[i]
-            if slot in slot_done:
-                deps.append(slot_done[slot])
-            if op.piece in last_write:
-                deps.append((last_write[op.piece], "S"))
-            reads[op.piece].append((n, "S"))
-            snap_at[i] = n
-        else:                                           # land, scale: write the piece
-            if kind == "land":
-                assert i is not None
-                op.slot = slot_of[i]
-                deps.append((recv_at[i], "C"))
-            if op.piece in last_write:
-                deps.append((last_write[op.piece], "S"))
-            deps.extend(reads.pop(op.piece, []))
-            last_write[op.piece] = n
-            if kind == "land":
-                assert op.slot is not None
-                slot_done[op.slot] = (n, "S")
-    return RankProgram(rank, ops, dict(peer_seq), n_slots)
+    def dep(at: npt.NDArray[np.int64], ev: npt.NDArray[np.int64], c: int,
+            s: npt.NDArray[np.int64] | None = None) -> None:
+        owner.append(at)
+        event.append(ev)
+        cat.append(np.full(at.size, c, np.int64))
+        sub.append(np.zeros(at.size, np.int64) if s is None else s)
 
+    def nearest(members: npt.NDArray[np.bool_], key: npt.NDArray[np.int64], value: npt.NDArray[np.int64],
+                after: bool = False) -> npt.NDArray[np.int64]:
+        """Per op, the value of the nearest earlier (`after`: later) member op with the same key,
+        -1 where none; values are ≥ 0 and increase with the op."""
+        span = int(value.max(initial=0)) + 1
+        order = np.lexsort((-ops if after else ops, key))   # each key's ops in scan order
+        k, v = key[order], value[order]
+        if after:
+            v = span - 1 - v                            # increasing along the scan
+        group = np.cumsum(np.concatenate([[True], k[1:] != k[:-1]])) if n else k
+        best = np.maximum.accumulate(np.where(members[order], group * span + v, -1)) if n else k
+        prev = np.concatenate([[-1], best[:-1]])[:n]    # the scan so far, this op left out
+        got = np.where((prev >= 0) & (prev // span == group), prev % span, -1)
+        out = np.empty(n, np.int64)
+        out[order] = np.where(got >= 0, span - 1 - got, -1) if after else got
+        return out
+
+    # the per-peer FIFO and window
+    posts = np.flatnonzero(recv | send)
+    by_peer = posts[np.argsort(peer[posts], kind="stable")]
+    q = peer[by_peer]
+    first = np.flatnonzero(np.concatenate([[True], q[1:] != q[:-1]])) if q.size else q
+    place = np.arange(q.size) - np.repeat(first, np.diff(np.concatenate([first, [q.size]])))
+    later = np.flatnonzero(place >= 1)
+    dep(by_peer[later], 2 * by_peer[later - 1], 2)
+    later = np.flatnonzero(place >= window)
+    dep(by_peer[later], 2 * by_peer[later - window] + 1, 3)
+    ends_at = np.concatenate([first[1:], [q.size]])
+    peer_seq = {int(q[a]): by_peer[a:b].tolist() for a, b in sorted(zip(first.tolist(), ends_at.tolist()),
+                                                                      key=lambda ab: by_peer[ab[0]])}
+    # port order and receive order: the previous post of the kind on the link
+    for on, members in ((port_order, send), (recv_order, recv)):
+        if not on or links is None:
+            continue
+        mine = np.flatnonzero(members)
+        on_link = mine[np.argsort(links[mine], kind="stable")]
+        same = links[on_link[1:]] == links[on_link[:-1]]
+        a, b = on_link[:-1][same], on_link[1:][same]
+        keep = (peer[a] != peer[b]) & (ends[flow[a]] <= starts[flow[b]])
+        dep(b[keep], 2 * a[keep] + 1, 1)
+    # slots: what last freed the slot (a landing's start, a send's completion from it)
+    frees = land | (send & (slot >= 0))
+    freed = nearest(frees, slot, 2 * ops + send)
+    at = np.flatnonzero((recv | snap) & (freed >= 0))
+    dep(at, freed[at], 0)
+    # a send from a slot: its snapshot; a landing: its receive
+    of_flow = np.full(int(flow.max(initial=-1)) + 2, -1, np.int64)
+    at = np.flatnonzero(send & (slot >= 0))
+    of_flow[flow[snap]] = ops[snap]
+    dep(at, 2 * of_flow[flow[at]], 0)
+    of_flow[flow[recv]] = ops[recv]
+    at = np.flatnonzero(land)
+    dep(at, 2 * of_flow[flow[at]] + 1, 0)
+    # pieces: the last earlier write (land, scale), and a write's reads since it
+    writes = land | scale
+    direct = send & (slot < 0)
+    wrote = nearest(writes, piece, ops)
+    for members, c in ((direct, 0), (snap | land | scale, 1)):
+        at = np.flatnonzero(members & (wrote >= 0))
+        dep(at, 2 * wrote[at], c)
+    reads = direct | snap
+    nxt = nearest(writes, piece, ops, after=True)        # a read belongs to the piece's next write
+    at = np.flatnonzero(reads & (nxt >= 0))
+    dep(nxt[at], 2 * at + direct[at], 2, at)
+    # one list, op by op, each op's deps in the order above
+    own, cats, subs, evs = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (owner, cat, sub, event))
+    order = np.lexsort((subs, cats, own))
+    cols.events = evs[order]
+    cols.bounds = np.concatenate([[0], np.cumsum(np.bincount(own, minlength=n))]).astype(np.int64)
+    return peer_seq

@@ -186,8 +186,10 @@ def test_a_per_rank_worker_checks_its_own_program_and_nothing_global(per_rank, m
         rp = proof.built_program(part, 4, False)
         assert rp is not None
         ex = make_executor(part, r, "streaming", program=rp)
+        assert ex.rp.columns is not None      # checked and bound from the lowering's columns: no Op made
         assert [(op.kind, op.piece, op.peer, op.slot, op.deps) for op in ex.rp.ops] == \
             [(op.kind, op.piece, op.peer, op.slot, op.deps) for op in programs[r].ops]
+        assert ex.rp.columns is None          # read once, the ops are the program
 
 
 def test_a_per_rank_worker_refuses_a_program_that_fails_the_check(per_rank, monkeypatch):
