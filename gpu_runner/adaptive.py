@@ -208,7 +208,7 @@ def halves(rows: list) -> tuple[list, list]:
     return [r[:n] for r in rows], [r[n:] for r in rows]
 
 
-def message_cost(history: list[list[list[float]]]) -> float | None:
+def message_cost(history: list[list[list[float]]], skip: frozenset = frozenset()) -> float | None:
     """The per-message cost o the hook measured (seconds), None where no flow was timed in two
     message counts: a flow timed in one direction in successive steps (history[i], history[i + 2]:
     `halves` of each step, forward then backward) in m1 messages (x1 bytes, t1 s) and in m2
@@ -216,7 +216,9 @@ def message_cost(history: list[list[list[float]]]) -> float | None:
     upper quartile over the flows and step pairs of `history` (a late peer's wait lands in either
     reading, so the errors are two-sided; policy: the upper quartile, not the median, because
     too large a k costs far more than too small a one: on the testbed static k = 8 and k = 63
-    ran degraded steps in 0.34 s and 0.74 s)."""
+    ran degraded steps in 0.34 s and 0.74 s). Flows from or to a rank in `skip` are left out
+    (a link whose rate changed between the two steps reads its change as a message cost), unless
+    that leaves none."""
     p = len(history[0]) if history else 0
     costs = []
     for a, b in zip(history, history[2:]):
@@ -224,7 +226,7 @@ def message_cost(history: list[list[list[float]]]) -> float | None:
             for s in range(p):
                 t1, x1, m1 = (a[d][k * p + s] for k in range(3))
                 t2, x2, m2 = (b[d][k * p + s] for k in range(3))
-                if s == d or x1 <= 0 or x2 <= 0 or m1 == m2:
+                if s == d or x1 <= 0 or x2 <= 0 or m1 == m2 or s in skip or d in skip:
                     continue
                 if m2 < m1:
                     (t1, x1, m1), (t2, x2, m2) = (t2, x2, m2), (t1, x1, m1)
@@ -232,9 +234,23 @@ def message_cost(history: list[list[list[float]]]) -> float | None:
                 if den > 0:
                     costs.append((t2 - t1 * x2 / x1) / den)
     if not costs:
-        return None
+        return message_cost(history) if skip else None
     costs.sort()
     return costs[(3 * len(costs)) // 4]
+
+
+def slow_in_some_step(history: list[list[list[float]]], hosts: list[str], min_ell: float) -> frozenset:
+    """The ranks that read ℓ ≥ min_ell in some step of `history` alone (its `halves`, no message
+    cost subtracted): the links whose rate may have changed within it."""
+    from gpu_runner.probe import estimate
+    out: set = set()
+    for step in range(0, len(history) - 1, 2):
+        pair = history[step:step + 2]
+        if not complete(pair):
+            continue
+        est = estimate(paired(flow_rates(pair, 0.0)[0]), 1, hosts, None, min_ell, 0.0)
+        out.update(r["rank"] for r in est["ranks"] if r["ell"] >= min_ell)
+    return frozenset(out)
 
 
 def flow_rates(history: list[list[list[float]]], overhead_s: float) -> tuple[list, float]:
@@ -266,10 +282,12 @@ def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float =
     """The probe's estimate (rates, ℓ, the significance rule, the cluster JSON) of the hook's
     timed steps (history: each step's `halves`, forward then backward; a step is one repetition,
     `paired`), with the per-message cost the hook measured
-    over `cost_history` (default: `history`; `message_cost`, "message_cost_s"; its cluster's
-    `overhead` is that cost as subtracted); the same on every rank that holds the same history."""
+    over `cost_history` (default: `history`; `message_cost`, "message_cost_s", without the flows
+    of a rank slow in some step of it; its cluster's `overhead` is that cost as subtracted); the
+    same on every rank that holds the same history."""
     from gpu_runner.probe import estimate
-    measured = message_cost(cost_history if cost_history is not None else history)
+    costs = cost_history if cost_history is not None else history
+    measured = message_cost(costs, slow_in_some_step(costs, hosts, min_ell))
     rates, c = flow_rates(history, measured or 0.0)
     p = len(hosts)
     sent = [row[p + s] / row[2 * p + s] for rep in history for d, row in enumerate(rep) for s in range(p)

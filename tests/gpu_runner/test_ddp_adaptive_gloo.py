@@ -105,6 +105,24 @@ def test_the_per_message_cost_is_measured_from_two_message_counts_and_taken_off_
     assert capped == pytest.approx((1e6 / 5e6 + 2 * 0.004) / 2 / 2)
 
 
+def test_a_link_that_slows_between_two_message_counts_does_not_read_as_a_message_cost():
+    """node0's link halves between a step timed in 1 message and the next, timed in 8 (a split
+    step): its six flows read the slowdown as a message cost (o = 33 ms for 4 ms; with the upper
+    quartile that is the measured o, and k would be chosen for it); o leaves out the flows of a
+    rank slow in some step of the cost window, and the rest give 4 ms exactly."""
+    from gpu_runner.adaptive import message_cost, slow_in_some_step, verdict
+    hosts = [f"node{r}" for r in range(4)]
+    before = _step(4, cost=0.004)
+    after = _step(4, 0, 2.0, cost=0.004, messages=8)
+    costs = [before, before, after, after]
+    assert message_cost(costs) == pytest.approx(0.004 + 0.2 / 7, rel=1e-9)     # node0's flows
+    assert slow_in_some_step(costs, hosts, 1.25) == {0}
+    assert message_cost(costs, frozenset({0})) == pytest.approx(0.004, rel=1e-9)
+    est = verdict([after, after, after, after], hosts, cost_history=costs)
+    assert est["message_cost_s"] == pytest.approx(0.004, rel=1e-9)
+    assert [r["straggler"] for r in est["ranks"]] == [True, False, False, False]
+
+
 @pytest.mark.slow
 def test_the_pairwise_exchange_sums_like_the_default_and_gathers_every_ranks_times(train_results):
     """On the 4 gloo ranks (before training): each half's rounds in its own direction, one flow
