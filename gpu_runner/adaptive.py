@@ -17,7 +17,7 @@ order, so every rank holds the same bits) and every rank's receive times travel 
 all-gather, so every rank decides from the same data, the same way. A barrier first lines the
 ranks up: a rank that reaches its first bucket late would otherwise read as a slow sender.
 While the links are even, a timed step whose own reading (its one repetition) puts every host
-below `min_ell` lets the next step go untimed (the default hook's all_reduce alone: the barrier
+below `min_ell` against the median host (`slowest_against_median`) lets the next step go untimed (the default hook's all_reduce alone: the barrier
 and the sample's synchronous rounds are what a timed step costs over it); the step after an
 untimed one is timed, and so is every step after one that read a host at `min_ell` or more. So
 a slowdown from step u is read, in full, by two timed steps among u, u + 1, u + 2 (u untimed:
@@ -297,6 +297,17 @@ def verdict(history: list[list[list[float]]], hosts: list[str], min_ell: float =
     return est
 
 
+def slowest_against_median(est: dict) -> float:
+    """The slowest rank's slowdown against the median rank (NIC rate: its better of send and
+    receive, as `estimate`'s ℓ): what a step's own reading must keep below min_ell for the next
+    step to go untimed. Not against the fastest rank, as the verdict's ℓ is: one flow that read
+    fast (a shaped link's burst) would put every other host at its ratio."""
+    nic = sorted(min(r["send_bytes_per_s"], r["recv_bytes_per_s"]) for r in est["ranks"])
+    n = len(nic)
+    median = (nic[(n - 1) // 2] + nic[n // 2]) / 2
+    return median / nic[0] if nic[0] > 0 else math.inf
+
+
 def complete(history: list[list[list[float]]]) -> bool:
     """Every rank was timed sending and receiving in every half of every step (all its flows in
     the pairwise all-reduce, its two neighbours' in the shift exchange; a bucket of fewer
@@ -490,7 +501,7 @@ class AdaptiveHookState:
         est = verdict(self._history, hosts, self.min_ell, self._cost_history)
         own = None
         if self.mode == "default":      # the latest step alone: every host read below min_ell
-            own = max(r["ell"] for r in verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)["ranks"])
+            own = slowest_against_median(verdict(self._history[-2:], hosts, self.min_ell, self._cost_history))
             self._asks = False if own < self.min_ell else None
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),

@@ -262,6 +262,30 @@ def test_while_optcc_runs_a_slow_reading_outside_the_spread_rule_is_not_taken_ag
     assert state.mode == "optcc" and state._named == (0,)
 
 
+def test_two_hosts_reading_a_little_slow_do_not_keep_the_next_step_timed():
+    """Even links where node1's and node2's flows read 1.3x slow (a busy core delays their posts,
+    as on the 2-core testbed): against the fastest host they read ℓ = 1.3, above min_ell, but the
+    slowest host against the median one reads 1.15, so the next step goes untimed; one host really
+    at half rate (or two) still keeps it timed."""
+    from gpu_runner.adaptive import AdaptiveHookState, slowest_against_median, verdict
+    hosts = [f"node{r}" for r in range(4)]
+    busy = {(s, d): 1.3 for s in range(4) for d in range(4) if {1, 2} & {s, d}}
+    est = verdict([_step(4, jitter=busy), _step(4, jitter=busy)], hosts)
+    assert max(r["ell"] for r in est["ranks"]) == pytest.approx(1.3, rel=1e-9)
+    assert slowest_against_median(est) == pytest.approx((1 / 1.3 + 1) / 2 * 1.3, rel=1e-9)
+    assert slowest_against_median(verdict([_step(4, 0, 2.0), _step(4, 0, 2.0)], hosts)) == pytest.approx(2.0)
+    halved = {(s, d): 2.0 for s in range(4) for d in range(4) if {1, 2} & {s, d}}
+    assert slowest_against_median(verdict([_step(4, jitter=halved)] * 2, hosts)) == pytest.approx(1.5)
+    state = AdaptiveHookState()
+    state._group_info = (1, 4, None, hosts)
+    for jitter in ({}, busy):        # an even step, then the busy one: nobody named over the two
+        state._step_timed = state._timed_step()
+        state._decide(_gathered(_step(4, jitter=jitter), _step(4, jitter=jitter)), hosts)
+        state._end_step()
+    assert state.trace[-1]["verdict"]["named"] == [] and state.trace[-1]["verdict"]["own_ell"] == 1.15
+    assert state._override is False and not state._timed_step()
+
+
 def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switches_within_3():
     """While the links read even, a timed step whose own reading puts every host below min_ell
     lets the next step go untimed; the step after an untimed one is timed, and so is the step
