@@ -94,7 +94,54 @@ def run_lock(tmp_path_factory, alone: bool):
     run_dir = tmp_path_factory.getbasetemp().parent          # shared by the run's workers
     mode = fcntl.LOCK_EX if alone else fcntl.LOCK_SH
     with _flock(run_dir / "optcc-alone.lock", mode, turnstile=run_dir / "optcc-turnstile.lock"):
+        if not alone:
+            yield
+            return
+        with _others_niced():
+            yield
+
+
+def _sibling_workers() -> list[int]:
+    """The pids of the other xdist workers (children of this worker's parent)."""
+    me, parent = os.getpid(), os.getppid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            out.append(int(entry))
+    return out
+
+
+@contextlib.contextmanager
+def _others_niced():
+    """While an `alone` test runs, the other workers at the lowest CPU priority: between tests they
+    wait on the lock, but a session fixture set up before any test's lock (the paper-checks
+    report, minutes of CPU) keeps computing, and it read as a slower link in the testbed tests.
+    Restored after (root only: otherwise nothing is changed)."""
+    if os.geteuid() != 0 or not os.path.isdir("/proc"):
         yield
+        return
+    before = {}
+    for pid in _sibling_workers():
+        try:
+            before[pid] = os.getpriority(os.PRIO_PROCESS, pid)
+            os.setpriority(os.PRIO_PROCESS, pid, 19)
+        except OSError:
+            before.pop(pid, None)
+    try:
+        yield
+    finally:
+        for pid, nice in before.items():
+            try:
+                os.setpriority(os.PRIO_PROCESS, pid, nice)
+            except OSError:
+                pass
 
 
 @pytest.fixture(autouse=True)
