@@ -36,8 +36,9 @@ at the boundary. While OptCC runs, every `check_every`-th step times its first b
 (in the hook, before the bucket is handed to the communication thread) so the repair is seen:
 not by the pairwise all-reduce, whose even shares the slow host would carry at its own rate,
 but by the shift exchange (`shift_exchange`: each half moved one ring neighbour on, each receive
-timed; OptCC then sums the whole bucket, the moved sample included), flows of the same size as
-the pairwise exchange's, so the slow host's link carries 1/p of those bytes for the reading.
+timed; OptCC then sums the whole bucket, the moved sample included): flows of the pairwise
+exchange's size, one out of each host per half where the pairwise exchange sends p − 1 per half
+and then all-gathers (derived from the two exchanges' rounds).
 So is the step after a timed one that no longer names the slow host but reads it between
 recovered and still slow (below the planned ℓ^RETAKE_BELOW: its reading is taken again); once no host is named and each named one measures ℓ below the square root
 of the ℓ OptCC was planned for (policy: halfway between healthy and that slowdown on a log scale;
@@ -180,8 +181,8 @@ def shift_exchange(flat: torch.Tensor, rank: int, p: int, group=None, peer=lambd
     `pairwise_allreduce`, each half sent in `split` messages. Every rank then holds another
     rank's values, so the ranks' values together are the same terms: an AllReduce run after it
     sums what it would have summed (in another order). Every NIC carries one outgoing and one
-    incoming stream per round, a flow of half the bytes, so a host's link is timed for 1/p of
-    what the pairwise all-reduce of the same flow size moves through it. `gather_times`: every
+    incoming stream per round: one flow out of each host per half, where `pairwise_allreduce`
+    of the same flow size sends p − 1 per half and then all-gathers. `gather_times`: every
     rank's two rows, all-gathered; returns the p rows (forward row + backward row per rank)."""
     if flat.numel() % (2 * split):
         raise OptccError("flat", f"the shift exchange needs a multiple of 2·split = {2 * split} elements, "
@@ -472,7 +473,7 @@ class AdaptiveHookState:
         """Time `flat`'s flows, every rank's receive times gathered with it (after the warm-up
         step): while the links are even by the pairwise exchange, which sums it; while OptCC runs
         by the shift exchange, which only moves it (OptCC sums the whole bucket after it), so the
-        slow host carries 1/p of the pairwise exchange's bytes at its own rate. Every rank decides
+        slow host sends one flow per half at its own rate, not p − 1 and an all-gather. Every rank decides
         from the same rows, the same way; a switch takes effect at the next step."""
         rank, p, peer, hosts = self._group()
         wd = self._watchdog
