@@ -69,6 +69,17 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("paper_report"))
 
 
+def pytest_configure(config):
+    """`--dist loadgroup` groups a test by the "@group" xdist 3.8 appends to Item._nodeid; pytest 9.2
+    keeps the node id in another field, so the groups would silently vanish and every worker would
+    compute the paper-checks report itself (minutes of CPU): stop with the reason instead."""
+    from _pytest.nodes import Node
+    grouped = config.getvalue("dist") == "loadgroup" and config.getvalue("numprocesses")
+    if grouped and "_nodeid" not in getattr(Node, "__slots__", ()):
+        raise pytest.UsageError(f"pytest {pytest.__version__} ignores pytest-xdist's test groups (xdist_group): "
+                                "install the versions pyproject.toml's dev extra names (pytest<9.2)")
+
+
 @contextlib.contextmanager
 def _flock(path: pathlib.Path, mode: int, turnstile: pathlib.Path | None = None):
     """Hold an flock on `path`, taken while holding `turnstile` exclusively where one is given."""

@@ -107,8 +107,10 @@ def test_the_guides_benchmark_prints_the_trace_and_writes_the_figure(tmp_path):
     assert degrade < to_optcc <= degrade + 3 and restore < back <= restore + 3, modes
     assert "optcc" not in modes[:degrade] and "optcc" not in modes[back:], modes
     sw = run["switches"]
-    assert [s["to"] for s in sw] == ["optcc", "default"] and sw[0]["hosts"] == ["o41gdr0"], sw
-    assert 1.5 <= sw[0]["ell"]["o41gdr0"] <= 5.0, sw           # shaped: 2 (errors are one-sided, high)
+    # to OptCC (again, for a changed set of named hosts: a busy host can read slow for two steps), then back
+    assert [s["to"] for s in sw] == ["optcc"] * (len(sw) - 1) + ["default"] and len(sw) >= 2, sw
+    assert all("o41gdr0" in s["hosts"] for s in sw) and sw[-2]["hosts"] == ["o41gdr0"], sw
+    assert all(1.5 <= s["ell"]["o41gdr0"] <= 5.0 for s in sw[:-1]), sw   # shaped: 2 (errors are one-sided, high)
 
 
 @pytest.mark.slow
