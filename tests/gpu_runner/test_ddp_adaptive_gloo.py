@@ -210,16 +210,17 @@ def test_switches_back_only_once_the_named_host_measures_recovered():
     assert state.switches[-1]["to"] == "default" and state.switches[-1]["hosts"] == ["node0"]
 
 
-def _optcc_state_reading(readings: dict, steps: int = 8):
+def _optcc_state_reading(readings: dict, steps: int = 8, before: tuple = (2.0, {})):
     """An adaptive state running OptCC for node0 (planned at ℓ = 1.8, from step 0) at the default
-    check_every, fed `readings` {step: (node0's ℓ, jitter)} at its timed steps; (which steps were
-    timed, the state)."""
+    check_every, fed `readings` {step: (node0's ℓ, jitter)} at its timed steps, its window holding
+    the timed step `before` (node0's ℓ, jitter); (which steps were timed, the state)."""
     from gpu_runner.adaptive import AdaptiveHookState, halves
     hosts = [f"node{r}" for r in range(4)]
     state = AdaptiveHookState()
     state._group_info = (1, 4, None, hosts)
     state.mode, state._named, state._planned_ell, state._switched_at = "optcc", (0,), {0: 1.8}, 0
-    state._history = list(halves(_gathered(_step(4, 0, 2.0), _step(4, 0, 2.0)))) * 2
+    ell, jitter = before
+    state._history = list(halves(_gathered(_step(4, 0, ell, jitter=jitter), _step(4, 0, ell, jitter=jitter)))) * 2
     timed = []
     for step in range(steps):
         state._step_timed = state._timed_step()
@@ -251,6 +252,21 @@ def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at
     timed, state = _optcc_state_reading({2: (1.4, slower), 3: (1.0, {})})
     assert timed == [False, False, True, True], timed
     assert state.step == 4 and state.mode == "default" and state.switches[-1]["to"] == "default"
+
+
+def test_a_repair_the_window_still_reads_slow_is_taken_again_by_the_latest_steps_own_reading():
+    """The window's reading takes each flow's better time of its two steps: where the healthy
+    hosts read faster in the step before the repair (0.6 of their time), the window puts node0,
+    repaired from step 2, at ℓ 1/0.6 = 1.67, above 1.8^0.75 = 1.55; step 2 alone reads it at 1.0,
+    so step 3 is timed too and OptCC stops from step 4, not 6."""
+    from gpu_runner.adaptive import verdict
+    hosts = [f"node{r}" for r in range(4)]
+    faster = {(s, d): 0.6 for s in (1, 2, 3) for d in (1, 2, 3) if s != d}
+    timed, state = _optcc_state_reading({2: (1.0, {}), 3: (1.0, {})}, before=(2.0, faster))
+    assert timed == [False, False, True, True], timed
+    assert state.step == 4 and state.mode == "default" and state.switches[-1]["to"] == "default"
+    _, held = _optcc_state_reading({2: (1.0, {})}, steps=3, before=(2.0, faster))
+    assert verdict(held._history, hosts)["ranks"][0]["ell"] == pytest.approx(1 / 0.6, rel=1e-6)
 
 
 def test_while_optcc_runs_a_slow_reading_outside_the_spread_rule_is_not_taken_again():
