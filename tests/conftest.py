@@ -178,11 +178,35 @@ def _others_niced():
                 pass
 
 
+_NEXT_ITEM: dict = {}                    # the test this worker runs after the current one
+_EXCLUSIVE: list = []                    # the exclusive hold, kept while alone tests follow each other
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _NEXT_ITEM["next"] = nextitem
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _alone_or_shared(request, tmp_path_factory):
-    """Every test holds the run's lock, shared, or exclusively where it is marked `alone`."""
-    with run_lock(tmp_path_factory, bool(request.node.get_closest_marker("alone"))):
+    """Every test holds the run's lock, shared, or exclusively where it is marked `alone`; a worker
+    keeps the exclusive hold from one alone test to the next it runs (the testbed's are a group),
+    so the other workers are not let in, and waited out again, between them."""
+    if not request.node.get_closest_marker("alone"):
+        with run_lock(tmp_path_factory, False):
+            yield
+        return
+    if not _EXCLUSIVE:
+        hold = contextlib.ExitStack()
+        hold.enter_context(run_lock(tmp_path_factory, True))
+        _EXCLUSIVE.append(hold)
+    try:
         yield
+    finally:
+        nxt = _NEXT_ITEM.get("next")
+        if nxt is None or not nxt.get_closest_marker("alone"):
+            _EXCLUSIVE.pop().close()
 
 
 def alone_fixture(tmp_path_factory):
