@@ -6,9 +6,10 @@ the fast tier, README), `gloo` (starts real torch.distributed processes; every t
 whose name ends in `_gloo` gets it here), `root` (network namespaces) and `gpu` (CUDA) skip
 with a reason where the machine lacks them.
 
-Parallel runs (pytest-xdist, `-n auto` in pyproject.toml): the tests reading the paper-checks
-report share one worker (the report is computed once per worker), and a test marked `alone`
-(it measures link rates or wall time) runs with every other worker paused between tests.
+Parallel runs (pytest-xdist, `-n auto` in pyproject.toml: one worker more than cores): the tests
+reading the paper-checks report share one worker (the report is computed once per worker), and a
+test marked `alone` (it measures link rates or wall time) runs with every other worker paused
+between tests and niced, a worker's consecutive alone tests under one hold.
 """
 from __future__ import annotations
 
