@@ -195,6 +195,8 @@ def _alone_or_shared(request, tmp_path_factory):
     keeps the exclusive hold from one alone test to the next it runs (the testbed's are a group),
     so the other workers are not let in, and waited out again, between them."""
     if not request.node.get_closest_marker("alone"):
+        while _EXCLUSIVE:           # the alone test it was kept for was skipped before its fixtures ran
+            _EXCLUSIVE.pop().close()
         with run_lock(tmp_path_factory, False):
             yield
         return
