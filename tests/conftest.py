@@ -189,14 +189,20 @@ def pytest_runtest_protocol(item, nextitem):
     yield
 
 
+def _let_go_of_a_kept_hold() -> None:
+    """Release the exclusive hold kept for an alone test that was skipped before its fixtures ran
+    (a non-root machine skips the testbed's): this process would otherwise wait on its own hold."""
+    while _EXCLUSIVE:
+        _EXCLUSIVE.pop().close()
+
+
 @pytest.fixture(autouse=True)
 def _alone_or_shared(request, tmp_path_factory):
     """Every test holds the run's lock, shared, or exclusively where it is marked `alone`; a worker
     keeps the exclusive hold from one alone test to the next it runs (the testbed's are a group),
     so the other workers are not let in, and waited out again, between them."""
     if not request.node.get_closest_marker("alone"):
-        while _EXCLUSIVE:           # the alone test it was kept for was skipped before its fixtures ran
-            _EXCLUSIVE.pop().close()
+        _let_go_of_a_kept_hold()
         with run_lock(tmp_path_factory, False):
             yield
         return
@@ -212,10 +218,13 @@ def _alone_or_shared(request, tmp_path_factory):
             _EXCLUSIVE.pop().close()
 
 
+@contextlib.contextmanager
 def alone_fixture(tmp_path_factory):
     """For a module- or session-scoped fixture that measures wall time: it is set up before any
     test's own lock is taken, so it takes the run's lock exclusively itself (`with alone_fixture(…)`)."""
-    return run_lock(tmp_path_factory, True)
+    _let_go_of_a_kept_hold()
+    with run_lock(tmp_path_factory, True):
+        yield
 
 
 def cache_in(module, attr: str):
