@@ -82,10 +82,6 @@ def test_the_guides_probe_names_the_halved_node(tmp_path):
     assert 1.6 <= Fraction(str(cluster["stragglers"][0]["ell"])) <= 2.5
 
 
-@pytest.mark.skipif(not ROOT_USER, reason="the guide's benchmark shapes the testbed: needs root (network namespaces, tc)")
-@pytest.mark.alone
-@pytest.mark.xdist_group("testbed")
-@pytest.mark.slow
 def _switching_missed(trace: Path) -> str | None:
     """Why the adaptive hook's run in `trace` (the benchmark's --json) missed the guide's switching,
     or None: to OptCC within 3 steps of the slowdown, back within 3 of the repair, every switch to
@@ -109,6 +105,10 @@ def _switching_missed(trace: Path) -> str | None:
     return None
 
 
+@pytest.mark.skipif(not ROOT_USER, reason="the guide's benchmark shapes the testbed: needs root (network namespaces, tc)")
+@pytest.mark.alone
+@pytest.mark.xdist_group("testbed")
+@pytest.mark.slow
 def test_the_guides_benchmark_prints_the_trace_and_writes_the_figure(tmp_path):
     """The guide's benchmark command, shortened, prints its trace and figure; its adaptive run
     switches as the guide says on the shaped links. The switching is a measurement on this shared
