@@ -504,9 +504,10 @@ class AdaptiveHookState:
         if len(self._history) < 2 * WINDOW or not complete(self._history):
             return
         est = verdict(self._history, hosts, self.min_ell, self._cost_history)
+        latest = verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)    # the latest step alone
         own = None
-        if self.mode == "default":      # the latest step alone: every host read below min_ell
-            own = slowest_against_median(verdict(self._history[-2:], hosts, self.min_ell, self._cost_history))
+        if self.mode == "default":      # every host read below min_ell
+            own = slowest_against_median(latest)
             self._asks = False if own < self.min_ell else None
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
@@ -524,8 +525,7 @@ class AdaptiveHookState:
         else:       # the same hosts slow, or the slow ones no longer named but not recovered either
             if self.mode == "optcc" and self._named:
                 # the window still holds a step from before a repair: the latest step alone reads it too
-                latest = verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)["ranks"]
-                readings = [latest] + ([] if named else [est["ranks"]])
+                readings = [latest["ranks"]] + ([] if named else [est["ranks"]])
                 if any(ranks[r]["ell"] < self._planned_ell[r] ** RETAKE_BELOW for ranks in readings for r in self._named):
                     self._asks = True
             return

@@ -179,13 +179,13 @@ def _others_niced():
                 pass
 
 
-_NEXT_ITEM: dict = {}                    # the test this worker runs after the current one
+NEXT_ITEM = pytest.StashKey[object]()   # the test this worker runs after the one it is stashed on
 _EXCLUSIVE: list = []                    # the exclusive hold, kept while alone tests follow each other
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    _NEXT_ITEM["next"] = nextitem
+    item.stash[NEXT_ITEM] = nextitem
     yield
 
 
@@ -213,7 +213,7 @@ def _alone_or_shared(request, tmp_path_factory):
     try:
         yield
     finally:
-        nxt = _NEXT_ITEM.get("next")
+        nxt = request.node.stash.get(NEXT_ITEM, None)
         if nxt is None or not nxt.get_closest_marker("alone"):
             _EXCLUSIVE.pop().close()
 
