@@ -9,7 +9,9 @@ each --static-k) with the links degraded throughout. Prints each step's median t
 over the rounds, then the phase medians over every round's steps (healthy: before the
 degradation and from 3 steps after the repair; degraded: from 3 steps after the degradation to
 the repair; static: every step but the first) and the ratios the issue targets: degraded
-adaptive / best static ≤ 1.15, default / adaptive ≥ 1.3, healthy adaptive / default ≤ 1.1.
+adaptive / best static ≤ 1.15, default / adaptive ≥ 1.3, healthy adaptive / default ≤ 1.1 (and
+that ratio of the healthy means: a timed step costs more than an untimed one, and the median is
+whichever kind is the majority).
 --plot writes the trace (matplotlib). All ratios come from this one run.
 
     sudo python benchmarks/adaptive_trace.py --plot docs/figures/adaptive_trace.png
@@ -69,11 +71,14 @@ def run(args) -> dict:
     static = {name: statistics.median(t for r in rs for t in r["step_seconds"][1:])
               for name, rs in out["runs"].items() if name.startswith("static")}
     best = min(static, key=static.get) if static else None
+    mean = {name: statistics.fmean(r["step_seconds"][s] for r in out["runs"][name] for s in ph["healthy"])
+            for name in ("default", "adaptive")}
     out["medians"], out["static_medians"], out["best_static"] = med, static, best
     out["step_medians"] = {name: [statistics.median(r["step_seconds"][s] for r in out["runs"][name])
                                   for s in range(args.steps)] for name in ("default", "adaptive")}
     ad, de = med["adaptive"], med["default"]
     out["ratios"] = {"healthy adaptive/default": ad["healthy"] / de["healthy"],
+                     "healthy adaptive/default, means": mean["adaptive"] / mean["default"],
                      "degraded default/adaptive": de["degraded"] / ad["degraded"],
                      "degraded adaptive/best static": ad["degraded"] / static[best] if best else None,
                      "degraded default/best static": de["degraded"] / static[best] if best else None}
@@ -102,7 +107,8 @@ def report(out: dict) -> None:
     for name, m in out["static_medians"].items():
         print(f"# median {name} (degraded throughout): {m:.3f} s")
     r = out["ratios"]
-    print(f"# healthy adaptive/default = {r['healthy adaptive/default']:.3f} (target ≤ 1.1)")
+    print(f"# healthy adaptive/default = {r['healthy adaptive/default']:.3f} (target ≤ 1.1; of the means: "
+          f"{r['healthy adaptive/default, means']:.3f})")
     print(f"# degraded default/adaptive = {r['degraded default/adaptive']:.3f} (target ≥ 1.3)")
     if r["degraded adaptive/best static"] is not None:
         print(f"# degraded adaptive/best static ({out['best_static']}) = {r['degraded adaptive/best static']:.3f} "

@@ -17,16 +17,20 @@ order, so every rank holds the same bits) and every rank's receive times travel 
 all-gather, so every rank decides from the same data, the same way. A barrier first lines the
 ranks up: a rank that reaches its first bucket late would otherwise read as a slow sender.
 While the links are even, a timed step whose own reading (its one repetition) puts every host
-below `min_ell` against the median host (`slowest_against_median`) lets the next step go untimed (the default hook's all_reduce alone: the barrier
-and the sample's synchronous rounds are what a timed step costs over it); the step after an
-untimed one is timed, and so is every step after one that read a host at `min_ell` or more. So
+below `min_ell` against the median host (`slowest_against_median`) lets the next step go
+untimed (the default hook's all_reduce alone: the barrier and the sample's synchronous rounds
+are what a timed step costs over it); so do the first step's reading (its flows are timed, but
+no verdict or per-message cost reads them: gloo's first messages on each pair) and the reading
+that switches back from OptCC. The step after an untimed one is timed, and so is every step
+after one that read a host at `min_ell` or more. So
 a slowdown from step u is read, in full, by two timed steps among u, u + 1, u + 2 (u untimed:
 u + 1 reads the host slow, so u + 2 is timed too), and OptCC runs by step u + 3 (derived: the
 switch takes effect at the step boundary after the second); the rule that names a host, two
 slow repetitions, is unchanged.
 
-Every fourth timed step sends each chunk in SPLIT messages: one flow timed in two message
-counts gives the per-message cost o (`message_cost`), which the plan's k is chosen for; it is
+Every fourth timed step, from the first after the warm-up (the cost is read early, from two
+timed steps before any change to the links the job meets), sends each chunk in SPLIT messages:
+one flow timed in two message counts gives the per-message cost o (`message_cost`), which the plan's k is chosen for; it is
 logged with the k of each bucket size. A host named slow switches the state, from the next
 step, to OptCC for the measured cluster (the probe's cluster JSON of the hook's rates and o;
 `cluster`, if given, adds its issue delay and latency; `plan_cluster`), planned by
@@ -489,26 +493,31 @@ class AdaptiveHookState:
             dist.barrier(group=self.process_group)
             exchange = pairwise_allreduce if self.mode == "default" else shift_exchange
             rows = exchange(flat, rank, p, self.process_group, peer, self._times,
-                            split=SPLIT if self._timed_steps % 4 == 3 else 1,
-                            gather_times=self.step > 0)  # step 0 warms up: gloo connects each pair
-            if rows is not None:
-                self._decide(rows, hosts)
+                            split=SPLIT if self._timed_steps % 4 == 1 else 1,
+                            gather_times=True)
+            self._decide(rows, hosts, warm_up=self.step == 0)
         finally:
             if wd is not None:
                 wd.rest()
 
-    def _decide(self, rows: list, hosts: list) -> None:
-        """Add one timed step's gathered rows; switch (from the next step) if the verdict says so."""
-        self._history = (self._history + list(halves(rows)))[-2 * WINDOW:]
-        self._cost_history = (self._cost_history + list(halves(rows)))[-2 * COST_WINDOW:]
-        if len(self._history) < 2 * WINDOW or not complete(self._history):
+    def _decide(self, rows: list, hosts: list, warm_up: bool = False) -> None:
+        """Add one timed step's gathered rows; switch (from the next step) if the verdict says so.
+        `warm_up`: the first step's rows (gloo's first messages on each pair) only say whether
+        the next step may go untimed; no verdict or per-message cost reads them."""
+        step = list(halves(rows))
+        if not warm_up:
+            self._history = (self._history + step)[-2 * WINDOW:]
+            self._cost_history = (self._cost_history + step)[-2 * COST_WINDOW:]
+        latest = verdict(step, hosts, self.min_ell, self._cost_history) if complete(step) else None   # this step alone
+        own = slowest_against_median(latest) if latest is not None else None
+        even = own is not None and own < self.min_ell       # every host read below min_ell
+        if self.mode == "default":
+            self._asks = False if even else None
+        if warm_up or len(self._history) < 2 * WINDOW or not complete(self._history):
+            if own is not None:
+                self._verdict = {"own_ell": round(own, 3)}
             return
         est = verdict(self._history, hosts, self.min_ell, self._cost_history)
-        latest = verdict(self._history[-2:], hosts, self.min_ell, self._cost_history)    # the latest step alone
-        own = None
-        if self.mode == "default":      # every host read below min_ell
-            own = slowest_against_median(latest)
-            self._asks = False if own < self.min_ell else None
         self.last_verdict = est
         self._verdict = {"ell": [round(r["ell"], 3) for r in est["ranks"]], "spread": round(est["spread"], 3),
                          "named": [r["rank"] for r in est["ranks"] if r["straggler"]],
@@ -522,6 +531,7 @@ class AdaptiveHookState:
                                                for r in self._named):
             self._record("default", est, named, hosts)
             self._next = ("default", None)
+            self._asks = False if even else None    # the default mode's rule, from this reading
         else:       # the same hosts slow, or the slow ones no longer named but not recovered either
             if self.mode == "optcc" and self._named:
                 # the window still holds a step from before a repair: the latest step alone reads it too
@@ -544,7 +554,8 @@ class AdaptiveHookState:
             self.mode, self._plan = self._next
             self._next = None
             self._switched_at = self.step
-            self._override = None
+            if self.mode == "optcc":    # its timing cadence starts over; back to default, the deciding reading's rule holds
+                self._override = None
 
     def _optcc_rest(self, plan, rest: torch.Tensor) -> None:
         """What OptCC runs of a bucket (the communication thread): `plan`'s schedule for its size."""

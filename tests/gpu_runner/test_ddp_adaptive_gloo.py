@@ -190,6 +190,31 @@ def _gathered(*halves_):
     return [f + b for f, b in zip(fwd, bwd)]
 
 
+def test_the_first_split_step_is_the_first_timed_one_after_the_warm_up(monkeypatch):
+    """The per-message cost is read from the first timed steps: the one after the warm-up (step
+    2, step 1 untimed) sends each chunk in SPLIT messages and pairs with the next timed one (step
+    4), both before the links change at a step 6 (the guide's scenario); then every fourth timed
+    step splits."""
+    from gpu_runner import adaptive
+    hosts = [f"node{r}" for r in range(4)]
+    splits = {}
+    state = adaptive.AdaptiveHookState(timeout=None)
+    state._group_info = (1, 4, None, hosts)
+    monkeypatch.setattr(adaptive.dist, "barrier", lambda group=None: None)
+
+    def exchange(flat, rank, p, group, peer, times, split=1, gather_times=False):
+        splits[state.step] = split
+        return _gathered(_step(4, messages=split), _step(4, messages=split))
+    monkeypatch.setattr(adaptive, "pairwise_allreduce", exchange)
+    for _ in range(12):
+        flat = torch.zeros(4096)
+        n = state._begin(flat)
+        if n:
+            state._sample(flat[:n])
+        state._end_step()
+    assert splits == {0: 1, 2: adaptive.SPLIT, 4: 1, 6: 1, 8: 1, 10: adaptive.SPLIT}, splits
+
+
 def test_switches_back_only_once_the_named_host_measures_recovered():
     """While OptCC runs for node0 planned at ℓ = 1.8, a verdict that merely no longer names it (ℓ
     1.4 within the spread, above √1.8 = 1.34) keeps OptCC; one that measures it below √1.8
@@ -245,6 +270,16 @@ def test_while_optcc_runs_one_step_in_3_is_timed_and_a_repair_just_after_one_is_
     assert state.step == 6 and state.mode == "default" and state.switches[-1]["to"] == "default"
 
 
+def test_the_first_default_step_after_the_switch_back_goes_by_the_deciding_reading():
+    """A reading that switches back and puts every host below min_ell against the median (node0
+    at 1.0) lets the first default step go untimed, as any even timed step does; one that reads
+    node0 recovered (1.3, below √1.8) but not even (1.3 ≥ min_ell 1.25) keeps it timed."""
+    for ell, first_timed in ((1.0, False), (1.3, True)):
+        timed, state = _optcc_state_reading({2: (ell, {})})
+        assert timed == [False, False, True] and state.mode == "default" and state.step == 3
+        assert state._timed_step() is first_timed, ell
+
+
 def test_while_optcc_runs_a_reading_neither_slow_nor_recovered_is_taken_again_at_the_next_step():
     """Repaired from step 2: the timed step 2 reads node0 at 1.4 (no longer named, not below √1.8),
     so step 3 is timed too and, reading 1.0, switches back from step 4 (not 6)."""
@@ -294,10 +329,14 @@ def test_two_hosts_reading_a_little_slow_do_not_keep_the_next_step_timed():
     assert slowest_against_median(verdict([_step(4, jitter=halved)] * 2, hosts)) == pytest.approx(1.5)
     state = AdaptiveHookState()
     state._group_info = (1, 4, None, hosts)
-    for jitter in ({}, busy):        # an even step, then the busy one: nobody named over the two
+    readings = [{}, busy]            # an even timed step, then the busy one: nobody named over the two
+    while readings:
         state._step_timed = state._timed_step()
-        state._decide(_gathered(_step(4, jitter=jitter), _step(4, jitter=jitter)), hosts)
+        if state._step_timed:
+            jitter = readings.pop(0)
+            state._decide(_gathered(_step(4, jitter=jitter), _step(4, jitter=jitter)), hosts)
         state._end_step()
+    assert [t["timed"] for t in state.trace] == [True, False, True]
     assert state.trace[-1]["verdict"]["named"] == [] and state.trace[-1]["verdict"]["own_ell"] == 1.15
     assert state._override is False and not state._timed_step()
 
@@ -306,7 +345,8 @@ def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switc
     """While the links read even, a timed step whose own reading puts every host below min_ell
     lets the next step go untimed; the step after an untimed one is timed, and so is the step
     after one reading a host slow: node0 halved from an untimed step is read by the two timed
-    steps after it, and OptCC runs 3 steps after the slowdown."""
+    steps after it, and OptCC runs 3 steps after the slowdown. The first step (its rows read as
+    the hook reads them, a warm-up: no verdict) lets the second go untimed too."""
     from gpu_runner.adaptive import AdaptiveHookState
     hosts = [f"node{r}" for r in range(4)]
     state = AdaptiveHookState()
@@ -314,17 +354,18 @@ def test_a_step_reading_even_lets_the_next_go_untimed_and_a_slowdown_still_switc
     state._switch_to_optcc = lambda est, named, hosts: "plan"       # the planning needs a process group
     timed = []
     for step in range(8):
-        slow = 2.0 if step >= 4 else 1.0
+        slow = 2.0 if step >= 3 else 1.0
         state._step_timed = state._timed_step()
         if state._step_timed:
-            state._decide(_gathered(_step(4, 0, slow), _step(4, 0, slow)), hosts)
+            state._decide(_gathered(_step(4, 0, slow), _step(4, 0, slow)), hosts, warm_up=step == 0)
         timed.append(state._step_timed)
         state._end_step()
         if state.mode == "optcc":
             break
-    # 0, 1: the window fills; 2, 4: after a step reading even; 5: node0 read slow alone; 6: named
-    assert timed == [True, True, False, True, False, True, True], timed
-    assert state.step == 7 and state.mode == "optcc" and state._plan == "plan"
+    # 0: the warm-up reads even; 2: the window fills; 4: node0 read slow alone; 5: named
+    assert timed == [True, False, True, False, True, True], timed
+    assert state.step == 6 and state.mode == "optcc" and state._plan == "plan"
+    assert "ell" not in state.trace[0]["verdict"] and state.trace[0]["verdict"]["own_ell"] == 1.0
     assert [t["timed"] for t in state.trace] == timed
 
 
