@@ -7,7 +7,7 @@ up and down link at B·s_nv for ranks of one server), a full route table (NIC: u
 same server: NVLink's). One actor per flow: it waits for the writes it reads to land and sleeps Li,
 waits for the flows it follows to end (its send port's earlier flows in slot order, every
 discipline; its receive port's too under "exclusive"; the flow before it in an NVLink batch), and
-under "step" for every flow of its two ranks started earlier to land; then it sleeps o (holding
+under "step" for every flow of its two ranks that the schedule ends by its start to land; then it sleeps o (holding
 nothing in SimGrid: the flows it follows already ended), sends its bytes (Comm.sendto: SimGrid
 shares the links max-min) and lands L later (a sleep). Local ops wait for their reads. The
 makespan, in units of n/B, against optcc.timing.event_time under the same discipline.
@@ -112,7 +112,7 @@ def _replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str)
         if batch.get(i, -1) >= 0:
             follow.append(batch[i])
         after.append(follow)
-        step.append([j for j, g in enumerate(flows) if discipline == "step" and start[j] < start[i]
+        step.append([j for j, g in enumerate(flows) if discipline == "step" and end[j] <= start[i]
                      and {g.src, g.dst} & {f.src, f.dst}])
     for j, op in enumerate(ops):
         data.append([w for t, w in writes.get((op.rank, op.piece), []) if t <= grid.op_times[j] and w < n_flows])

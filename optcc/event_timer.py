@@ -35,6 +35,27 @@ INT_LIMIT = 2**62
 Chain = Sequence[tuple[np.ndarray, np.ndarray]]     # NVLink batch rounds: (flows, the flow before each)
 
 
+def _commit(pending: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]], state: np.ndarray,
+            t: int) -> list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Scatter-max into `state` every pending entry's values whose slot end is ≤ t (each entry's
+    keys and values are its slot ends' flows, one or more times over); the entries left."""
+    keep: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+    for entry in pending:
+        lo, hi, se, keys, vals = entry
+        if lo > t:
+            keep.append(entry)
+            continue
+        if hi <= t:
+            np.maximum.at(state, keys, vals)
+            continue
+        m = np.tile(se <= t, keys.size // se.size)
+        np.maximum.at(state, keys[m], vals[m])
+        rest = ~m
+        se = se[rest[:se.size]]
+        keep.append((int(se.min()), hi, se, keys[rest], vals[rest]))
+    return keep
+
+
 def _units(x: Fraction, mult: int, scale: int) -> int:
     return x.numerator * (mult // x.denominator) * scale
 
@@ -46,15 +67,18 @@ class GroupTimer:
 
     def __init__(self, n_write_keys: int, n_ports: int, o: int, li: int, wire: int, step_pieces: int = 0) -> None:
         """`step_pieces`: 0, or the pieces per rank (keys are rank·pieces + piece) for the step
-        discipline (optcc.timing): a flow also waits for every flow of its two ranks started before."""
+        discipline (optcc.timing): a flow also waits for every flow of its two ranks with slot end
+        ≤ its slot start to land (`rank_landed`, committed as the ports are)."""
         self.state = np.zeros(n_write_keys + n_ports, dtype=np.int64)
         self.nw = n_write_keys
         self.step_pieces = step_pieces
-        self.rank_done = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
+        self.rank_landed = np.zeros(n_write_keys // step_pieces if step_pieces else 0, dtype=np.int64)
         self.o, self.li, self.wire = o, li, wire
         # pending groups: (least slot end, largest slot end, slot ends, state keys (writes, sends,
-        # receives), their values (landings, ends, ends))
+        # receives), their values (landings, ends, ends)); the step discipline's: (…, src and dst
+        # ranks, landings twice)
         self.pending: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rank_pending: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
         self.finish = 0
 
     def state_keys(self, write_key: np.ndarray, send: np.ndarray, recv: np.ndarray) -> np.ndarray:
@@ -65,21 +89,9 @@ class GroupTimer:
     def commit(self, t: int) -> None:
         """Raise the maxima by every pending flow with slot end ≤ t (a group wholly before or after
         t is told by its least and largest slot end, without a pass over its flows)."""
-        keep: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
-        for entry in self.pending:
-            lo, hi, se, keys, vals = entry
-            if lo > t:
-                keep.append(entry)
-                continue
-            if hi <= t:
-                np.maximum.at(self.state, keys, vals)
-                continue
-            m = np.tile(se <= t, 3)
-            np.maximum.at(self.state, keys[m], vals[m])
-            rest = ~m
-            se = se[rest[:se.size]]
-            keep.append((int(se.min()), hi, se, keys[rest], vals[rest]))
-        self.pending = keep
+        self.pending = _commit(self.pending, self.state, t)
+        if self.rank_pending:
+            self.rank_pending = _commit(self.rank_pending, self.rank_landed, t)
 
     def group(self, t: int, read_key: np.ndarray, keys: np.ndarray, dur_o: np.ndarray, slot_end: np.ndarray,
               se_lo: int, se_hi: int, chain: Chain = ()) -> None:
@@ -100,16 +112,16 @@ class GroupTimer:
         np.maximum(ready, pr[n:], out=ready)
         if self.step_pieces:
             src, dst = read_key // self.step_pieces, keys[:n] // self.step_pieces
-            np.maximum(ready, self.rank_done[src], out=ready)
-            np.maximum(ready, self.rank_done[dst], out=ready)
+            np.maximum(ready, self.rank_landed[src], out=ready)
+            np.maximum(ready, self.rank_landed[dst], out=ready)
         ends = ready
         ends += dur_o
         for idx, before in chain:
             ends[idx] = np.maximum(ends[idx], ends[before] + dur_o[idx])
         lands = ends + self.wire
-        if self.step_pieces:                   # later groups (later slot starts) wait for these
-            np.maximum.at(self.rank_done, src, lands)
-            np.maximum.at(self.rank_done, dst, lands)
+        if self.step_pieces:                   # flows from their slot end on wait for these
+            self.rank_pending.append((se_lo, se_hi, slot_end, np.concatenate((src, dst)),
+                                      np.concatenate((lands, lands))))
         self.finish = max(self.finish, int(lands.max()))
         self.pending.append((se_lo, se_hi, slot_end, keys, np.concatenate((lands, ends, ends))))
 

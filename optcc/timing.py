@@ -27,8 +27,12 @@ Li + L in all, not one a step; the batch's total port time is at most the old o 
 
 Port disciplines (derived; `discipline`): "exclusive" is the above, each port serving one flow
 at a time in slot order (what the project's streaming runner does: it posts a port's messages in
-the schedule's order). "step": step-synchronous ranks, as NCCL's step loop: a flow also waits
-until every flow its two ranks sent or received at an earlier slot start has landed.
+the schedule's order). "step": step-synchronous ranks, the schedule's slot boundaries as each
+rank's barriers (as NCCL's step loop ends a step when its sends and receives are done): a flow
+also waits until every flow its two ranks sent or received that the schedule ends by its start
+(slot end ≤ its slot start, the rule the ports and the data follow) has landed. A flow the
+schedule runs beside it (started earlier, ending later: a straggler's hop of ℓ slots) is not
+waited for: that would be another schedule, one that serialises what this one overlaps.
 "shared": receivers share their NIC max-min among concurrent senders (how SimAI's NIC serves
 queue pairs): a flow starts at max(data ready + Li, its send port free in slot order), each
 sender sends one flow at a time at most at its own rate, and the flows arriving at a receiver
@@ -300,14 +304,9 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
             landed_max[key] = best
         return best
 
-    rank_done: defaultdict[int, int] = defaultdict(int)     # step: landings of flows started before t
-    group: list[tuple[int, int]] = []                        # step: (rank, landing) of the flows at t
-    group_t = -1
+    pending_rank: defaultdict[int, list[tuple[int, int]]] = defaultdict(list)    # step: rank -> heap of (slot_end, landing)
+    rank_landed: defaultdict[int, int] = defaultdict(int)
     for t, kind, _, i in order:
-        if step and t != group_t:
-            for rank, x in group:
-                rank_done[rank] = max(rank_done[rank], x)
-            group, group_t = [], t
         if kind == 0:
             op = schedule.local_ops[i]
             key = (op.rank, op.piece)
@@ -325,7 +324,7 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
         if b > ready:
             ready = b
         if step:
-            ready = max(ready, rank_done[f.src], rank_done[f.dst])
+            ready = max(ready, landed(pending_rank, rank_landed, f.src, t), landed(pending_rank, rank_landed, f.dst, t))
         before = batched.get(i, -1)
         if before >= 0 and ends[before] > ready:     # one after another in its batch
             ready = ends[before]
@@ -333,9 +332,10 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
         if i in batched:
             ends[i] = end
         lands = end + wire
-        if step:
-            group += [(f.src, lands), (f.dst, lands)]
         e = slot_end[i]
+        if step:
+            push(pending_rank[f.src], (e, lands))
+            push(pending_rank[f.dst], (e, lands))
         push(pending_writes[(f.dst, f.piece)], (e, lands))
         push(pending_port[sp], (e, end))
         push(pending_port[rp], (e, end))

@@ -48,7 +48,10 @@ BANDWIDTHS = (S.NIC_BANDWIDTH, 2 * S.NIC_BANDWIDTH)      # 50 and 100 GB/s per G
 FIXED_K = (32, 64)          # the verdict column also at these fixed k (what a PASS needs: the searched k vs these)
 LATENCY_FACTORS = (Fraction(3, 4), Fraction(5, 4))   # a verdict is *fragile* if it flips with o, Li, L scaled by these
 DISCIPLINE = "exclusive"    # the port discipline of every verdict (optcc.timing): what the streaming runner does
-OTHER_DISCIPLINES = ("step", "shared")                # each point also under these, at its k (no new search)
+OTHER_DISCIPLINES = ("step", "shared")                # each point also under these, at its k
+SEARCHED_DISCIPLINES = ("step",)   # … and where over the tolerance there, searched again over k under it (the
+                                   # array timer times it; shared is a fluid simulation of small schedules only)
+DISCIPLINE_EVALUATIONS = 8  # that search: at most this many event timings (cost rule)
 SHARED_FLOW_CAP = 3_000     # the shared discipline's fluid simulation (optcc.event_shared) up to this (cost rule)
 
 
@@ -174,8 +177,10 @@ class _Reached(Exception):
 
 
 def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FLOW_CAP,
-             target: Fraction | None = None, max_evals: int | None = None) -> dict:
-    """Event time of OptCC at the k the search picks (module docstring). `complete` is False when
+             target: Fraction | None = None, max_evals: int | None = None,
+             discipline: str = DISCIPLINE) -> dict:
+    """Event time of OptCC at the k the search picks (module docstring), under the port
+    `discipline`. `complete` is False when
     some k it needed was over `cap` flows (then `time` is the best event time seen, or None), and
     when the best k is a cap k_max below K_MAX (the optimum may lie beyond it).
     With `target`, the search stops at the first k whose event time is ≤ target (enough for a
@@ -197,10 +202,10 @@ def search_k(c: Cluster, n: int, k_start: int, k_max: int = K_MAX, cap: int = FL
             if prep is None:
                 complete = False
             try:
-                seen[k] = None if prep is None else prep.event_time(o, li, lat)
+                seen[k] = None if prep is None else prep.event_time(o, li, lat, discipline)
             except OverflowError:            # arrays whose grid × this latency is beyond int64
                 prep = Prepared(choose(c).build(c, k))
-                seen[k] = prep.event_time(o, li, lat)
+                seen[k] = prep.event_time(o, li, lat, discipline)
             if seen[k] is not None and all((seen[k], k) < (v, j) for j, v in seen.items() if j != k and v is not None):
                 preps.clear()
                 preps[k] = prep              # the best (time, k) so far: the one k_best picks
@@ -358,28 +363,51 @@ def flips(verdict: str, others) -> bool:
 
 
 def _disciplines(out: dict, c: Cluster, n: int, tol: float, bandwidth, preps: dict) -> None:
-    """The point under each of OTHER_DISCIPLINES (optcc.timing), at its k, no new search: refuted
-    by the bound as before (a lower bound of every port rule); else OptCC's event time at the
-    point's k under that discipline where its search kept the schedule (shared: a Schedule of at
-    most SHARED_FLOW_CAP flows), against NCCLNoFailure's under the same: PASS within the tolerance,
-    else undecided (over it at the exclusive search's k, which is not searched again under this
-    discipline; or "not computed"). In `out["disciplines"]`, with the point's own verdict under
-    DISCIPLINE."""
-    res = {DISCIPLINE: {"verdict": out["verdict"], "overhead": out["overhead"], "decided_by": out["decided_by"]}}
+    """The point under each of OTHER_DISCIPLINES (optcc.timing): refuted by the bound as before (a
+    lower bound of every port rule); else OptCC's event time at the point's k under that
+    discipline where its search kept the schedule (shared: a Schedule of at most SHARED_FLOW_CAP
+    flows), against NCCLNoFailure's under the same: PASS within the tolerance; over it, under a
+    discipline of SEARCHED_DISCIPLINES, the search over k again under that discipline (from the
+    point's k, at most DISCIPLINE_EVALUATIONS timings, stopping at the first k within the
+    tolerance): PASS at that k, FAIL where the search was complete, else undecided with the best k
+    it saw; under the others undecided (over it at the exclusive search's k; or "not computed").
+    In `out["disciplines"]`, with the point's own verdict under DISCIPLINE and each entry's k."""
+    res = {DISCIPLINE: {"verdict": out["verdict"], "overhead": out["overhead"], "k": out["k"], "decided_by": out["decided_by"]}}
     prep = preps.get(out["k"])
     for d in OTHER_DISCIPLINES:
         if out["decided_by"] == REFUTED_BY_BOUND:
-            res[d] = {"verdict": FAIL, "overhead": out["overhead"], "decided_by": REFUTED_BY_BOUND}
+            res[d] = {"verdict": FAIL, "overhead": out["overhead"], "k": None, "decided_by": REFUTED_BY_BOUND}
             continue
         small = prep is not None and (d != "shared" or (prep.schedule is not None and prep.n <= SHARED_FLOW_CAP))
         if not small or not out["decided_by"].startswith("event time"):
-            res[d] = {"verdict": UNDECIDED, "overhead": None, "decided_by": "not computed"}
+            res[d] = {"verdict": UNDECIDED, "overhead": None, "k": None, "decided_by": "not computed"}
             continue
         ring = nccl_event(c.p, c.g, c.latency_model, n, bandwidth, Fraction(1), d)
         ov = float(prep.event_time(*latency_units(c, n), discipline=d) / ring - 1)
-        res[d] = {"verdict": PASS if ov <= tol else UNDECIDED, "overhead": ov,
-                  "decided_by": "event time at the point's k" + ("" if ov <= tol else " (over it; k not searched)")}
+        if ov <= tol:
+            res[d] = {"verdict": PASS, "overhead": ov, "k": out["k"], "decided_by": "event time at the point's k"}
+        elif d in SEARCHED_DISCIPLINES:
+            res[d] = _searched(c, n, out["k"], ring, tol, d)
+        else:
+            res[d] = {"verdict": UNDECIDED, "overhead": ov, "k": out["k"],
+                      "decided_by": "event time at the point's k (over it; k not searched)"}
     out["disciplines"] = res
+
+
+def _searched(c: Cluster, n: int, k_start: int, ring: Fraction, tol: float, discipline: str) -> dict:
+    """A point's verdict under `discipline` by its own search over k (`_disciplines`)."""
+    ev = search_k(c, n, k_start, target=ring * (1 + Fraction(tol).limit_denominator(10**6)),
+                  max_evals=DISCIPLINE_EVALUATIONS, discipline=discipline)
+    if ev["time"] is None:
+        return {"verdict": UNDECIDED, "overhead": None, "k": None, "decided_by": "not computed (over the flow cap)"}
+    ov = float(ev["time"] / ring - 1)
+    if ov <= tol:
+        verdict, how = PASS, "event time (k searched under this discipline)"
+    elif ev["complete"]:
+        verdict, how = FAIL, "event time (k searched under this discipline)"
+    else:
+        verdict, how = UNDECIDED, "event time (k searched under this discipline, incomplete: best k seen)"
+    return {"verdict": verdict, "overhead": ov, "k": ev["k"], "decided_by": how}
 
 
 def piece_bytes(c: Cluster, k: int | None, n: int) -> int | None:

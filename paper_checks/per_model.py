@@ -209,7 +209,8 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
                 "over the tolerance FAILs, refuted by the bound), 50 GB/s: " + text
                 + ". Issue 7's α-β (α = 5 µs, best of K_CANDIDATES, closed forms): " + row.ours)
     row.discipline = (f"{E.DISCIPLINE} (each port one flow at a time in slot order: what the streaming runner "
-                      f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k "
+                      f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k, and under "
+                      f"{' and '.join(E.SEARCHED_DISCIPLINES)} at its own best k where over the tolerance at that k "
                       f"(verdict_by_discipline)")
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "

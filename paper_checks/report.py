@@ -112,7 +112,7 @@ def _cell(verdict: str, r: dict | None) -> str:
 
 
 def _disciplines(r: dict) -> str:
-    """'; step: FAIL, shared: undecided': the row under the other port disciplines (at each point's k)."""
+    """'; step: FAIL, shared: undecided': the row under the other port disciplines (each point at its k; under step also searched over k)."""
     by = r.get("verdict_by_discipline")
     if not by:
         return ""

@@ -63,11 +63,32 @@ def test_an_event_time_point_is_retimed_at_its_k():
                                *units(cf, N))
         want = float(prep.event_time(*units(cf, N)) / ring - 1)
         assert pt["at_latency"][str(f)]["overhead"] == want
-    # the other port disciplines (optcc.timing.DISCIPLINES) at the same k: step is timed; shared only
-    # up to SHARED_FLOW_CAP flows (this schedule has more)
+    # the other port disciplines (optcc.timing.DISCIPLINES): step is timed at the point's k and, over
+    # the tolerance there (21.0%), searched over k under step (the event time at its k, below the
+    # point's k's); shared only up to SHARED_FLOW_CAP flows (this schedule has more)
     d = pt["disciplines"]
     assert d["exclusive"]["verdict"] == pt["verdict"] and prep.n > E.SHARED_FLOW_CAP
     step_ring = ring_event_time(E.Cluster.build(16, bandwidth=S.NIC_BANDWIDTH, latency_model="nccl"), *units(c, N),
                                 discipline="step")
-    assert d["step"]["overhead"] == float(prep.event_time(*units(c, N), discipline="step") / step_ring - 1)
-    assert d["shared"] == {"verdict": E.UNDECIDED, "overhead": None, "decided_by": "not computed"}
+    at_k = float(prep.event_time(*units(c, N), discipline="step") / step_ring - 1)
+    assert round(at_k, 4) == 0.2097 and d["step"]["k"] != pt["k"]
+    searched = E.SCHEDULES.get(c, d["step"]["k"]).event_time(*units(c, N), discipline="step")
+    assert d["step"]["overhead"] == float(searched / step_ring - 1) < at_k
+    assert d["step"]["verdict"] == (E.PASS if d["step"]["overhead"] <= TOL else E.UNDECIDED)
+    assert d["step"]["decided_by"].startswith("event time (k searched under this discipline")
+    assert d["shared"] == {"verdict": E.UNDECIDED, "overhead": None, "k": None, "decided_by": "not computed"}
+
+
+def test_a_point_over_the_tolerance_under_step_is_decided_by_its_own_search_over_k():
+    """Figure 8's p = 16, ℓ = 4/3 point under alpha: FAILs by event time (7.68% at k = 48); under
+    the step discipline it is over the tolerance at that k too, and the search over k under step
+    (complete) finds no k within it: FAIL by that search, at its best k, with that k's event time."""
+    pt = E.point(16, 1, F(4, 3), "alpha", N, TOL)
+    assert (pt["verdict"], pt["decided_by"], pt["k"]) == (E.FAIL, "event time", 48)
+    step = pt["disciplines"]["step"]
+    assert (step["verdict"], step["decided_by"]) == (E.FAIL, "event time (k searched under this discipline)")
+    c = E.cluster(16, 1, F(4, 3), "alpha")
+    ring = ring_event_time(E.Cluster.build(16, bandwidth=S.NIC_BANDWIDTH, latency_model="alpha"), *units(c, N),
+                           discipline="step")
+    at = E.SCHEDULES.get(c, step["k"]).event_time(*units(c, N), discipline="step")
+    assert step["overhead"] == float(at / ring - 1) > TOL and round(step["overhead"], 4) == 0.0768
