@@ -16,7 +16,7 @@ import pytest
 from optcc_app.compose.statements import statements_sha256
 
 PINNED = {
-    "ring": {"obligations": "5f94c1c2ec76ebee1e7754e6269c8af735c5a80fb8f8f1d5d34216115e635978",
+    "ring": {"obligations": "6b8d8f8ddc83dc20e3baeb980676ae06e3c54fcf37371b5e9f2a48d6ded57e72",
              "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
     "optcc": {"obligations": "c2afdb939630606268957373dec969f97399361b1b2f96520c4f9ccbd394fa44",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
