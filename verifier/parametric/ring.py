@@ -83,8 +83,15 @@ def lower_bound(p: Term, ell: Term) -> tuple[Term, Term]:
 # Each family's last slot (derived: segment σ's reduce-scatter owns boxes σ·2(p−1) + t, t ≤ p−2,
 # its all-gather the p−1 after; a hop at the straggler lasts the whole box), reached by the last
 # segment's last hop at the straggler: the bound is tight, so its one-slot-stronger control fails.
-ENDS = {"ring.reduce_scatter": ("k·2(p−1) − (p−1)", lambda A, P: A.mul(P.k, 2 * P.p - 2) - (P.p - 1)),
-        "ring.all_gather": ("k·2(p−1)", lambda A, P: A.mul(P.k, 2 * P.p - 2))}
+def _rs_end(A: Z3Arith, P: Params) -> Term:
+    return A.mul(P.k, 2 * P.p - 2) - (P.p - 1)
+
+
+def _ag_end(A: Z3Arith, P: Params) -> Term:
+    return A.mul(P.k, 2 * P.p - 2)
+
+
+ENDS = {"ring.reduce_scatter": ("k·2(p−1) − (p−1)", _rs_end), "ring.all_gather": ("k·2(p−1)", _ag_end)}
 
 
 def finish(C: GeneratorModel) -> list[Obligation]:
