@@ -164,7 +164,9 @@ def check_o1p_bound(ell: Fraction) -> Row:
                     model="Theorem 1 closed form (exact), fit over p ∈ [8, 1024]")
 
 
-def check_o1p_optcc(ell: Fraction) -> Row:
+def check_o1p_optcc(ell: Fraction, full_fit: bool = False) -> Row:
+    """`full_fit`: the verdict model's fit (simai, 50 GB/s) times every p by a complete event search
+    (per_model.o1p_overheads `full`), so that it is decided; the other models keep their bounds."""
     subject = "OptCC"
     overheads = [O.optcc_time(p, ell, p) / M.t0(p) - 1 for p in S.P_FIT]
     row = _fit_row(subject, ell, overheads, opposite=ell > 2,
@@ -189,7 +191,8 @@ def check_o1p_optcc(ell: Fraction) -> Row:
     def fits(bandwidth):
         models = {}
         for m in P.PRESET_NAMES:   # OptCC over the fault-free ring's event time under the same model
-            ovh, ks, how, low, at = P.o1p_overheads(m, ell, S.P_FIT, bandwidth=bandwidth)
+            full = full_fit and m == P.VERDICT_MODEL and bandwidth == S.NIC_BANDWIDTH
+            ovh, ks, how, low, at = P.o1p_overheads(m, ell, S.P_FIT, bandwidth=bandwidth, full=full)
             fit = _fit_row(subject, ell, ovh, opposite=ell > 2, model=m)
             d = fit.details
             verdict, how_fit, bounded, c0_lo, c0_hi = decide(ovh, low, how, fit.verdict)
@@ -203,6 +206,7 @@ def check_o1p_optcc(ell: Fraction) -> Row:
                          "lower_end": low, "c0_range": [c0_lo, c0_hi], "fit_decided_by": how_fit,
                          "upper_bound_at_p": bounded, "c0": d["c0"], "c1": d["c1"], "r2": d["r2"],
                          "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values()),
+                         "full_fit": full,
                          "summary": f"overhead ≈ {d['c0']:+.5f} + {d['c1']:.4f}/p, R² = {d['r2']:.4f}; "
                                     f"at p = 1024: {_pct(ovh[-1])}, k = {ks[-1]}"
                                     + (f"; p = {', '.join(map(str, bounded))} by upper bound only, "
@@ -405,14 +409,14 @@ def check_within_6_percent_g8() -> Row:
         g, S.P_FIGURE22, (S.ELL_4_OF_8,), PERCENT_ROUNDING_PP)
 
 
-def check_list() -> list:
-    """(row id, the check computing it), in report order."""
+def check_list(full_fit: bool = False) -> list:
+    """(row id, the check computing it), in report order; `full_fit`: check_o1p_optcc's."""
     out = [("thm3-formula", check_theorem3_formula), ("thm3-expansion-volume", lambda: _expansion_row("volume")),
            ("thm3-expansion-cut", lambda: _expansion_row("cut"))]
     for ell in (Fraction(8, 7), Fraction(3, 2), Fraction(2), Fraction(3)):
         out.append((f"o1p-lower-bound-ell{float(ell):.3g}", lambda ell=ell: check_o1p_bound(ell)))
     for ell in (Fraction(8, 7), Fraction(3, 2), Fraction(2), Fraction(3)):
-        out.append((f"o1p-OptCC-ell{float(ell):.3g}", lambda ell=ell: check_o1p_optcc(ell)))
+        out.append((f"o1p-OptCC-ell{float(ell):.3g}", lambda ell=ell: check_o1p_optcc(ell, full_fit)))
     out += [
         ("within-6pct-fig8", check_within_6_percent_g1), ("within-6pct-fig10", check_within_6_percent_g4),
         ("fig10-gap-p16", check_gap_at_p16),
@@ -433,11 +437,11 @@ def check_list() -> list:
     return out
 
 
-def all_checks(progress=None) -> list[Row]:
+def all_checks(progress=None, full_fit: bool = False) -> list[Row]:
     """Every check in order; `progress(i, n, row_id, seconds, verdict)` after each row (the CLI
-    prints it on stderr)."""
+    prints it on stderr); `full_fit`: check_o1p_optcc's."""
     import time
-    checks = check_list()
+    checks = check_list(full_fit)
     rows = []
     for i, (rid, check) in enumerate(checks, 1):
         t = time.process_time()

@@ -45,6 +45,8 @@ PASS, FAIL, UNDECIDED = "PASS", "FAIL", "undecided"
 REFUTED_BY_BOUND = "refuted by the bound"   # decided_by of a FAIL whose lower bound alone is over the tolerance
 P_EVENT_MAX = 64            # no event search beyond (the schedules at the closed form's k exceed FLOW_CAP)
 BANDWIDTHS = (S.NIC_BANDWIDTH, 2 * S.NIC_BANDWIDTH)      # 50 and 100 GB/s per GPU (issue 24)
+FIT_FLOW_CAP = 100_000_000  # the O(1/p) fits' full run (`optcc paper-checks --full-fit`): every p searched by event
+                            # time up to this (p = 1024, k = 44: 92 M flows, about 10 GB and 50 s a timing)
 FIXED_K = (32, 64)          # the verdict column also at these fixed k (what a PASS needs: the searched k vs these)
 LATENCY_FACTORS = (Fraction(3, 4), Fraction(5, 4))   # a verdict is *fragile* if it flips with o, Li, L scaled by these
 DISCIPLINE = "exclusive"    # the port discipline of every verdict (optcc.timing): what the streaming runner does
@@ -256,17 +258,17 @@ def _walk(score, k_start: int, k_max: int) -> None:
 
 
 def point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_BANDWIDTH,
-          k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None) -> dict:
+          k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None, cap: int = FLOW_CAP) -> dict:
     """`_point`, with the size of what its verdict's k moves: `segment_bytes` = n/k and `piece_bytes`
     (the smallest piece, where the schedule at that k was built)."""
-    out = _point(p, g, ells, model, n, tol, bandwidth, k_max, event, deep_cap)
+    out = _point(p, g, ells, model, n, tol, bandwidth, k_max, event, deep_cap, cap)
     out["segment_bytes"] = n // out["k"] if out["k"] else None
     out["piece_bytes"] = piece_bytes(cluster(p, g, ells, model, bandwidth), out["k"], n)
     return out
 
 
 def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC_BANDWIDTH,
-           k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None) -> dict:
+           k_max: int = K_MAX, event: bool = True, deep_cap: int | None = None, cap: int = FLOW_CAP) -> dict:
     """One grid point: the intervals, the verdict (PASS / FAIL / undecided; FAIL by event time or
     refuted by the bound).
     `deep_cap`: a point left undecided is searched again with schedules of up to that many flows and
@@ -274,7 +276,8 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
     within that budget is reported), PASS if within the tolerance, FAIL only if that search is complete;
     a point without a closed form gets no timing budget (its walk runs to its end, so it can FAIL);
     not where k is capped below K_MAX (the rails row's cost rule: its search could not FAIL). A
-    point without a closed form gets that pass with NO_CLOSED_FORM_CAP whatever `deep_cap`."""
+    point without a closed form gets that pass with NO_CLOSED_FORM_CAP whatever `deep_cap`.
+    `cap`: the search's own flow cap (FLOW_CAP; the O(1/p) fits' full run raises it)."""
     c = cluster(p, g, ells, model, bandwidth)
     ring = nccl_event(p, g, model, n, bandwidth)
     try:
@@ -292,7 +295,7 @@ def _point(p: int, g: int, ells, model: str, n: int, tol: float, bandwidth=S.NIC
                    event_k=None, event_complete=False, event_evaluated=0, event_overhead=None)
         return _at_latencies(out, c, n, tol, bandwidth, {})
     event = event or mt is None              # no closed form: the event search is the only value there is
-    ev = search_k(c, n, k_cf, k_max) if event else {"time": None, "k": None, "complete": False, "evaluated": 0,
+    ev = search_k(c, n, k_cf, k_max, cap) if event else {"time": None, "k": None, "complete": False, "evaluated": 0,
                                                      "prep": None}
     preps = {ev["k"]: ev.pop("prep")}
     out["event_k"], out["event_complete"], out["event_evaluated"] = ev["k"], ev["complete"], ev["evaluated"]

@@ -133,17 +133,20 @@ def gap_under(model: str, p: int, g: int, ell, n: int = S.MESSAGE_BYTES, bandwid
             "verdict_at_latency": at_lat, "fragile": E.flips(verdict, at_lat.values())}
 
 
-def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH) -> tuple:
+def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC_BANDWIDTH,
+                  full: bool = False) -> tuple:
     """OptCC (one straggler, g = 1) over the fault-free ring's event time under one model, per p:
     (overheads, ks, decided_by, lower ends, at) — event time where the schedules are small enough, else
     the closed-form upper bound; the lower end is the event time, or the lower bound + o + Li + L
     (event_checks.bound_time) where only the upper bound is known; `at`: per latency factor
-    (event_checks.LATENCY_FACTORS) the overheads at each p's k (upper ends) and the bound's."""
+    (event_checks.LATENCY_FACTORS) the overheads at each p's k (upper ends) and the bound's.
+    `full`: every p searched by event time with schedules of up to event_checks.FIT_FLOW_CAP flows
+    (minutes and about 10 GB at p = 1024; `optcc paper-checks --full-fit`)."""
     out, ks, how, low = [], [], [], []
     at: dict = {str(f): ([], []) for f in E.LATENCY_FACTORS}   # per factor: (upper ends, lower ends)
-    event = all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
+    event = full or all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
     for p in ps:
-        pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event)
+        pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event, cap=E.FIT_FLOW_CAP if full else E.FLOW_CAP)
         exact = pt["event_complete"] and pt["event_overhead"] is not None
         out.append(pt["event_overhead"] if exact else pt["closed_form_overhead"])
         ks.append(pt["event_k"] if exact else pt["k_closed_form"])

@@ -10,10 +10,11 @@ from paper_checks.shared_port import cell as shared_port_cell
 VERDICTS = (claims.PASS, claims.FAIL, claims.OPEN, claims.UNDECIDED, claims.READING)
 
 
-def run_paper_checks(figures_dir: str | None = None, progress=None, rows=None) -> dict:
+def run_paper_checks(figures_dir: str | None = None, progress=None, rows=None, full_fit: bool = False) -> dict:
     """The report (JSON-able). `progress`: called after each row (claims.all_checks); `rows`:
-    already computed claims rows (the test session computes them once)."""
-    rows = claims.all_checks(progress) if rows is None else rows
+    already computed claims rows (the test session computes them once); `full_fit`: the O(1/p)
+    OptCC fits timed by event time at every p (claims.check_o1p_optcc)."""
+    rows = claims.all_checks(progress, full_fit) if rows is None else rows
     summary = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
     by_model = {m: {v: sum(r.verdicts.get(m, r.verdict) == v for r in rows) for v in VERDICTS}
                 for m in PRESET_NAMES}
@@ -24,7 +25,7 @@ def run_paper_checks(figures_dir: str | None = None, progress=None, rows=None) -
         from paper_checks.figures import draw_figures
         figures = draw_figures(figures_dir)
     fragile = [r.id for r in rows if r.details.get("fragile", {}).get("50", {}).get(VERDICT_MODEL)]
-    return {"settings": settings.settings_json(), "rows": [r.to_json() for r in rows], "fragile": fragile,
+    return {"settings": {**settings.settings_json(), "full_fit": full_fit}, "rows": [r.to_json() for r in rows], "fragile": fragile,
             "summary": summary, "summary_by_latency_model": by_model,
             "summary_by_bandwidth_gbps": by_bw, "verdict_model": VERDICT_MODEL,
             "figures": figures}
@@ -89,6 +90,8 @@ def _cell(verdict: str, r: dict | None) -> str:
         if r.get("upper_bound_at_p"):
             lo, hi = r["c0_range"]
             text += f"; p ≥ {min(r['upper_bound_at_p'])} by bounds only: c0 ∈ [{lo:+.4f}, {hi:+.4f}]"
+        elif r.get("full_fit"):
+            text += "; every p by event time (--full-fit)"
         return text + _fragile(verdict, r)
     if "optcc_gap" in r:
         return text + (f" {100 * r['optcc_gap']:.2f}% vs bound {100 * r['bound_gap']:.2f}% "

@@ -228,7 +228,7 @@ def test_optcc_alpha_count_bounds_the_event_model(ell, p):
 def test_cli_json_and_figures(tmp_path, capsys, monkeypatch, paper_rows):
     from optcc_app.cli import main
     from paper_checks import claims
-    def cached(progress=None):     # the session's rows (computed once), with the CLI's progress lines
+    def cached(progress=None, full_fit=False):     # the session's rows (computed once), with the CLI's progress lines
         for i, r in enumerate(paper_rows, 1):
             if progress:
                 progress(i, len(paper_rows), r.id, 0.0, r.verdict)
@@ -386,7 +386,7 @@ def test_text_progress_goes_to_stderr_and_stdout_is_the_table(capsys, monkeypatc
     from paper_checks import claims
     from paper_checks.report import run_paper_checks
 
-    def cached(progress=None):
+    def cached(progress=None, full_fit=False):
         for i, r in enumerate(paper_rows, 1):
             if progress:
                 progress(i, len(paper_rows), r.id, 0.25, r.verdict)
@@ -399,3 +399,22 @@ def test_text_progress_goes_to_stderr_and_stdout_is_the_table(capsys, monkeypatc
                                          for i, r in enumerate(paper_rows, 1)]
     assert captured.out == render_text(run_paper_checks(rows=paper_rows)) + "\n"
     assert "paper-checks: [" not in captured.out
+
+
+def test_cli_full_fit_asks_the_checks_for_the_full_fit_and_says_so(capsys, monkeypatch, paper_rows):
+    """`optcc paper-checks --full-fit --json`: the checks run with full_fit (check_o1p_optcc times
+    every p of the simai fit by event time; tests/paper_checks/test_paper_checks_latency.py) and the
+    report's settings say so; without the flag, full_fit is false."""
+    from optcc_app.cli import main
+    from paper_checks import claims
+    asked = []
+
+    def cached(progress=None, full_fit=False):
+        asked.append(full_fit)
+        return paper_rows
+    monkeypatch.setattr(claims, "all_checks", cached)
+    assert main(["paper-checks", "--full-fit", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["full_fit"] is True
+    assert main(["paper-checks", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["full_fit"] is False
+    assert asked == [True, False]

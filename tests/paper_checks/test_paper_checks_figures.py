@@ -8,7 +8,7 @@ from optcc_app.cli import main
 
 def _cached(monkeypatch, paper_rows):
     from paper_checks import claims
-    monkeypatch.setattr(claims, "all_checks", lambda progress=None: paper_rows)
+    monkeypatch.setattr(claims, "all_checks", lambda progress=None, full_fit=False: paper_rows)
 
 
 def _broken_drawing(monkeypatch):

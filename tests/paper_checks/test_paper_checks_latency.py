@@ -206,3 +206,27 @@ def test_fixed_k_builds_no_schedule_beyond_the_event_range(monkeypatch):
     (f1, d), = fresh.flows.values()
     assert f1 > 10 and d is None
     assert fresh.estimate(c, 3) == f1 + 2 * fresh.flows[fresh.key(c, 0)[:-1]][1] > f1
+
+
+def test_the_full_fit_times_every_p_by_event_time_and_decides_the_row(monkeypatch):
+    """`optcc paper-checks --full-fit` (check_o1p_optcc(ell, full_fit=True)), on a fit shortened to
+    p = 8…128: without it p = 128 (beyond P_EVENT_MAX) is only bounded, and so is every p (a fit is
+    decided only with every p event-timed), and ℓ = 2's row is undecided; with it the simai fit's
+    every p is a complete event search (p = 128 at k = 173, 5.6 M flows, over FLOW_CAP), c0 is
+    the fit of those event times and the row is decided by the fit rule, where the other presets
+    keep their bounds."""
+    monkeypatch.setattr(S, "P_FIT", (8, 16, 32, 64, 128))
+    bounded = C.check_o1p_optcc(F(2)).details["latency_models"]
+    assert bounded["simai"]["decided_by"] == ["upper bound"] * 5 and bounded["simai"]["verdict"] == C.UNDECIDED
+    row = C.check_o1p_optcc(F(2), full_fit=True)
+    simai = row.details["latency_models"]["simai"]
+    assert simai["full_fit"] and simai["decided_by"] == ["event time"] * 5 and simai["upper_bound_at_p"] == []
+    assert simai["k"][-1] == 173 and E.SCHEDULES.estimate(E.cluster(128, 1, F(2), "simai"), 173) > E.FLOW_CAP
+    c0, _, r2 = C.fit_inverse_p(S.P_FIT, simai["overhead"])
+    assert simai["c0"] == c0
+    want = C.PASS if abs(c0) <= C.FIT_INTERCEPT_MAX and r2 >= C.FIT_R2_MIN else C.FAIL
+    assert row.verdict == simai["verdict"] == want and simai["fit_decided_by"] == "every p by event time"
+    assert all(not r["full_fit"] and r["decided_by"] == ["upper bound"] * 5
+               for m, r in row.details["latency_models"].items() if m != "simai")
+    from paper_checks.report import _cell
+    assert _cell(row.verdict, simai).endswith(f"c0 = {c0:+.4f}; every p by event time (--full-fit)")

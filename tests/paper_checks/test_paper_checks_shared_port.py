@@ -88,7 +88,7 @@ def test_json_and_markdown_carry_the_column(rows, paper_report, tmp_path, capsys
     from optcc_app.cli import main
     from paper_checks import claims
     from paper_checks.report import render_markdown_table
-    monkeypatch.setattr(claims, "all_checks", lambda progress=None: paper_rows)
+    monkeypatch.setattr(claims, "all_checks", lambda progress=None, full_fit=False: paper_rows)
     assert main(["paper-checks", "--json"]) == 0
     out = {r["id"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     for rid in ROWS:
