@@ -18,10 +18,10 @@ from optcc_app.compose.statements import statements_sha256
 PINNED = {
     "ring": {"obligations": "6b8d8f8ddc83dc20e3baeb980676ae06e3c54fcf37371b5e9f2a48d6ded57e72",
              "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "optcc": {"obligations": "c2afdb939630606268957373dec969f97399361b1b2f96520c4f9ccbd394fa44",
+    "optcc": {"obligations": "748fe493ea5c006b848528331c5a9594504de587d27864cc3a8e39f91f919048",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
               "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "servers": {"obligations": "f0714e2059b3c46548ff827deb1f24a132ca88b50650d9b4c5c4d7c2b329f34b",
+    "servers": {"obligations": "33021f3718e7da3f90b9c90d69072f756c27a31e7d3c3ca942280b7bc73472e2",
                 "near_optimal": "57de3d53accc0fa717a83024d27e7744fedf970b97054696b1e9cb64ddc306d1",
                 "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
 }

@@ -168,6 +168,41 @@ def _pipeline_len(A: Arith, P: Params) -> Term:
     return F.pipeline_slots(A, P)
 
 
+# The pipeline families that end before L, each by its own margin (derived: read off their last
+# flows on p = 4–8, k = 1–3 and seven ℓ, proved for every p, k, ℓ by the obligation itself, and
+# tight: some flow ends exactly there, so its one-step-stronger control is refuted). For ℓ ≥ 2 a
+# healthy hop lasts 2/ℓ of a pipeline slot, hence the 2/ℓ terms; the all-gather's last hop
+# depends on p's parity.
+def _rs_margin(A: Arith, P: Params) -> Term:
+    return A.ite(P.ell >= 2, 5 - 2 / P.ell, A.real(4))
+
+
+def _upload_margin(A: Arith, P: Params) -> Term:
+    return A.ite(P.ell >= 2, A.real(2), A.ite(P.k >= 2, 4 - P.ell, A.real(2)))
+
+
+def _p2p_upload_margin(A: Arith, P: Params) -> Term:
+    return A.real(2 * P.p)
+
+
+def _ag_margin(A: Arith, P: Params) -> Term:
+    return A.ite(P.p % 2 == 0, A.real(3), A.real(1)) + A.ite(P.ell >= 2, 1 - 2 / P.ell, A.real(0))
+
+
+PIPELINE_MARGINS: dict[str, tuple[str, Callable[[Arith, Params], Term]]] = {
+    "optcc.rs_hop": ("(5 − 2/ℓ if ℓ ≥ 2, else 4)", _rs_margin),
+    "optcc.upload": ("(2 if ℓ ≥ 2 or k = 1, else 4 − ℓ)", _upload_margin),
+    "optcc.p2p_upload": ("2p", _p2p_upload_margin),
+    "optcc.ag_hop": ("((3 if p is even, else 1) + (1 − 2/ℓ if ℓ ≥ 2))", _ag_margin),
+}
+
+
+def _before_l(margin: Callable[[Arith, Params], Term]) -> Callable[[Arith, Params], Term]:
+    def limit(A: Arith, P: Params) -> Term:
+        return _pipeline_len(A, P) - margin(A, P)
+    return limit
+
+
 def finish(C: GeneratorModel) -> list[Obligation]:
     pro, rs, up, down, p2p_up, p2p_down, ag, epi = C.families
 
@@ -183,9 +218,12 @@ def finish(C: GeneratorModel) -> list[Obligation]:
         """(σ = k−2, o = 0)"""
         return (P.k - 2, 0)
     out = _ends_by(C, [pro], lambda A, P: P.p - 2, "prologue slot H−1", [(lambda P: [], pro, last_step)])
-    out += _ends_by(C, [rs, up, down, p2p_up, p2p_down, ag], _pipeline_len, "pipeline slot L",
+    out += _ends_by(C, [down, p2p_down], _pipeline_len, "pipeline slot L",
                     [(lambda P: [z3.Or(P.ell >= 2, P.k == 1)], down, last_down),
                      (lambda P: [P.ell < 2, P.k >= 2], p2p_down, last_p2p)])
+    for fam in (rs, up, p2p_up, ag):
+        text, margin = PIPELINE_MARGINS[fam.name]
+        out += _ends_by(C, [fam], _before_l(margin), f"pipeline slot L − {text}", [])
     out += _ends_by(C, [epi], lambda A, P: P.p - 2, "epilogue slot H−1", [(lambda P: [], epi, last_step)])
     H, k, ell = _real(C.P)
     d, x = sizes(C.P)
