@@ -10,6 +10,8 @@ tolerance FAILs, *refuted by the bound*: no schedule can meet the claim there (l
 """
 from __future__ import annotations
 
+import logging
+import time
 from fractions import Fraction
 
 from bounds.closed_form import lower_bound
@@ -20,6 +22,8 @@ from optcc.model_time import model_time
 from optcc.segments import K_MAX, auto_segments
 from paper_checks import event_checks as E
 from paper_checks import settings as S
+
+log = logging.getLogger("paper_checks")      # the full fit's progress, a point at a time (the CLI prints it)
 
 PASS, FAIL, UNDECIDED = "PASS", "FAIL", E.UNDECIDED
 VERDICT_MODEL = "simai"          # the paper's evaluation ran SimAI
@@ -146,7 +150,12 @@ def o1p_overheads(model: str, ell, ps, n: int = S.MESSAGE_BYTES, bandwidth=S.NIC
     at: dict = {str(f): ([], []) for f in E.LATENCY_FACTORS}   # per factor: (upper ends, lower ends)
     event = full or all(p <= E.P_EVENT_MAX for p in ps)   # a fit is decided only with every p event-timed
     for p in ps:
+        t0 = time.process_time()
         pt = E.point(p, 1, ell, model, n, 10.0, bandwidth, event=event, cap=E.FIT_FLOW_CAP if full else E.FLOW_CAP)
+        if full:
+            done = "complete" if pt["event_complete"] else "incomplete: the closed form stands"
+            log.info("O(1/p) fit, %s, ℓ = %s, p = %d: event search at k = %s (%s, %d timings), %.1f s CPU",
+                     model, ell, p, pt["event_k"], done, pt["event_evaluated"], time.process_time() - t0)
         exact = pt["event_complete"] and pt["event_overhead"] is not None
         out.append(pt["event_overhead"] if exact else pt["closed_form_overhead"])
         ks.append(pt["event_k"] if exact else pt["k_closed_form"])

@@ -36,6 +36,16 @@ def run(args) -> int:
 
     def progress(i, n, row_id, seconds, verdict):
         print(f"paper-checks: [{i}/{n}] {row_id}: {verdict} ({seconds:.1f} s CPU)", file=sys.stderr, flush=True)
+    if args.full_fit:                  # minutes per row: a line per point of the fits too
+        import logging
+        fit_log = logging.getLogger("paper_checks")
+        for old in [h for h in fit_log.handlers if h.get_name() == "optcc paper-checks"]:
+            fit_log.removeHandler(old)             # one handler, on this call's stderr
+        handler = logging.StreamHandler(sys.stderr)
+        handler.set_name("optcc paper-checks")
+        handler.setFormatter(logging.Formatter("paper-checks:   %(message)s"))
+        fit_log.addHandler(handler)
+        fit_log.setLevel(logging.INFO)
     report = run_paper_checks(None, progress, full_fit=args.full_fit)
     if args.figures is None:
         print_json(report) if args.json else print(render_text(report))

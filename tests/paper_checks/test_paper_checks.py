@@ -406,15 +406,18 @@ def test_cli_full_fit_asks_the_checks_for_the_full_fit_and_says_so(capsys, monke
     every p of the simai fit by event time; tests/paper_checks/test_paper_checks_latency.py) and the
     report's settings say so; without the flag, full_fit is false."""
     from optcc_app.cli import main
-    from paper_checks import claims
+    from paper_checks import claims, per_model
     asked = []
 
     def cached(progress=None, full_fit=False):
         asked.append(full_fit)
+        per_model.log.info("O(1/p) fit, simai, ℓ = 2, p = 1024: …")    # what the full fit logs per point
         return paper_rows
     monkeypatch.setattr(claims, "all_checks", cached)
     assert main(["paper-checks", "--full-fit", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["settings"]["full_fit"] is True
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["settings"]["full_fit"] is True
+    assert "paper-checks:   O(1/p) fit, simai, ℓ = 2, p = 1024: …\n" in captured.err
     assert main(["paper-checks", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["settings"]["full_fit"] is False
     assert asked == [True, False]

@@ -230,3 +230,15 @@ def test_the_full_fit_times_every_p_by_event_time_and_decides_the_row(monkeypatc
                for m, r in row.details["latency_models"].items() if m != "simai")
     from paper_checks.report import _cell
     assert _cell(row.verdict, simai).endswith(f"c0 = {c0:+.4f}; every p by event time (--full-fit)")
+
+
+def test_the_full_fit_says_each_point_as_it_goes(monkeypatch, caplog):
+    """A full fit takes minutes a row: each p's event search is logged (logger `paper_checks`,
+    which `optcc paper-checks --full-fit` prints on stderr) with its k and CPU time."""
+    import logging
+    monkeypatch.setattr(S, "P_FIT", (8, 16))
+    with caplog.at_level(logging.INFO, logger="paper_checks"):
+        P.o1p_overheads("simai", F(2), S.P_FIT, full=True)
+    lines = [r.getMessage() for r in caplog.records if r.name == "paper_checks"]
+    assert len(lines) == 2 and all(f"simai, ℓ = 2, p = {p}: event search at k = " in line and "(complete, " in line
+                                   for p, line in zip(S.P_FIT, lines)), lines
