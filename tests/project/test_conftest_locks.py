@@ -24,7 +24,7 @@ def test_alone():
 
 
 @pytest.mark.alone
-@pytest.mark.skipif(True, reason="as the testbed's tests skip without root")
+@pytest.mark.skipif(True, reason="the case under test: an alone test skipped before its fixtures run, as the testbed's are without root")
 def test_alone_skipped():
     pass
 

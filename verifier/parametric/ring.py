@@ -110,7 +110,7 @@ def finish(C: GeneratorModel) -> list[Obligation]:
     ag = C.families[1]
     idx = (P.k - 1, P.p - 2, P.s)
     T = ag.terms(A, P, *idx)
-    F = A.mul(P.k, 2 * P.p - 2)
+    F = _ag_end(A, P)
     out.append(Obligation("finish", "the straggler's last all-gather hop ends at slot k·2(p−1)",
                           C.assume + A.product_lemmas(),
                           z3.And(*ag.domain(A, P, *idx), T.box + T.offset + T.dur == F),
