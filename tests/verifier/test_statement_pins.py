@@ -16,12 +16,12 @@ import pytest
 from optcc_app.compose.statements import statements_sha256
 
 PINNED = {
-    "ring": {"obligations": "6b8d8f8ddc83dc20e3baeb980676ae06e3c54fcf37371b5e9f2a48d6ded57e72",
+    "ring": {"obligations": "cca8f94f74208e32cd8b0ca29714b142656d560941856bb7c6b997a7e695e8ff",
              "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "optcc": {"obligations": "748fe493ea5c006b848528331c5a9594504de587d27864cc3a8e39f91f919048",
+    "optcc": {"obligations": "4df8ad1e37a9050666e5fd27c884426a5b205854c78beea05ddb27d58f952fb0",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
               "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "servers": {"obligations": "33021f3718e7da3f90b9c90d69072f756c27a31e7d3c3ca942280b7bc73472e2",
+    "servers": {"obligations": "15db7431c196bdcc4c7aaa78d0ffe8b9a8e7acdc0f920a9194eaa4d57e8702d4",
                 "near_optimal": "57de3d53accc0fa717a83024d27e7744fedf970b97054696b1e9cb64ddc306d1",
                 "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
 }

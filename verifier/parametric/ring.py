@@ -38,8 +38,14 @@ def params() -> tuple[Params, list[Z3Term]]:
 
 def generator_model(families: tuple[Family, ...] = R.FAMILIES) -> GeneratorModel:
     P, assume = params()
+    rs, ag = (f.name for f in families)
+    # A value's reduce-scatter write and its all-gather write are p − 1 slots apart at least
+    # (derived: read off the flows on p = 3–10, k = 1–4, seven ℓ; proved for every p, k, ℓ and
+    # attained at every p, so p slots is refuted).
+    gap = ("p − 1", lambda P: P.p - 1)
     return GeneratorModel("ring", P, assume, tuple(families), lambda P: P.p,
-                        lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p))
+                          lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p),
+                          gaps={(rs, ag, "two writes at once"): gap, (ag, rs, "two writes at once"): gap})
 
 
 def _value(A: Arith, P: Params, key: tuple[Term, Term], v: Term, j: Term) -> V.Val:
