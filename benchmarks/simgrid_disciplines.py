@@ -12,6 +12,14 @@ nothing in SimGrid: the flows it follows already ended), sends its bytes (Comm.s
 shares the links max-min) and lands L later (a sleep). Local ops wait for their reads. The
 makespan, in units of n/B, against optcc.timing.event_time under the same discipline.
 
+Flows below rate 1 (the rails' NVLink streams, one GPU to g − 1 others at once): the event model
+runs each at its stated rate for its whole duration, a share of the port it keeps even where the
+port has room to spare. `capped=True` replays them so (a mailbox transfer with Comm.set_rate: the
+flow's rate times its link's speed, the slower end's on a NIC); without it SimGrid shares the
+links max-min, a work-conserving NVLink. The second part of the output compares the two on the
+rails (g = 8, 100 GB/s, where NVLink bounds them): capped equals the event model, max-min is
+faster by what the stated rates leave unused.
+
 Run: python benchmarks/simgrid_disciplines.py   (prints one line per schedule and discipline and
 the largest relative difference; skips with its reason where SimGrid is not installed)
 """
@@ -42,15 +50,16 @@ def load_simgrid():
             sys.path.remove(DEBIAN_SITE)
 
 
-def replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str) -> float:
+def replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str, capped: bool = False) -> float:
     """SimGrid's makespan of `schedule` (units of n/B) under `discipline` (module docstring), in a
-    forked process (SimGrid's Engine is one per process)."""
+    forked process (SimGrid's Engine is one per process). `capped`: every flow below rate 1 at its
+    stated rate (module docstring)."""
     import os
     rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:                                    # the child: one Engine, its makespan as float.hex
         try:
-            os.write(wr, _replay(schedule, o, li, lat, discipline).hex().encode())
+            os.write(wr, _replay(schedule, o, li, lat, discipline, capped).hex().encode())
         finally:
             os._exit(0)
     os.close(wr)
@@ -62,7 +71,7 @@ def replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str) 
     return float.fromhex(out)
 
 
-def _replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str) -> float:
+def _replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str, capped: bool) -> float:
     sg, why = load_simgrid()
     if sg is None:
         raise RuntimeError(why)
@@ -144,7 +153,14 @@ def _replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str)
         sg.this_actor.sleep_until(max(t, sg.Engine.clock))
         sg.this_actor.sleep_for(float(o) * unit)
         size = int(schedule.pieces[f.piece] * n_bytes)
-        sg.Comm.sendto(hosts[f.src], hosts[f.dst], size)
+        if capped and f.rate != 1:                  # a mailbox transfer: Comm.sendto's cannot take a rate
+            speed = nv if f.link == "nvlink" else bw / float(max(c.slowdown[f.src], c.slowdown[f.dst]))
+            comm = sg.Mailbox.by_name(f"m{i}").put_init(i, size)
+            comm.set_rate(speed * float(f.rate))
+            comm.start()
+            comm.wait()
+        else:
+            sg.Comm.sendto(hosts[f.src], hosts[f.dst], size)
         done(ended_sem, ended_by, i)
         sg.this_actor.sleep_for(float(lat) * unit)
         finish[0] = max(finish[0], sg.Engine.clock)
@@ -158,8 +174,14 @@ def _replay(schedule, o: Fraction, li: Fraction, lat: Fraction, discipline: str)
 
     for i in range(n_flows):
         sg.Actor.create(f"f{i}", hosts[flows[i].src], run_flow, i)
+    def receive(i):
+        sg.Mailbox.by_name(f"m{i}").get()
+
     for j in range(len(ops)):
         sg.Actor.create(f"op{j}", hosts[ops[j].rank], run_op, n_flows + j)
+    for i in range(n_flows):
+        if capped and flows[i].rate != 1:
+            sg.Actor.create(f"r{i}", hosts[flows[i].dst], receive, i)
     e.run()
     return finish[0] / unit
 
@@ -183,6 +205,19 @@ def cases():
     return out
 
 
+def rails_cases():
+    """OptCC's rails with one straggler, g = 8, where NVLink (450 GB/s) bounds them (100 GB/s NICs):
+    q = 3 and 4 servers, k = 2 (2,116 and 3,410 flows, simai at 8 GiB)."""
+    from fractions import Fraction as F
+    from optcc.algorithms.registry import choose
+    from optcc.cluster import Cluster
+    out = []
+    for p in (24, 32):
+        c = Cluster.build(p, 8, {0: F(2)}, bandwidth=100e9, nvlink_bandwidth=450e9, latency_model="simai")
+        out.append((f"rails p={p} g=8 l=2 k=2", choose(c).build(c, 2)))
+    return out
+
+
 def main() -> int:
     sg, why = load_simgrid()
     if sg is None:
@@ -201,6 +236,13 @@ def main() -> int:
             worst = max(worst, rel)
             print(f"{name:30s} {d:9s} ours {ours:.9f}  SimGrid {theirs:.9f}  rel. diff {rel:.2e}")
     print(f"largest relative difference: {worst:.2e}")
+    print("rails, g = 8, 100 GB/s (exclusive): flows below rate 1 capped at it, and shared max-min")
+    for name, s in rails_cases():
+        o, li, lat = units(s.cluster, n)
+        ours = float(event_time(s, o, None, li, lat, "exclusive"))
+        capped, free = replay(s, o, li, lat, "exclusive", capped=True), replay(s, o, li, lat, "exclusive")
+        print(f"{name:30s} ours {ours:.9f}  capped {capped:.9f} (rel. diff {abs(capped - ours) / ours:.2e})"
+              f"  max-min {free:.9f} (ours {ours / free - 1:+.2%})")
     return 0
 
 
