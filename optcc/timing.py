@@ -37,6 +37,12 @@ waited for: that would be another schedule, one that serialises what this one ov
 queue pairs): a flow starts at max(data ready + Li, its send port free in slot order), each
 sender sends one flow at a time at most at its own rate, and the flows arriving at a receiver
 split its bandwidth max-min (optcc.event_shared, exact, for small schedules).
+
+NVLink streams (derived; `nvlink`): a flow on NVLink below rate 1 outside a batch (the rails'
+streams, one GPU to g − 1 others at once) runs at its stated rate for its whole duration
+("stated", the default: the schedule as written), or shares its server's NVLink ports max-min
+with the streams running at once ("max-min", optcc.event_maxmin: a work-conserving NVLink, as
+SimGrid's network model; exclusive discipline only). Neither bounds the other (docs/latency.md).
 """
 from __future__ import annotations
 
@@ -58,6 +64,9 @@ if TYPE_CHECKING:
 CAPACITY_MODELS = ("exclusive", "shared")
 # Port disciplines of the event model (module docstring): the one the runners implement first.
 DISCIPLINES = ("exclusive", "step", "shared")
+# How NVLink flows below rate 1 (not batched) are timed: at their stated rate for their whole
+# duration, or shared max-min among the server's flows at once (optcc.event_maxmin).
+NVLINK_SHARING = ("stated", "max-min")
 _K = TypeVar("_K")
 
 
@@ -248,19 +257,51 @@ def slot_time(schedule: Schedule, grid: IntegerTimes | None = None) -> Fraction:
     return grid.to_fraction(max(grid.ends + grid.op_times, default=0))
 
 
+@dataclass(frozen=True)
+class EventGrid:
+    """The event model's integers (time = value / scale): o, Li, L and every flow's port time, a
+    batched flow's r·(o + duration) − o (module docstring)."""
+    scale: int
+    alpha: int
+    issue: int
+    wire: int
+    durs: list[int]
+
+
+def event_grid(schedule: Schedule, grid: IntegerTimes, batched: Mapping[int, int], alpha_units: Fraction,
+               issue_units: Fraction, latency_units: Fraction) -> EventGrid:
+    """`grid` refined so that o, Li, L and the batched flows' r·(o + duration) are integers on it."""
+    flows = schedule.flows
+    mult = math.lcm(alpha_units.denominator, issue_units.denominator, latency_units.denominator) \
+        * math.lcm(1, *{flows[i].rate.denominator for i in batched})      # r·(o + d) on the grid
+    alpha = alpha_units.numerator * (mult // alpha_units.denominator) * grid.scale
+    durs = [d * mult for d in grid.durs]
+    for i in batched:                                # a batched flow: r·(o + duration) (docstring)
+        r = flows[i].rate
+        durs[i] = (durs[i] + alpha) // r.denominator * r.numerator - alpha
+    return EventGrid(grid.scale * mult, alpha, issue_units.numerator * (mult // issue_units.denominator) * grid.scale,
+                     latency_units.numerator * (mult // latency_units.denominator) * grid.scale, durs)
+
+
 def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: IntegerTimes | None = None,
                issue_units: Fraction = Fraction(0), latency_units: Fraction = Fraction(0),
-               discipline: str = "exclusive") -> Fraction:
+               discipline: str = "exclusive", nvlink: str = "stated") -> Fraction:
     """As-soon-as-possible makespan keeping the slot schedule's dependencies and port order.
 
     LogGP-style (docs/latency.md): a flow starts at max(data ready + Li, send port free,
     receive port free), holds both ports for o + duration and lands L later. `alpha_units` is
     the overhead o, `issue_units` Li, `latency_units` L, all in units of n/B (seconds·B/n).
     With Li = L = 0 this is the α-per-flow model exactly. `discipline`: one of DISCIPLINES
-    (module docstring; "shared" is optcc.event_shared.shared_event_time).
+    (module docstring; "shared" is optcc.event_shared.shared_event_time). `nvlink`: one of
+    NVLINK_SHARING (module docstring; "max-min" is optcc.event_maxmin.maxmin_event_time).
     """
     if discipline not in DISCIPLINES:
         raise OptccError("discipline", f"expected one of {DISCIPLINES}, got {discipline!r}")
+    if nvlink not in NVLINK_SHARING:
+        raise OptccError("nvlink", f"expected one of {NVLINK_SHARING}, got {nvlink!r}")
+    if nvlink != "stated" and discipline != "exclusive":
+        raise OptccError("nvlink", f"NVLink shared max-min is timed under the exclusive discipline only, "
+                                   f"got discipline {discipline!r}")
     if discipline == "shared":
         from optcc.event_shared import shared_event_time
         shared_grid = grid or IntegerTimes(schedule)
@@ -270,17 +311,13 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows
     batched = nvlink_batches(schedule, grid)         # flow -> the flow before it in its batch (or -1)
-    mult = math.lcm(alpha_units.denominator, issue_units.denominator, latency_units.denominator) \
-        * math.lcm(1, *{flows[i].rate.denominator for i in batched})      # r·(o + d) on the grid
-    scale = grid.scale * mult
-    alpha = alpha_units.numerator * (mult // alpha_units.denominator) * grid.scale
-    issue = issue_units.numerator * (mult // issue_units.denominator) * grid.scale
-    wire = latency_units.numerator * (mult // latency_units.denominator) * grid.scale
+    if nvlink == "max-min":
+        from optcc.event_maxmin import maxmin_event_time
+        return maxmin_event_time(schedule, grid, batched, event_grid(schedule, grid, batched, alpha_units,
+                                                                     issue_units, latency_units))
+    eg = event_grid(schedule, grid, batched, alpha_units, issue_units, latency_units)
+    scale, alpha, issue, wire, durs = eg.scale, eg.alpha, eg.issue, eg.wire, eg.durs
     starts, slot_end = grid.starts, grid.ends
-    durs = [d * mult for d in grid.durs]
-    for i in batched:                                # a batched flow: r·(o + duration) (docstring)
-        r = flows[i].rate
-        durs[i] = (durs[i] + alpha) // r.denominator * r.numerator - alpha
     # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).
     # Flows of one start see none of each other but their batch: by piece, its order (docstring).
     order = sorted([(starts[i], 1, f.piece, i) for i, f in enumerate(flows)]

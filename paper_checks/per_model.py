@@ -223,7 +223,9 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
     row.discipline = (f"{E.DISCIPLINE} (each port one flow at a time in slot order: what the streaming runner "
                       f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k, and under "
                       f"{' and '.join(E.SEARCHED_DISCIPLINES)} at its own best k where over the tolerance at that k "
-                      f"(verdict_by_discipline)")
+                      f"(verdict_by_discipline); NVLink streams below rate 1 (the rails', g > 1) at their stated "
+                      f"rates, not shared max-min (optcc.timing's `nvlink`: the two differ by −0.6% to +12.5% at "
+                      f"g = 8, 100 GB/s, docs/latency.md)")
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
                  "preset (verdict = simai at 50 GB/s, the paper's simulator). " + row.model)
