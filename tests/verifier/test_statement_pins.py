@@ -21,7 +21,7 @@ PINNED = {
     "optcc": {"obligations": "4df8ad1e37a9050666e5fd27c884426a5b205854c78beea05ddb27d58f952fb0",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
               "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "servers": {"obligations": "15db7431c196bdcc4c7aaa78d0ffe8b9a8e7acdc0f920a9194eaa4d57e8702d4",
+    "servers": {"obligations": "abb72ca8f500baebc596fdcb5baba5d5decc48d621724a8effd4fb0527409eee",
                 "near_optimal": "57de3d53accc0fa717a83024d27e7744fedf970b97054696b1e9cb64ddc306d1",
                 "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
 }

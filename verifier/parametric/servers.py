@@ -400,6 +400,18 @@ def _lex_ge(a: Sequence[Term], b: Sequence[Term]) -> Z3Term:
     return z3.Or(a[0] > b[0], z3.And(a[0] == b[0], a[1] >= b[1]))
 
 
+# Slots between the piece's first touch at a node and the first flow of a later family that
+# leaves that node with it, where both fall in one phase (derived: read off the flows on p = 3–9,
+# k = 1–4 and seven ℓ; proved for every p, k, ℓ and attained, so one slot more is refuted): the
+# upload follows the last reduce-scatter hop, the download S's upload, the all-gather hop the
+# download, the P2P download the P2P uploads of every healthy node. The reduce-scatter hops and the
+# P2P upload make the first touch (0); the epilogue's flows always fall in a later phase.
+FIRST_TOUCH_MARGINS: dict[str, tuple[str, Callable[[Params], Term]]] = {
+    "optcc.upload": ("1", lambda P: 1), "optcc.download": ("2", lambda P: 2),
+    "optcc.ag_hop": ("5", lambda P: 5), "optcc.p2p_download": ("2p", lambda P: 2 * P.p)}
+LATER_PHASE = frozenset({"optcc.epilogue_ag"})      # its flows leave a node a phase after the first touch
+
+
 def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
     """q ≥ 3: no instance flow touches node v on a piece before first(v, piece), none lands at v
     after last(v, piece), both (phase, slot) lie in their phase's window, and (phase, slot)
@@ -416,10 +428,17 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
             idx = fresh_index(fam, "1")
             T = fam.terms(A, P, *idx)
             v = getattr(T, end)
-            goal = _lex_ge((T.phase, T.box + T.offset), first(A, P, v, T.piece))
+            ft_phase, ft_slot = first(A, P, v, T.piece)
+            text, margin = FIRST_TOUCH_MARGINS.get(fam.name, ("", lambda P: 0)) if end == "src" else ("", lambda P: 0)
+            goal = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot + margin(P)))
+            if end == "src" and fam.name in LATER_PHASE:
+                goal = T.phase >= ft_phase + 1
             if end == "dst":
                 goal = z3.And(goal, _lex_ge(last(A, P, v, T.piece), (T.phase, T.box + T.offset + T.dur)))
-            what = "starts before ft" + (" or lands after lw" if end == "dst" else "")
+            what = "starts before ft" + (f" + {text} (in ft's phase)" if text else "") \
+                + (" or lands after lw" if end == "dst" else "")
+            if end == "src" and fam.name in LATER_PHASE:
+                what = "starts in ft's phase or before"
             out.append(Obligation("causality", f"servers: q ≥ 3: no {fam.name} flow at its {end} {what}",
                                   C.assume + fam.domain(A, P, *idx) + A.product_lemmas(), goal, list(A.side),
                                   P, [(fam, idx)]))
