@@ -224,7 +224,7 @@ def attach(row, models: dict, value_of, models_100: dict | None = None):
                       f"does); each point also under {' and '.join(E.OTHER_DISCIPLINES)} at its k, and under "
                       f"{' and '.join(E.SEARCHED_DISCIPLINES)} at its own best k where over the tolerance at that k "
                       f"(verdict_by_discipline); NVLink streams below rate 1 (the rails', g > 1) at their stated "
-                      f"rates, not shared max-min (optcc.timing's `nvlink`: the two differ by −0.6% to +12.5% at "
+                      f"rates, not shared max-min (optcc.timing's `nvlink`: the two differ by −0.6% to +15.2% at "
                       f"g = 8, 100 GB/s, docs/latency.md)")
     row.model = ("event model (optcc.timing, via optcc.event_timer) on both sides, k by an event-time search "
                  "(paper_checks.event_checks), else optcc.model_time's closed form as an upper bound, under each "
