@@ -10,7 +10,7 @@ from optcc_app.commands._common import (add_cluster_args, add_latency_args, add_
                                         apply_latency_args, message_size, print_json, print_table, segments_given)
 from optcc.latency import describe_json
 from optcc_app.compose.timing_report import time_schedule
-from optcc.timing import units_to_seconds
+from optcc.timing import NVLINK_SHARING, units_to_seconds
 
 
 def register(sub) -> None:
@@ -24,6 +24,10 @@ def register(sub) -> None:
     add_cluster_args(parser, latency=False)   # with --algo: the cluster to build for
     add_segments_arg(parser, "at --n, with --algo (a FILE has its own k)")
     add_latency_args(parser)   # override the schedule's cluster's latency model
+    parser.add_argument("--nvlink", choices=NVLINK_SHARING, default="stated",
+                        help="NVLink streams below rate 1 (the rails'): at their stated rate (default), or shared "
+                             "max-min among a server's streams at once (exact simulation of the built flows; "
+                             "about 0.5 ms of CPU a flow; docs/latency.md)")
     parser.set_defaults(handler=run)
 
 
@@ -34,7 +38,7 @@ _CLUSTER_FLAGS = (("p", "--p"), ("cluster", "--cluster"), ("straggler", "--strag
 def _timed_flows(schedule, args):
     """A flow list: its own flows on its cluster, the latency flags applied."""
     schedule.cluster = apply_latency_args(schedule.cluster, args)
-    return (time_schedule(schedule, args.n), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
+    return (time_schedule(schedule, args.n, args.nvlink), schedule.cluster, schedule.meta.get("algorithm", "schedule"),
             len(schedule.flows), schedule, None)
 
 
@@ -42,7 +46,7 @@ def _timed_generated(gen, args):
     """A generated schedule: its parameters, timed as `time --algo` would."""
     from optcc_app.compose.timing_report import time_algorithm
     cluster = apply_latency_args(gen.cluster, args)
-    rep, name, n_flows, built = time_algorithm(gen.algo, cluster, gen.segments, args.n)
+    rep, name, n_flows, built = time_algorithm(gen.algo, cluster, gen.segments, args.n, args.nvlink)
     return rep, cluster, name, n_flows, built, None
 
 
@@ -70,7 +74,8 @@ def _timed(args):
     from optcc_app.compose.timing_report import array_record, time_algorithm
     check_algo(args.algo)
     cluster = cluster_from_args(args)
-    arrays = array_record(args.algo, cluster) is not None      # timed as arrays: not capped by the build limit
+    # timed as arrays (not capped by the build limit), unless the NVLink model needs the flows
+    arrays = args.nvlink == "stated" and array_record(args.algo, cluster) is not None
     k = segments_from_args(args, args.algo, cluster, args.n, build=not arrays)
     model = None
     if arrays and args.segments == "auto":
@@ -84,7 +89,7 @@ def _timed(args):
             if model is not None:
                 model["timed_segments"] = cap
             k = cap
-    rep, name, n_flows, schedule = time_algorithm(args.algo, cluster, k, args.n)
+    rep, name, n_flows, schedule = time_algorithm(args.algo, cluster, k, args.n, args.nvlink)
     return rep, cluster, name, n_flows, schedule, model
 
 
@@ -119,13 +124,17 @@ def run(args) -> int:
     }
     if model is not None:                                 # only where the array limit capped auto k
         out.update(segments=model.pop("timed_segments"), model_at_auto_k=model)
+    if args.nvlink != "stated":
+        out["nvlink"] = args.nvlink
     if args.json:
         print_json(out)
     else:
         print(f"# {name} on {c.describe()}, {n_flows} flows, n = {args.n} bytes, times in units of n/B")
         rows = [
             ["slot time", out["slot_time"], out["seconds"]["slot"]],
-            [f"event time ({out['latency_model']['name']} latency)", out["event_time"], out["seconds"]["event"]],
+            [f"event time ({out['latency_model']['name']} latency"
+             + (f", NVLink {args.nvlink}" if args.nvlink != "stated" else "") + ")", out["event_time"],
+             out["seconds"]["event"]],
             ["T0 (fault-free)", out["t0"], units_to_seconds(c, rep.t0, args.n)],
             ["lower bound", out["lower_bound"],
              None if rep.lower_bound is None else units_to_seconds(c, rep.lower_bound, args.n)],

@@ -10,7 +10,7 @@ from optcc.errors import OptccError
 from optcc.latency import units as latency_units
 from optcc.schedule import Schedule
 from optcc.event_timer import fast_event_time
-from optcc.timing import CapacityViolation, IntegerTimes, capacity_model, check_capacity, slot_time
+from optcc.timing import CapacityViolation, IntegerTimes, capacity_model, check_capacity, event_time, slot_time
 
 
 @dataclass
@@ -39,16 +39,19 @@ def _lower_bound(cluster) -> Fraction | None:
         return None
 
 
-def time_schedule(schedule: Schedule, n_bytes: int = 2**30) -> TimingReport:
-    """Slot time, event time (the cluster's o, Li, L at message size n), T0, lower bound, capacity check."""
+def time_schedule(schedule: Schedule, n_bytes: int = 2**30, nvlink: str = "stated") -> TimingReport:
+    """Slot time, event time (the cluster's o, Li, L at message size n; NVLink streams below rate 1
+    as `nvlink` says, optcc.timing.NVLINK_SHARING), T0, lower bound, capacity check."""
     c = schedule.cluster
     grid = IntegerTimes(schedule)
     model = capacity_model(schedule)
     violation = check_capacity(schedule, model, grid)
     o, li, lat = latency_units(c, n_bytes)
+    event = (fast_event_time(schedule, o, li, lat, grid) if nvlink == "stated"      # a slot group at a time
+             else event_time(schedule, o, grid, li, lat, nvlink=nvlink))
     return TimingReport(
         slot_time=slot_time(schedule, grid),
-        event_time=fast_event_time(schedule, o, li, lat, grid),   # = optcc.timing.event_time, a slot group at a time
+        event_time=event,
         t0=fault_free_optimum(c.p, c.g),
         lower_bound=_lower_bound(c),
         capacity=model,
@@ -66,14 +69,19 @@ def array_record(algo: str, cluster):
     return record if record.arrays is not None else None
 
 
-def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30):
+def time_algorithm(algo: str, cluster, k: int, n_bytes: int = 2**30, nvlink: str = "stated"):
     """(report, algorithm built, flow count, the Schedule or None where only arrays were made) of `algo` on the cluster with k segments. Where the
     serving construction has an array form (registry `arrays`) the flows are timed as
     FlowArrays / EventArrays (optcc.event_timer.Prepared.from_arrays: the same event model,
     exact), so p = 1024 works; otherwise, where the arrays show a port conflict (to describe it)
-    or their grid is beyond int64, the schedule is built and timed by time_schedule."""
+    or their grid is beyond int64, the schedule is built and timed by time_schedule. NVLink
+    streams shared max-min (`nvlink`) need the built schedule's flows (optcc.event_maxmin)."""
     from optcc.algorithms import build_schedule, check_array_work
     from optcc.event_timer import Prepared
+    if nvlink != "stated":
+        schedule = build_schedule(algo, cluster, k)
+        return (time_schedule(schedule, n_bytes, nvlink), schedule.meta.get("algorithm", algo), len(schedule.flows),
+                schedule)
     record = array_record(algo, cluster)
     fa = None
     if record is not None:
