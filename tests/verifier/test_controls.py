@@ -123,11 +123,11 @@ SERVERS_NO_FALSE_CONTROL = {
 
 
 @pytest.mark.parametrize("algo, listed, refuted, fallback, antecedent, total", [
-    ("optcc", OPTCC_NO_FALSE_CONTROL, 219, 20, 2, 232), ("servers", SERVERS_NO_FALSE_CONTROL, 276, 20, 3, 288)])
+    ("optcc", OPTCC_NO_FALSE_CONTROL, 219, 6, 2, 232), ("servers", SERVERS_NO_FALSE_CONTROL, 276, 6, 3, 288)])
 def test_every_control_refuted_but_the_listed_ones(algo, listed, refuted, fallback, antecedent, total):
-    """OptCC: 219 of its 232 obligations have a refuted control, 20 of them through the premise
-    fallback (pairs never back to back on one port) and 2 through the antecedent control (the
-    algebra lemma, piece sizes positive where their regime holds); servers 276 of 288, 20 and 3
+    """OptCC: 219 of its 232 obligations have a refuted control, 6 of them through the premise
+    fallback (chain flows j1 < j2 of a piece never back to back) and 2 through the antecedent
+    control (the algebra lemma, piece sizes positive where their regime holds); servers 276 of 288, 6 and 3
     so. The rest are listed above, each with its reason: a statement that weakens changes the
     list, and one that joins it must be given a reason here (docs/parametric.md "Controls")."""
     res = check_controls(_obligations(algo), 20000, _small)
@@ -178,13 +178,16 @@ def test_a_prologue_flow_moved_into_the_pipeline_is_refuted_by_its_finish_bound(
     ("optcc", "optcc.ag_hop vs optcc.rs_hop: read during a write, 6 slots apart"),
     ("optcc", "optcc.rs_hop vs optcc.ag_hop: two writes at once, 8 slots apart"),
     ("optcc", "optcc.ag_hop vs optcc.rs_hop: two writes at once, 8 slots apart"),
+    ("optcc", "optcc.rs_hop vs optcc.rs_hop: one send port, 1 slot apart"),
+    ("optcc", "optcc.p2p_download vs optcc.p2p_upload: read during a write, 4 slots apart"),
+    ("optcc", "optcc.download vs optcc.download: one receive port, 2 slots apart"),
     ("ring", "ring.reduce_scatter vs ring.all_gather: two writes at once, p − 1 slots apart"),
     ("ring", "ring.all_gather vs ring.reduce_scatter: two writes at once, p − 1 slots apart")])
 def test_a_pair_never_back_to_back_is_stated_with_its_least_gap(algo, name):
-    """A reduce-scatter hop and an all-gather hop on one value never meet back to back: the pair
-    is stated with its least gap (proved), so its own control, one slot more, is refuted; stated
-    with one slot less its control is proved (only the premise fallback would guard it, as it did
-    when the pair was stated at gap 0): caught."""
+    """A pair that never meets back to back (a reduce-scatter hop and an all-gather hop on one
+    value; two hops on one port) is stated with its least gap (proved), so its own control, one
+    slot more, is refuted; stated with one slot less its control is proved (only the premise
+    fallback would guard it, as it did when the pair was stated at gap 0): caught."""
     from verifier.parametric.obligations import discharge
     ob = next(o for o in _obligations(algo) if o.name == name)
     assert discharge(ob, 20000)["status"] == "proved"
@@ -200,10 +203,11 @@ def test_a_pair_never_back_to_back_is_stated_with_its_least_gap(algo, name):
 
 
 def test_a_pair_never_back_to_back_is_guarded_by_its_premise_control():
-    """OptCC's "rs_hop vs rs_hop: one send port" holds strictly too (its strict control is
-    proved), so its premise control guards it: without the same port the pair overlaps (refuted);
-    the goal replaced by True leaves both controls proved: caught."""
-    ob = next(o for o in _obligations("optcc") if o.name == "optcc.rs_hop vs optcc.rs_hop: one send port")
+    """OptCC's chain order "rs_hop before a later rs_hop" holds strictly too (two hops of a piece
+    never back to back: its strict control is proved), so its premise control guards it: without
+    j1 < j2 the order fails (refuted); the goal replaced by True leaves both controls proved: caught."""
+    ob = next(o for o in _obligations("optcc")
+              if o.name == "optcc shard piece (σ, c): order: optcc.rs_hop before a later optcc.rs_hop")
     assert control(ob)[0] == "strict"
     res = check_controls([ob], 20000, _small)
     assert res["not_refuted"] == [] and res["by_rule"] == {"strict": 1, FALLBACK: 1}

@@ -18,10 +18,10 @@ from optcc_app.compose.statements import statements_sha256
 PINNED = {
     "ring": {"obligations": "cca8f94f74208e32cd8b0ca29714b142656d560941856bb7c6b997a7e695e8ff",
              "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "optcc": {"obligations": "4df8ad1e37a9050666e5fd27c884426a5b205854c78beea05ddb27d58f952fb0",
+    "optcc": {"obligations": "08e8d19a9c6d103d630d6263153ea23fe3092ef0ba8497d87551ff8ea4858ebd",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
               "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "servers": {"obligations": "abb72ca8f500baebc596fdcb5baba5d5decc48d621724a8effd4fb0527409eee",
+    "servers": {"obligations": "aecd528d0c2a0c11de60a039cb69fdbb6741c7312a638ee9f9639b47abeb717c",
                 "near_optimal": "57de3d53accc0fa717a83024d27e7744fedf970b97054696b1e9cb64ddc306d1",
                 "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
 }

@@ -117,7 +117,7 @@ def _pair_obligations(C: GeneratorModel, prop: str, relation: Callable[[Terms, T
             gap_text, gap = C.gaps.get((f1.name, f2.name, what), ("", lambda P: 0))
             goal = disjoint(T1, T2, gap(C.P))
             if gap_text:
-                name += f", {gap_text} slots apart"
+                name += f", {gap_text} slot{'' if gap_text == '1' else 's'} apart"
             if (f1.name, f2.name) in C.shared or (f2.name, f1.name) in C.shared:
                 goal = z3.Or(goal, z3.And(T1.phase == T2.phase, T1.box == T2.box, z3.Or(
                     T1.offset + T1.dur <= T2.offset, T2.offset + T2.dur <= T1.offset)))

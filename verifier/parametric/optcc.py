@@ -54,19 +54,26 @@ def generator_model(families: tuple[Family, ...] = F.FAMILIES) -> GeneratorModel
     P, assume = params()
     f = dict(zip(("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi"), families))
     shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
-    rs, ag = f["rs"].name, f["ag"].name
-    gaps = {(a, b, what): (str(g), lambda P, g=g: g) for (a, b, what), g in (
-        ((rs, ag, "read during a write"), RS_AG_GAPS["read"]), ((ag, rs, "read during a write"), RS_AG_GAPS["write"]),
-        ((rs, ag, "two writes at once"), RS_AG_GAPS["both"]), ((ag, rs, "two writes at once"), RS_AG_GAPS["both"]))}
+    gaps = {(f[a].name, f[b].name, what): (str(g), lambda P, g=g: g) for (a, b, what), g in PAIR_GAPS.items()}
     return GeneratorModel("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared, gaps)
 
 
-# Pipeline slots between a reduce-scatter hop and an all-gather hop on one value (derived: the
-# least gap read off the flows on p = 3–10, k = 1–4 and seven ℓ, attained at p = 4, k = 3; proved
-# for every p, k, ℓ by the obligations, tight: one slot more is refuted). "read": the hop writes
-# what the all-gather later reads (the piece goes up to the straggler and down in between);
-# "write": the all-gather writes what a later segment's hop reads; "both": the two write it.
-RS_AG_GAPS = {"read": 4, "write": 6, "both": 8}
+# Pipeline slots between two flows of a pair that never meets back to back (derived: the least
+# gap read off the flows on p = 3–10, k = 1–4 and seven ℓ, attained within p ≤ 8, k ≤ 3; proved for
+# every p, k, ℓ by the obligations, tight: one slot more is refuted). Keys: (first family, second
+# family, relation) by role; "read during a write": the first writes what the second reads.
+PAIR_GAPS: dict[tuple[str, str, str], int] = {
+    ("rs", "ag", "read during a write"): 4,       # the piece goes up to S and down in between
+    ("ag", "rs", "read during a write"): 6,       # the all-gather writes what a later segment's hop reads
+    ("rs", "ag", "two writes at once"): 8, ("ag", "rs", "two writes at once"): 8,
+    ("rs", "down", "two writes at once"): 2, ("down", "rs", "two writes at once"): 2,
+    ("rs", "rs", "read during a write"): 1, ("ag", "ag", "read during a write"): 1,
+    ("p2p_up", "p2p_down", "read during a write"): 2, ("p2p_down", "p2p_up", "read during a write"): 4,
+    ("rs", "rs", "one send port"): 1, ("ag", "ag", "one send port"): 1,
+    ("up", "up", "one send port"): 2, ("p2p_up", "p2p_up", "one send port"): 2,
+    ("rs", "rs", "one receive port"): 1, ("ag", "ag", "one receive port"): 1,
+    ("down", "down", "one receive port"): 2, ("p2p_down", "p2p_down", "one receive port"): 2,
+}
 
 
 def _shard_value(A: Arith, P: Params, key: tuple[Term, Term], v: Term, j: Term) -> V.Val:
