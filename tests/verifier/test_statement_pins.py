@@ -16,12 +16,12 @@ import pytest
 from optcc_app.compose.statements import statements_sha256
 
 PINNED = {
-    "ring": {"obligations": "cca8f94f74208e32cd8b0ca29714b142656d560941856bb7c6b997a7e695e8ff",
+    "ring": {"obligations": "7a0613279a305232b99fedfc8e2059eae314203048f6dda7f189ca6dbcfd4ffd",
              "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "optcc": {"obligations": "08e8d19a9c6d103d630d6263153ea23fe3092ef0ba8497d87551ff8ea4858ebd",
+    "optcc": {"obligations": "e578543eca1e28eb617aadbb7794adf2e7c66ef9f387c2d61bc8b81142adc385",
               "near_optimal": "2de41c7495e9430ee65cb70ed5cad5eb38483ca05238008f847bba401efe4732",
               "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
-    "servers": {"obligations": "aecd528d0c2a0c11de60a039cb69fdbb6741c7312a638ee9f9639b47abeb717c",
+    "servers": {"obligations": "d4ae1783e67bd601679664fcf2b074ff8413cb1ad66dbdb947ea314c6178b3d6",
                 "near_optimal": "57de3d53accc0fa717a83024d27e7744fedf970b97054696b1e9cb64ddc306d1",
                 "lower_bound_lp": "a2a503eef7c69e58ab0260b94e18550af3dc805834d6cfce3e7d671c3551cec3"},
 }

@@ -31,14 +31,19 @@ def _box_end(T: Terms) -> Term:
     return T.box + T.box_len
 
 
+def _plus(x: Term, gap: Term) -> Term:
+    return x if isinstance(gap, int) and gap == 0 else x + gap
+
+
 def disjoint(T1: Terms, T2: Terms, gap: Term = 0) -> Z3Term:
     """Slot boxes that cannot overlap in time: other phase, or integer intervals `gap` slots apart."""
-    return z3.Or(T1.phase != T2.phase, _box_end(T1) + gap <= T2.box, _box_end(T2) + gap <= T1.box)
+    return z3.Or(T1.phase != T2.phase, _plus(_box_end(T1), gap) <= T2.box, _plus(_box_end(T2), gap) <= T1.box)
 
 
-def before(T1: Terms, T2: Terms) -> Z3Term:
-    """Flow 1 lands before flow 2 starts (via verifier.parametric.lemmas.box_lemma)."""
-    return z3.Or(T1.phase < T2.phase, z3.And(T1.phase == T2.phase, _box_end(T1) <= T2.box))
+def before(T1: Terms, T2: Terms, gap: Term = 0) -> Z3Term:
+    """Flow 1 lands before flow 2 starts, `gap` slots before in one phase (via
+    verifier.parametric.lemmas.box_lemma)."""
+    return z3.Or(T1.phase < T2.phase, z3.And(T1.phase == T2.phase, _plus(_box_end(T1), gap) <= T2.box))
 
 
 def _across_phases(phase_relation: Z3Term) -> bool:
@@ -188,6 +193,9 @@ class Chain:
     value: Callable[..., V.Val]   # (A, P, key, node, j) -> Val after the first j chain flows
     init: Callable[..., V.Val]    # (P, node) -> Val (the node's own input)
     final: Callable[..., V.Val]   # P -> Val (the full sum)
+    # (family, family) -> slots: chain flows j1 < j2 of these families never meet back to back;
+    # their order is stated with this least gap (tight: its control, one slot more, fails)
+    gaps: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
@@ -249,7 +257,9 @@ def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
         T1, T2 = s1.fam.terms(A, P, *i1), s2.fam.terms(A, P, *i2)
         if _across_phases(T1.phase < T2.phase):
             continue
-        ob(f"order: {s1.fam.name} before a later {s2.fam.name}", A, [], before(T1, T2),
+        gap = ch.gaps.get((s1.fam.name, s2.fam.name), 0)
+        apart = f", {gap} slot{'' if gap == 1 else 's'} apart" if gap else ""
+        ob(f"order: {s1.fam.name} before a later {s2.fam.name}{apart}", A, [], before(T1, T2, gap),
            [(s1.fam, i1), (s2.fam, i2)],
            [j1 >= s1.lo(P, ch.key), j1 <= s1.hi(P, ch.key), j2 >= s2.lo(P, ch.key),
             j2 <= s2.hi(P, ch.key), j1 < j2])

@@ -52,10 +52,26 @@ def _piece_ok(A: Arith, P: Params, key: tuple[Term, ...]) -> Z3Term:
 
 def generator_model(families: tuple[Family, ...] = F.FAMILIES) -> GeneratorModel:
     P, assume = params()
-    f = dict(zip(("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi"), families))
+    f = dict(zip(ROLES, families))
     shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
     gaps = {(f[a].name, f[b].name, what): (str(g), lambda P, g=g: g) for (a, b, what), g in PAIR_GAPS.items()}
     return GeneratorModel("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared, gaps)
+
+
+ROLES = ("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi")     # the families, in order
+
+
+# Chain flows j1 < j2 of one piece that never meet back to back: the least gap, pipeline slots
+# (derived as PAIR_GAPS below, attained within p ≤ 8, k ≤ 3): consecutive hops 1, a reduce-scatter
+# hop and its piece's download 2, its all-gather hop 4, the upload and the all-gather hop 2, the
+# P2P upload and download 2.
+ORDER_GAPS: dict[tuple[str, str], int] = {
+    ("rs", "rs"): 1, ("ag", "ag"): 1, ("rs", "down"): 2, ("rs", "ag"): 4, ("up", "ag"): 2, ("p2p_up", "p2p_down"): 2}
+
+
+def _order_gaps(families: tuple[Family, ...]) -> dict[tuple[str, str], int]:
+    f = dict(zip(ROLES, families))
+    return {(f[a].name, f[b].name): g for (a, b), g in ORDER_GAPS.items()}
 
 
 # Pipeline slots between two flows of a pair that never meets back to back (derived: the least
@@ -129,7 +145,7 @@ def shard_chain(families: tuple[Family, ...] = F.FAMILIES) -> Chain:
                 lambda A, P, key, j: (j - H(P) - 1, A.mod(key[1] + j - H(P) - 1, H(P), 0, 1))),
     ]
     return Chain("optcc shard piece (σ, c)", (sigma, c), _piece_ok, H, lambda P: 2 * H(P), segs, pos,
-                 _shard_value, _init, lambda P: V.full(H(P), 1))
+                 _shard_value, _init, lambda P: V.full(H(P), 1), _order_gaps(families))
 
 
 def p2p_chain(families: tuple[Family, ...] = F.FAMILIES) -> Chain:
@@ -146,7 +162,7 @@ def p2p_chain(families: tuple[Family, ...] = F.FAMILIES) -> Chain:
             Segment(p2p_down, lambda P, key: H(P), lambda P, key: 2 * H(P) - 1,
                     lambda A, P, key, j: (key[0], 2 * H(P) - 1 - j))]
     return Chain("optcc P2P piece (σ,)", (sigma,), _piece_ok, H, lambda P: 2 * H(P), segs, pos,
-                 _p2p_value, _init, lambda P: V.full(H(P), 1))
+                 _p2p_value, _init, lambda P: V.full(H(P), 1), _order_gaps(families))
 
 
 def _real(P: Params) -> tuple[Z3Term, Z3Term, Z3Term]:

@@ -430,7 +430,7 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
             v = getattr(T, end)
             ft_phase, ft_slot = first(A, P, v, T.piece)
             text, margin = FIRST_TOUCH_MARGINS.get(fam.name, ("", lambda P: 0)) if end == "src" else ("", lambda P: 0)
-            goal = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot + margin(P)))
+            goal = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot + margin(P) if text else ft_slot))
             if end == "src" and fam.name in LATER_PHASE:
                 goal = T.phase >= ft_phase + 1
             if end == "dst":
