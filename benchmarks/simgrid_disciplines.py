@@ -22,7 +22,8 @@ work-conserving NVLink). The second part of the output compares both pairs on th
 100 GB/s, where NVLink bounds them).
 
 Run: python benchmarks/simgrid_disciplines.py   (prints one line per schedule and discipline and
-the largest relative difference; skips with its reason where SimGrid is not installed)
+the largest relative difference, then one line per rails case, about 10 minutes in all; skips
+with its reason where SimGrid is not installed)
 """
 from __future__ import annotations
 
