@@ -29,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     n = 8 * 2**30
     for p in args.p:
         healthy = Cluster.build(p, 8, bandwidth=100e9, nvlink_bandwidth=450e9, latency_model="simai")
-        ring = event_time(flat_ring_allreduce(healthy), *_units(units, healthy, n))
+        ho, hli, hlat = units(healthy, n)
+        ring = event_time(flat_ring_allreduce(healthy), ho, None, hli, hlat)
         c = Cluster.build(p, 8, {0: args.ell}, bandwidth=100e9, nvlink_bandwidth=450e9, latency_model="simai")
         o, li, lat = units(c, n)
         for k in args.k:
@@ -43,11 +44,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"{float(stated / ring - 1):+.3%}, max-min {float(shared / ring - 1):+.3%}  "
                   f"stated/max-min {float(stated / shared - 1):+.3%}  CPU {t1 - t0:.1f} s, {t2 - t1:.1f} s", flush=True)
     return 0
-
-
-def _units(units, cluster, n):           # (o, grid, Li, L) in event_time's order
-    o, li, lat = units(cluster, n)
-    return o, None, li, lat
 
 
 if __name__ == "__main__":

@@ -311,11 +311,10 @@ def event_time(schedule: Schedule, alpha_units: Fraction = Fraction(0), grid: In
     grid = grid or IntegerTimes(schedule)
     flows = schedule.flows
     batched = nvlink_batches(schedule, grid)         # flow -> the flow before it in its batch (or -1)
+    eg = event_grid(schedule, grid, batched, alpha_units, issue_units, latency_units)
     if nvlink == "max-min":
         from optcc.event_maxmin import maxmin_event_time
-        return maxmin_event_time(schedule, grid, batched, event_grid(schedule, grid, batched, alpha_units,
-                                                                     issue_units, latency_units))
-    eg = event_grid(schedule, grid, batched, alpha_units, issue_units, latency_units)
+        return maxmin_event_time(schedule, grid, batched, eg)
     scale, alpha, issue, wire, durs = eg.scale, eg.alpha, eg.issue, eg.wire, eg.durs
     starts, slot_end = grid.starts, grid.ends
     # Local ops at their time act after landings and before reads: order key (time, 0 | 1, index).

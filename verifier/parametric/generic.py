@@ -31,7 +31,24 @@ def _box_end(T: Terms) -> Term:
     return T.box + T.box_len
 
 
+@dataclass(frozen=True)
+class Gap:
+    """The least slots between two flows that never meet back to back (derived per construction,
+    proved by the obligation that states it): `text` names it, `slots(P)` is its term."""
+    text: str
+    slots: Callable[..., Term]
+
+    @staticmethod
+    def const(n: int) -> Gap:
+        return Gap(str(n), lambda P: n)
+
+    def apart(self) -> str:
+        """The obligation name's suffix: ", 1 slot apart", ", p − 1 slots apart"."""
+        return f", {self.text} slot{'' if self.text == '1' else 's'} apart"
+
+
 def _plus(x: Term, gap: Term) -> Term:
+    """x + gap, no term added for a gap of 0 (a statement without a gap stays as it was)."""
     return x if isinstance(gap, int) and gap == 0 else x + gap
 
 
@@ -82,7 +99,7 @@ class GeneratorModel:
     shared: frozenset[tuple[str, str]] = frozenset()   # family-name pairs that may share a box, one after the other
     # (family, family, relation) -> (text, P -> slots): a pair that never meets back to back is
     # stated with its least gap, so that the statement is tight (its control, one slot more, fails)
-    gaps: Mapping[tuple[str, str, str], tuple[str, Callable[..., Term]]] = field(default_factory=dict)
+    gaps: Mapping[tuple[str, str, str], Gap] = field(default_factory=dict)
 
 
 def well_formed(C: GeneratorModel) -> list[Obligation]:
@@ -119,10 +136,10 @@ def _pair_obligations(C: GeneratorModel, prop: str, relation: Callable[[Terms, T
             assume = C.assume + f1.domain(A, C.P, *i1) + f2.domain(A, C.P, *i2)
             premise = [rel, _distinct(f1, i1, f2, i2)] if need_distinct else [rel]
             name = f"{f1.name} vs {f2.name}: {what}"
-            gap_text, gap = C.gaps.get((f1.name, f2.name, what), ("", lambda P: 0))
-            goal = disjoint(T1, T2, gap(C.P))
-            if gap_text:
-                name += f", {gap_text} slot{'' if gap_text == '1' else 's'} apart"
+            gap = C.gaps.get((f1.name, f2.name, what))
+            goal = disjoint(T1, T2, 0 if gap is None else gap.slots(C.P))
+            if gap is not None:
+                name += gap.apart()
             if (f1.name, f2.name) in C.shared or (f2.name, f1.name) in C.shared:
                 goal = z3.Or(goal, z3.And(T1.phase == T2.phase, T1.box == T2.box, z3.Or(
                     T1.offset + T1.dur <= T2.offset, T2.offset + T2.dur <= T1.offset)))
@@ -195,7 +212,7 @@ class Chain:
     final: Callable[..., V.Val]   # P -> Val (the full sum)
     # (family, family) -> slots: chain flows j1 < j2 of these families never meet back to back;
     # their order is stated with this least gap (tight: its control, one slot more, fails)
-    gaps: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    gaps: Mapping[tuple[str, str], Gap] = field(default_factory=dict)
 
 
 def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
@@ -257,9 +274,9 @@ def sum_property(C: GeneratorModel, ch: Chain) -> list[Obligation]:
         T1, T2 = s1.fam.terms(A, P, *i1), s2.fam.terms(A, P, *i2)
         if _across_phases(T1.phase < T2.phase):
             continue
-        gap = ch.gaps.get((s1.fam.name, s2.fam.name), 0)
-        apart = f", {gap} slot{'' if gap == 1 else 's'} apart" if gap else ""
-        ob(f"order: {s1.fam.name} before a later {s2.fam.name}{apart}", A, [], before(T1, T2, gap),
+        gap = ch.gaps.get((s1.fam.name, s2.fam.name))
+        ob(f"order: {s1.fam.name} before a later {s2.fam.name}{'' if gap is None else gap.apart()}", A, [],
+           before(T1, T2, 0 if gap is None else gap.slots(P)),
            [(s1.fam, i1), (s2.fam, i2)],
            [j1 >= s1.lo(P, ch.key), j1 <= s1.hi(P, ch.key), j2 >= s2.lo(P, ch.key),
             j2 <= s2.hi(P, ch.key), j1 < j2])

@@ -24,7 +24,7 @@ from optcc.algorithms.single import families as F
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith, Z3RealArith
 from verifier.parametric import generic as G
-from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
+from verifier.parametric.generic import Chain, Gap, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
 if TYPE_CHECKING:
@@ -52,13 +52,17 @@ def _piece_ok(A: Arith, P: Params, key: tuple[Term, ...]) -> Z3Term:
 
 def generator_model(families: tuple[Family, ...] = F.FAMILIES) -> GeneratorModel:
     P, assume = params()
-    f = dict(zip(ROLES, families))
+    f = _by_role(families)
     shared = frozenset({(f["up"].name, f["p2p_up"].name), (f["down"].name, f["p2p_down"].name)})
-    gaps = {(f[a].name, f[b].name, what): (str(g), lambda P, g=g: g) for (a, b, what), g in PAIR_GAPS.items()}
+    gaps = {(f[a].name, f[b].name, what): Gap.const(g) for (a, b, what), g in PAIR_GAPS.items()}
     return GeneratorModel("optcc", P, assume, tuple(families), lambda P: P.p, _piece_ok, shared, gaps)
 
 
 ROLES = ("pro", "rs", "up", "down", "p2p_up", "p2p_down", "ag", "epi")     # the families, in order
+
+
+def _by_role(families: tuple[Family, ...]) -> dict[str, Family]:
+    return dict(zip(ROLES, families))
 
 
 # Chain flows j1 < j2 of one piece that never meet back to back: the least gap, pipeline slots
@@ -69,9 +73,9 @@ ORDER_GAPS: dict[tuple[str, str], int] = {
     ("rs", "rs"): 1, ("ag", "ag"): 1, ("rs", "down"): 2, ("rs", "ag"): 4, ("up", "ag"): 2, ("p2p_up", "p2p_down"): 2}
 
 
-def _order_gaps(families: tuple[Family, ...]) -> dict[tuple[str, str], int]:
-    f = dict(zip(ROLES, families))
-    return {(f[a].name, f[b].name): g for (a, b), g in ORDER_GAPS.items()}
+def _order_gaps(families: tuple[Family, ...]) -> dict[tuple[str, str], Gap]:
+    f = _by_role(families)
+    return {(f[a].name, f[b].name): Gap.const(g) for (a, b), g in ORDER_GAPS.items()}
 
 
 # Pipeline slots between two flows of a pair that never meets back to back (derived: the least

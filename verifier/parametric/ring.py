@@ -20,7 +20,7 @@ from optcc.algorithms.ring import families as R
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
 from verifier.parametric import generic as G
-from verifier.parametric.generic import Chain, GeneratorModel, Segment, fresh_index
+from verifier.parametric.generic import Chain, Gap, GeneratorModel, Segment, fresh_index
 from verifier.parametric.obligations import Obligation
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def generator_model(families: tuple[Family, ...] = R.FAMILIES) -> GeneratorModel
     # A value's reduce-scatter write and its all-gather write are p − 1 slots apart at least
     # (derived: read off the flows on p = 3–10, k = 1–4, seven ℓ; proved for every p, k, ℓ and
     # attained at every p, so p slots is refuted).
-    gap = ("p − 1", lambda P: P.p - 1)
+    gap = Gap("p − 1", lambda P: P.p - 1)
     return GeneratorModel("ring", P, assume, tuple(families), lambda P: P.p,
                           lambda A, P, key: z3.And(key[0] >= 0, key[0] < P.k, key[1] >= 0, key[1] < P.p),
                           gaps={(rs, ag, "two writes at once"): gap, (ag, rs, "two writes at once"): gap})

@@ -56,7 +56,7 @@ from optcc.algorithms.families import Params
 from optcc.algorithms.servers import families as S
 from verifier.parametric import values as V
 from verifier.parametric.arith import Z3Arith
-from verifier.parametric.generic import GeneratorModel, fresh_index
+from verifier.parametric.generic import Gap, GeneratorModel, fresh_index
 from verifier.parametric.obligations import Obligation
 
 if TYPE_CHECKING:
@@ -406,9 +406,9 @@ def _lex_ge(a: Sequence[Term], b: Sequence[Term]) -> Z3Term:
 # upload follows the last reduce-scatter hop, the download S's upload, the all-gather hop the
 # download, the P2P download the P2P uploads of every healthy node. The reduce-scatter hops and the
 # P2P upload make the first touch (0); the epilogue's flows always fall in a later phase.
-FIRST_TOUCH_MARGINS: dict[str, tuple[str, Callable[[Params], Term]]] = {
-    "optcc.upload": ("1", lambda P: 1), "optcc.download": ("2", lambda P: 2),
-    "optcc.ag_hop": ("5", lambda P: 5), "optcc.p2p_download": ("2p", lambda P: 2 * P.p)}
+FIRST_TOUCH_MARGINS: dict[str, Gap] = {
+    "optcc.upload": Gap.const(1), "optcc.download": Gap.const(2),
+    "optcc.ag_hop": Gap.const(5), "optcc.p2p_download": Gap("2p", lambda P: 2 * P.p)}
 LATER_PHASE = frozenset({"optcc.epilogue_ag"})      # its flows leave a node a phase after the first touch
 
 
@@ -429,16 +429,17 @@ def optcc_touch_obligations(PL: S.Placement) -> list[Obligation]:
             T = fam.terms(A, P, *idx)
             v = getattr(T, end)
             ft_phase, ft_slot = first(A, P, v, T.piece)
-            text, margin = FIRST_TOUCH_MARGINS.get(fam.name, ("", lambda P: 0)) if end == "src" else ("", lambda P: 0)
-            goal = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot + margin(P) if text else ft_slot))
+            margin = FIRST_TOUCH_MARGINS.get(fam.name) if end == "src" else None
             if end == "src" and fam.name in LATER_PHASE:
-                goal = T.phase >= ft_phase + 1
+                goal, what = T.phase >= ft_phase + 1, "starts in ft's phase or before"
+            elif margin is not None:
+                goal = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot + margin.slots(P)))
+                what = f"starts before ft + {margin.text} (in ft's phase)"
+            else:
+                goal, what = _lex_ge((T.phase, T.box + T.offset), (ft_phase, ft_slot)), "starts before ft"
             if end == "dst":
                 goal = z3.And(goal, _lex_ge(last(A, P, v, T.piece), (T.phase, T.box + T.offset + T.dur)))
-            what = "starts before ft" + (f" + {text} (in ft's phase)" if text else "") \
-                + (" or lands after lw" if end == "dst" else "")
-            if end == "src" and fam.name in LATER_PHASE:
-                what = "starts in ft's phase or before"
+                what += " or lands after lw"
             out.append(Obligation("causality", f"servers: q ≥ 3: no {fam.name} flow at its {end} {what}",
                                   C.assume + fam.domain(A, P, *idx) + A.product_lemmas(), goal, list(A.side),
                                   P, [(fam, idx)]))
